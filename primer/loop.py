@@ -1,0 +1,65 @@
+"""The agent loop, in the two forms the book teaches.
+
+Both take the same turn (``Agent.ask`` then ``Agent.run_tools``); they differ
+only in what they take as the signal to stop, which is the point of chapter 5:
+
+* ``until_no_tool_calls`` stops when a reply asks for no tool. Simple, and
+  blind to *why* the model stopped: a reply cut off by the token limit looks
+  like an answer.
+* ``until_answer`` reads the finish reason: ``stop`` is an answer,
+  ``length`` is tokens exhausted (not an answer), ``tool_calls`` goes round.
+
+Both stop at a turn limit, and when the model call itself failed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from primer.agent import Agent
+from primer.trace import Ending, Message
+
+__all__ = ["DEFAULT_MAX_TURNS", "Loop", "until_answer", "until_no_tool_calls"]
+
+#: Enough for every scenario in the book; a loop without a limit is a bug.
+DEFAULT_MAX_TURNS = 8
+
+Loop = Callable[[Agent, list[Message], int], Ending]
+
+
+def _failed(agent: Agent) -> Ending | None:
+    call = agent.turns[-1].model_call
+    if call.reply is None:
+        detail = call.error.message if call.error else "the model returned nothing"
+        reason = "scenario_error" if call.kind == "mock" else "provider_failure"
+        return Ending(reason=reason, detail=detail)
+    return None
+
+
+def until_no_tool_calls(agent: Agent, context: list[Message], max_turns: int = DEFAULT_MAX_TURNS) -> Ending:
+    """Go round while the model asks for tools; stop when it asks for none."""
+    for _ in range(max_turns):
+        turn = agent.ask(context)
+        if failed := _failed(agent):
+            return failed
+        if not context[-1].tool_calls:
+            return Ending(reason="no_tool_calls")
+        agent.run_tools(turn, context)
+    return Ending(reason="turn_limit", detail=f"stopped after {max_turns} turns")
+
+
+def until_answer(agent: Agent, context: list[Message], max_turns: int = DEFAULT_MAX_TURNS) -> Ending:
+    """Go round until the finish reason says the model has answered."""
+    for _ in range(max_turns):
+        turn = agent.ask(context)
+        if failed := _failed(agent):
+            return failed
+        finish = turn.model_call.finish_reason
+        if finish == "stop":
+            return Ending(reason="answer_received", finish_reason=finish)
+        if finish == "length":
+            return Ending(reason="tokens_exhausted", finish_reason=finish)
+        if finish == "content_filter":
+            return Ending(reason="refused", finish_reason=finish)
+        agent.run_tools(turn, context)
+    return Ending(reason="turn_limit", detail=f"stopped after {max_turns} turns")

@@ -1,0 +1,161 @@
+"""Run scenarios in mock or live mode and return their traces.
+
+Mock mode wires a scenario to its scripted model, the grocery service's mock
+transport and a virtual clock. Live mode wires it to the provider and the
+service from the settings. Either way the scenario's loop runs the same code,
+and an exception inside it ends that scenario (recorded), not the run.
+"""
+
+from __future__ import annotations
+
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from primer.agent import Agent
+from primer.chapters import load_chapter, scenarios_of
+from primer.clock import Clock, RealClock, VirtualClock
+from primer.errors import ConfigError, NotFound
+from primer.mock_service import GroceryService
+from primer.models.base import Model
+from primer.models.mock import MockModel
+from primer.redact import Redactor
+from primer.scenario import Scenario
+from primer.service import ServiceClient, ServiceScript
+from primer.settings import DEFAULT_SERVICE_KEY, Settings
+from primer.trace import ChapterRun, Ending, ErrorInfo, Message, Mode, ScenarioRun, Timing
+
+__all__ = ["Environment", "mock_environment", "run_chapter", "run_scenario"]
+
+#: Where mock runs pretend the service lives (the seeds' httpbin).
+MOCK_SERVICE_URL = "https://httpbin.org"
+
+
+@dataclass
+class Environment:
+    """The model, service and clock one scenario run is wired to."""
+
+    model: Model
+    service: ServiceClient
+    clock: Clock
+    redactor: Redactor
+
+    def close(self) -> None:
+        """Release connections."""
+        self.service.close()
+        close = getattr(self.model, "close", None)
+        if callable(close):
+            close()
+
+
+def mock_environment(scenario: Scenario, settings: Settings) -> Environment:
+    """Scripted model, mock grocery service, virtual clock: no network, no sleeping."""
+    clock = VirtualClock()
+    redactor = Redactor([DEFAULT_SERVICE_KEY, *settings.secrets()])
+    service = ServiceClient(
+        base_url=MOCK_SERVICE_URL,
+        clock=clock,
+        transport=GroceryService(clock).transport(),
+        token=DEFAULT_SERVICE_KEY,
+        script=ServiceScript(scenario.service),
+        redactor=redactor,
+    )
+    return Environment(MockModel(scenario.mock, clock, scenario=scenario.name), service, clock, redactor)
+
+
+def live_environment(scenario: Scenario, settings: Settings) -> Environment:
+    """The provider and the service from the settings, on the real clock."""
+    if settings.api_key is None:
+        raise ConfigError("Live mode needs PRIMER_API_KEY: set it to your provider's key and run again.")
+    from primer.models.live import LiveModel  # the openai SDK is only needed live
+
+    clock = RealClock()
+    redactor = Redactor(settings.secrets())
+    service = ServiceClient(
+        base_url=settings.service_url,
+        clock=clock,
+        token=settings.service_key.get_secret_value(),
+        script=ServiceScript(scenario.service),
+        redactor=redactor,
+    )
+    model = LiveModel.from_settings(settings, clock=clock, redactor=redactor)
+    return Environment(model, service, clock, redactor)
+
+
+EnvironmentFactory = Callable[[Scenario, Settings], Environment]
+_FACTORIES: dict[str, EnvironmentFactory] = {"mock": mock_environment, "live": live_environment}
+
+
+def run_scenario(
+    scenario: Scenario,
+    mode: Mode = "mock",
+    settings: Settings | None = None,
+    environment: Environment | None = None,
+) -> ScenarioRun:
+    """Run one scenario and return its trace; never raises for the scenario's faults."""
+    settings = settings or Settings()
+    env = environment or _FACTORIES[mode](scenario, settings)
+    agent = Agent(
+        model=env.model,
+        tools=scenario.tools,
+        clock=env.clock,
+        service=env.service,
+        settings=scenario.settings,
+        redactor=env.redactor,
+    )
+    context = [Message(role="system", content=scenario.system), Message(role="human", content=scenario.prompt)]
+    started = env.clock.now()
+    error: ErrorInfo | None = None
+    try:
+        ending = scenario.loop(agent, context, scenario.max_turns)
+    except Exception as exc:  # noqa: BLE001 - a broken scenario is shown, not fatal
+        message = env.redactor.text(f"{type(exc).__name__}: {exc}")
+        ending = Ending(reason="scenario_error", detail=message)
+        error = ErrorInfo(
+            type=type(exc).__name__,
+            message=env.redactor.text(str(exc)),
+            traceback=env.redactor.text(traceback.format_exc()),
+        )
+    finally:
+        env.close()
+    return ScenarioRun(
+        name=scenario.name,
+        mode=mode,
+        title=scenario.about or None,
+        tools=[t.name for t in scenario.tools],
+        settings=dict(scenario.settings),
+        timing=Timing(total_ms=(env.clock.now() - started) * 1000),
+        simulated_seconds=round(getattr(env.clock, "simulated", 0.0), 6),
+        turns=agent.turns,
+        transcript=context,
+        ending=ending,
+        error=error,
+    )
+
+
+def run_chapter(
+    chapter: str,
+    mode: Mode = "mock",
+    *,
+    only: str | None = None,
+    settings: Settings | None = None,
+    **overrides: Any,
+) -> ChapterRun:
+    """Run a chapter's scenarios (or one of them) in one mode."""
+    settings = settings or Settings()
+    scenarios = scenarios_of(load_chapter(chapter))
+    if only is not None:
+        names = [s.name for s in scenarios]
+        if only not in names:
+            raise NotFound(f"Chapter {chapter} has no scenario {only!r}. Its scenarios are: {', '.join(names)}.")
+        scenarios = [s for s in scenarios if s.name == only]
+    return ChapterRun(
+        chapter=chapter,
+        mode=mode,
+        # Only live runs are dated: a mock run is the same whenever it runs.
+        recorded_at=datetime.now(UTC).isoformat(timespec="seconds") if mode == "live" else None,
+        model=settings.model if mode == "live" else "mock",
+        scenarios=[run_scenario(s, mode, settings, **overrides) for s in scenarios],
+    )

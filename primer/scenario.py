@@ -1,0 +1,50 @@
+"""A scenario: a prompt, tools, a loop and a script for the mock model.
+
+A chapter module declares its scenarios as module-level ``Scenario`` values;
+they are found by looking, not by registering::
+
+    service_is_busy = Scenario(
+        name="service_is_busy",
+        prompt="How much is milk?",
+        tools=[place_order, price_of],
+        loop=until_no_tool_calls,
+        service=["/status/429", "/get"],
+        mock=[ask(call("price_of", item="milk")), say("Milk is 1.20.")],
+    )
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from primer.loop import DEFAULT_MAX_TURNS, Loop, until_no_tool_calls
+from primer.models.mock import MockReply
+from primer.tools import Tool
+
+__all__ = ["SYSTEM", "Scenario"]
+
+#: The system prompt every seed scenario uses.
+SYSTEM = "You answer briefly and plainly. Use the tools you are given."
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """Everything needed to run one story, in mock mode or live."""
+
+    name: str
+    prompt: str
+    tools: Sequence[Tool[Any]]
+    #: The mock model's replies, in order.
+    mock: Sequence[MockReply]
+    loop: Loop = until_no_tool_calls
+    system: str = SYSTEM
+    #: Sampling settings sent to the model (``{"max_tokens": 24}``).
+    settings: Mapping[str, Any] = field(default_factory=dict)
+    #: The service paths the tool's attempts go to, in order (httpbin's
+    #: ``/status/429`` makes it busy, ``/delay/10`` makes it slow).
+    service: Sequence[str] = ("/get",)
+    max_turns: int = DEFAULT_MAX_TURNS
+    #: One line saying what the scenario shows.
+    about: str = ""

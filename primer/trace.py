@@ -1,0 +1,346 @@
+"""The trace schema: one typed tree for everything a run did.
+
+The recorder writes it, the JSON store keeps it and the renderer reads it, all
+through these models, so the writer and the reader cannot drift apart::
+
+    ChapterRun            one chapter, one mode (mock or live)
+      ScenarioRun         one scenario: settings, turns, how it ended
+        Turn              one round of the loop
+          ModelCall       what was sent to the model and what came back
+            Exchange      one HTTP attempt on the wire (live only)
+          ToolRun         one tool call the model asked for
+            Attempt       one try at the service, classified
+            Backoff       a wait between two attempts
+        Ending            why the loop stopped
+
+Timings are in milliseconds. ``outside_ms`` is the part spent at the outside
+party (the model provider or the service, first byte to last on the wire);
+the library's share is the rest, so it is derived, never stored twice.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+__all__ = [
+    "SCHEMA_VERSION",
+    "Attempt",
+    "Backoff",
+    "ChapterRun",
+    "DeclaredTool",
+    "Ending",
+    "ErrorInfo",
+    "Exchange",
+    "Failure",
+    "Message",
+    "ModelCall",
+    "Note",
+    "ScenarioRun",
+    "Timing",
+    "ToolCall",
+    "ToolRun",
+    "Turn",
+    "Usage",
+    "WireRequest",
+    "WireResponse",
+]
+
+#: Bumped whenever a stored trace could no longer be read by these models.
+SCHEMA_VERSION = 1
+
+Role = Literal["system", "human", "ai", "tool"]
+Mode = Literal["mock", "live"]
+
+
+class _Model(BaseModel):
+    # Frozen-ish and strict about unknown fields: a trace written by another
+    # schema must fail loudly on load rather than render half.
+    model_config = ConfigDict(extra="forbid")
+
+
+class Timing(_Model):
+    """How long something took, and how much of it was spent outside."""
+
+    total_ms: float = 0.0
+    #: Time at the outside party (model provider or service); None when
+    #: nothing went over a wire.
+    outside_ms: float | None = None
+    #: Time spent waiting on purpose between attempts (backoff).
+    waited_ms: float | None = None
+
+    @field_validator("total_ms", "outside_ms", "waited_ms")
+    @classmethod
+    def _microseconds(cls, value: float | None) -> float | None:
+        # Finer than a microsecond is noise, and it bloats every trace file.
+        return None if value is None else round(value, 3)
+
+    @property
+    def library_ms(self) -> float:
+        """Everything that was neither the outside party nor waiting: our own code."""
+        return max(self.total_ms - (self.outside_ms or 0.0) - (self.waited_ms or 0.0), 0.0)
+
+
+class ToolCall(_Model):
+    """A tool call as the model asked for it."""
+
+    id: str
+    name: str
+    arguments: dict[str, Any] = Field(default_factory=dict)
+    #: The raw argument text when the model sent something that is not a
+    #: JSON object; ``arguments`` is then empty.
+    raw_arguments: str | None = None
+
+    def written(self) -> str:
+        """The call as a context table shows it: ``name({"json": "args"})``."""
+        import json
+
+        if self.raw_arguments is not None:
+            return f"{self.name}({self.raw_arguments})"
+        return f"{self.name}({json.dumps(self.arguments, ensure_ascii=False)})"
+
+
+class Message(_Model):
+    """One message of the context: system, human, ai or tool."""
+
+    role: Role
+    content: str | None = None
+    tool_calls: list[ToolCall] = Field(default_factory=list)
+    #: For a tool message: which call it answers.
+    tool_call_id: str | None = None
+    #: Reasoning text some providers return next to the answer.
+    reasoning: str | None = None
+
+    def written(self) -> str:
+        """The message as one cell of a context table."""
+        parts = [self.content] if self.content else []
+        parts += [call.written() for call in self.tool_calls]
+        return " ".join(parts)
+
+
+class DeclaredTool(_Model):
+    """A tool as it was declared to the model."""
+
+    name: str
+    description: str
+    #: The JSON schema pydantic produced (``$defs``, titles, required).
+    parameters: dict[str, Any]
+
+
+class Note(_Model):
+    """An honest remark the recorder adds, shown as ``label {json}``."""
+
+    label: str
+    data: dict[str, Any] = Field(default_factory=dict)
+
+
+class WireRequest(_Model):
+    """An HTTP request as it left the library (secrets not recorded)."""
+
+    method: str
+    url: str
+    headers: list[tuple[str, str]] = Field(default_factory=list)
+    #: The body parsed as JSON when it is JSON.
+    json_body: Any = None
+    #: The body as text when it is not JSON (or None when empty).
+    text_body: str | None = None
+    #: Model sampling parameters left to the provider's default. Only for
+    #: model requests: they mean nothing on a plain GET to a service.
+    defaulted: list[str] | None = None
+
+
+class WireResponse(_Model):
+    """An HTTP response as it arrived (secrets not recorded)."""
+
+    status: int
+    headers: list[tuple[str, str]] = Field(default_factory=list)
+    json_body: Any = None
+    text_body: str | None = None
+
+
+class Failure(_Model):
+    """Why an attempt or a tool call failed, and what that means for retrying."""
+
+    message: str
+    retryable: bool
+    idempotent: bool
+    caller_can_fix: bool
+
+
+class Exchange(_Model):
+    """One HTTP attempt to the model provider."""
+
+    attempt: int
+    request: WireRequest
+    response: WireResponse | None = None
+    #: Set when the attempt got no usable response (timeout, refused, ...).
+    failure: Failure | None = None
+    timing: Timing = Field(default_factory=Timing)
+
+
+class Usage(_Model):
+    """Tokens as the provider counted them."""
+
+    input_tokens: int
+    output_tokens: int
+    cached_tokens: int | None = None
+    reasoning_tokens: int | None = None
+
+
+class ErrorInfo(_Model):
+    """An exception, as text with secrets scrubbed."""
+
+    type: str
+    message: str
+    traceback: str | None = None
+
+
+class ModelCall(_Model):
+    """One call to the model: context and tools sent, reply received."""
+
+    kind: Mode
+    #: Model name (``deepseek-flash``) or ``mock``.
+    model: str = "mock"
+    timing: Timing = Field(default_factory=Timing)
+    context: list[Message]
+    tools: list[DeclaredTool] = Field(default_factory=list)
+    #: Sampling settings the caller set (``max_tokens=24``).
+    settings: dict[str, Any] = Field(default_factory=dict)
+    exchanges: list[Exchange] = Field(default_factory=list)
+    reply: Message | None = None
+    finish_reason: str | None = None
+    usage: Usage | None = None
+    notes: list[Note] = Field(default_factory=list)
+    error: ErrorInfo | None = None
+
+
+class Attempt(_Model):
+    """One try at the service on behalf of a tool."""
+
+    kind: Literal["attempt"] = "attempt"
+    number: int
+    request: WireRequest | None = None
+    response: WireResponse | None = None
+    #: None when the attempt succeeded.
+    failure: Failure | None = None
+    timing: Timing = Field(default_factory=Timing)
+
+
+class Backoff(_Model):
+    """A wait between two attempts."""
+
+    kind: Literal["backoff"] = "backoff"
+    seconds: float
+    before_attempt: int
+    #: Why this long: ``retry-after`` (the service said) or ``backoff``.
+    source: Literal["retry-after", "backoff"] = "backoff"
+
+
+Step = Annotated[Attempt | Backoff, Field(discriminator="kind")]
+
+
+class ToolRun(_Model):
+    """A tool call the model asked for, and what became of it."""
+
+    call_id: str
+    name: str
+    arguments: dict[str, Any] = Field(default_factory=dict)
+    #: Who the tool talks to (``https://httpbin.org``), if anyone.
+    service: str | None = None
+    timing: Timing = Field(default_factory=Timing)
+    steps: list[Step] = Field(default_factory=list)
+    result: str | None = None
+    failure: Failure | None = None
+    #: An unexpected exception the tool raised (a bug, not a refusal).
+    error: ErrorInfo | None = None
+    #: The tool message sent back to the model.
+    message: str
+
+    @property
+    def attempts(self) -> list[Attempt]:
+        """The attempts among the steps."""
+        return [step for step in self.steps if isinstance(step, Attempt)]
+
+
+class Turn(_Model):
+    """One round of the loop: a model call and the tools it asked for."""
+
+    number: int
+    timing: Timing = Field(default_factory=Timing)
+    model_call: ModelCall
+    tools: list[ToolRun] = Field(default_factory=list)
+
+
+EndingReason = Literal[
+    "no_tool_calls",
+    "answer_received",
+    "tokens_exhausted",
+    "turn_limit",
+    "scenario_error",
+    "provider_failure",
+    "refused",
+]
+
+
+class Ending(_Model):
+    """Why the loop stopped."""
+
+    reason: EndingReason
+    finish_reason: str | None = None
+    detail: str | None = None
+
+    @property
+    def label(self) -> str:
+        """The ending as the seeds print it."""
+        if self.finish_reason is not None:
+            return f"{self.reason} (finish_reason = {self.finish_reason})"
+        return self.reason
+
+
+class ScenarioRun(_Model):
+    """One scenario run in one mode."""
+
+    name: str
+    mode: Mode
+    title: str | None = None
+    tools: list[str] = Field(default_factory=list)
+    settings: dict[str, Any] = Field(default_factory=dict)
+    timing: Timing = Field(default_factory=Timing)
+    #: Seconds the virtual clock advanced instead of sleeping (mock mode).
+    simulated_seconds: float = 0.0
+    turns: list[Turn] = Field(default_factory=list)
+    #: The whole transcript at the end, the final reply included.
+    transcript: list[Message] = Field(default_factory=list)
+    ending: Ending
+    error: ErrorInfo | None = None
+
+
+class ChapterRun(_Model):
+    """All scenarios of one chapter in one mode: what a trace file holds."""
+
+    schema_version: int = SCHEMA_VERSION
+    chapter: str
+    mode: Mode
+    #: Hash of the code and data the runs depended on (set by the store).
+    source_hash: str | None = None
+    recorded_at: str | None = None
+    model: str | None = None
+    scenarios: list[ScenarioRun] = Field(default_factory=list)
+
+    @property
+    def turns(self) -> int:
+        """Turns over all scenarios (the seeds' ``turns=9``)."""
+        return sum(len(s.turns) for s in self.scenarios)
+
+    @property
+    def messages(self) -> int:
+        """Messages in all final transcripts (the seeds' ``messages=22``)."""
+        return sum(len(s.transcript) for s in self.scenarios)
+
+    def scenario(self, name: str) -> ScenarioRun:
+        """The run of one scenario by name."""
+        for run in self.scenarios:
+            if run.name == name:
+                return run
+        raise KeyError(name)

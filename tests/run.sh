@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Set everything up and run the whole test suite: the README's second command,
+# and what CI runs (.ci/run). Works on a fresh machine with Python 3.11+ and pip;
+# as root it installs Debian's chromium for the browser tests.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+python3 -m venv .venv
+.venv/bin/python -m pip install --quiet --upgrade pip
+.venv/bin/python -m pip install --quiet -e '.[test]'
+
+if ! command -v chromium >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get install -y -q chromium >/dev/null 2>&1 \
+    || { $SUDO apt-get update -q >/dev/null && $SUDO apt-get install -y -q chromium >/dev/null; }
+fi
+
+.venv/bin/ruff check primer hooks tests benchmarks
+.venv/bin/mypy
+
+# pytest exits 5 when it collected nothing: that is a broken suite, not a pass.
+set +e
+.venv/bin/python -m pytest "$@"
+status=$?
+set -e
+if [ "$status" -eq 5 ]; then
+  echo "tests/run.sh: pytest collected no tests; failing." >&2
+  exit 1
+fi
+exit "$status"
