@@ -8,6 +8,9 @@ cd "$(dirname "$0")/.."
 python3 -m venv .venv
 .venv/bin/python -m pip install --quiet --upgrade pip
 .venv/bin/python -m pip install --quiet -e '.[test]'
+# The local httpbin the live tests call; --no-deps because its greenlet<3 pin
+# (Python < 3.12) conflicts with Playwright and is not needed (see pyproject.toml).
+.venv/bin/python -m pip install --quiet --no-deps 'httpbin==0.10.4'
 
 if ! command -v chromium >/dev/null 2>&1; then
   if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi

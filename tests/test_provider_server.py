@@ -78,7 +78,8 @@ def test_first_exchange_replays_reasoning_and_cached_tokens(replay_provider: Rep
     assert message.model_extra["reasoning_content"] == want["choices"][0]["message"]["reasoning_content"]
     assert message.tool_calls[0].function.name == "lowest_stock_item"
     assert reply.choices[0].finish_reason == "tool_calls"
-    assert reply.usage is not None and reply.usage.prompt_tokens_details is not None
+    assert reply.usage is not None
+    assert reply.usage.prompt_tokens_details is not None
     assert reply.usage.prompt_tokens_details.cached_tokens == want["usage"]["prompt_tokens_details"]["cached_tokens"]
     # What the SDK put on the wire is the recorded request body, byte for byte in meaning.
     assert replay_provider.requests[0].body == exchanges[0]["request"]
@@ -187,7 +188,8 @@ def test_status_faults_raise_the_sdk_exception(
     with sdk(replay_provider.base_url) as client, pytest.raises(exception) as caught:
         client.chat.completions.create(**HELLO)
     assert caught.value.status_code == status
-    assert isinstance(caught.value.body, dict) and caught.value.body["type"]  # OpenAI-style error
+    assert isinstance(caught.value.body, dict)
+    assert caught.value.body["type"]  # an OpenAI-style error, unwrapped by the SDK
 
 
 def test_unknown_model_404_carries_the_error_body(replay_provider: ReplayProvider) -> None:
@@ -212,7 +214,10 @@ def test_sdk_retry_after_a_503_gets_the_replay(replay_provider: ReplayProvider) 
         reply = ask(client, exchanges[0]["request"])
     assert reply.id == exchanges[0]["response"]["id"]
     attempts = replay_provider.requests
-    assert [r.outcome.split(" ")[0:2] for r in attempts] == [["fail", "503"], ["replay", "ch09_who_retries.service_is_busy#0"]]
+    assert [r.outcome.split(" ")[0:2] for r in attempts] == [
+        ["fail", "503"],
+        ["replay", "ch09_who_retries.service_is_busy#0"],
+    ]
     assert [r.headers["x-stainless-retry-count"] for r in attempts] == ["0", "1"]
 
 
@@ -268,7 +273,8 @@ def test_not_json_with_html_type_comes_back_as_text(replay_provider: ReplayProvi
     replay_provider.not_json()
     with sdk(replay_provider.base_url) as client:
         reply: Any = client.chat.completions.create(**HELLO)
-    assert isinstance(reply, str) and "Bad Gateway" in reply
+    assert isinstance(reply, str)
+    assert "Bad Gateway" in reply
 
 
 def test_not_json_claiming_json_raises_a_decode_error(replay_provider: ReplayProvider) -> None:

@@ -1,0 +1,14 @@
+"""Shared pytest fixtures for the test suite."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.servers.provider import provider_fixture
+from tests.servers.service import httpbin_fixture
+
+# A fresh local fake provider per test: `replay_provider.base_url` is what the SDK talks to.
+replay_provider = pytest.fixture(name="replay_provider")(provider_fixture)
+
+# A real httpbin on loopback for the whole session (its state is per request).
+httpbin = pytest.fixture(name="httpbin", scope="session")(httpbin_fixture)
