@@ -88,7 +88,7 @@ class Agent:
         except ToolFailed as error:
             run.failure = error.failure
             may_have_taken_effect = isinstance(error, ServiceFailed) and error.may_have_taken_effect
-        except Exception as error:  # noqa: BLE001 - a broken tool is news for the model, not a crash
+        except Exception as error:  # noqa: BLE001 - recorded here; the loop ends the run on it (a bug, not a refusal)
             run.failure = Failure(
                 message=self.redactor.text(f"{type(error).__name__}: {error}"),
                 retryable=False,

@@ -8,6 +8,7 @@ python -m primer list
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 
@@ -50,9 +51,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
         if args.command == "list":
-            for name in chapter_names():
-                print(f"{name}: {', '.join(s.name for s in scenarios_of(name))}")
-            return 0
+            chapters = [f"{name}: {', '.join(s.name for s in scenarios_of(name))}" for name in chapter_names()]
+            return _write("\n".join(chapters))
         from primer.runner import run_chapter
 
         settings = Settings.from_env()
@@ -60,8 +60,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     except PrimerError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    if args.json:
-        print(run.model_dump_json(indent=2))
-    else:
-        print("\n".join(summary_lines(run)))
+    text = run.model_dump_json(indent=2) if args.json else "\n".join(summary_lines(run))
+    return _write(text)
+
+
+def _write(text: str) -> int:
+    # A reader piping into `head` closes the pipe early: that is not an error
+    # worth a traceback. Python's own advice: point stdout at devnull so the
+    # flush at exit does not fail again, and exit 1 quietly.
+    try:
+        print(text, flush=True)
+    except BrokenPipeError:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 1
     return 0

@@ -9,7 +9,9 @@ only in what they take as the signal to stop, which is the point of chapter 5:
 * ``until_answer`` reads the finish reason: ``stop`` is an answer,
   ``length`` is tokens exhausted (not an answer), ``tool_calls`` goes round.
 
-Both stop at a turn limit, and when the model call itself failed.
+Both stop at a turn limit, when the model call itself failed, and when a
+tool raised an exception it did not mean to (a bug in the scenario's code is
+the author's to fix: it ends the run rather than being handed to the model).
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from primer.agent import Agent
-from primer.trace import Ending, Message
+from primer.trace import Ending, Message, Turn
 
 __all__ = ["DEFAULT_MAX_TURNS", "Loop", "until_answer", "until_no_tool_calls"]
 
@@ -36,6 +38,14 @@ def _failed(agent: Agent) -> Ending | None:
     return None
 
 
+def _broken(turn: Turn) -> Ending | None:
+    for run in turn.tools:
+        if run.error is not None:
+            detail = f"tool {run.name} raised {run.error.type}: {run.error.message}"
+            return Ending(reason="scenario_error", detail=detail)
+    return None
+
+
 def until_no_tool_calls(agent: Agent, context: list[Message], max_turns: int = DEFAULT_MAX_TURNS) -> Ending:
     """Go round while the model asks for tools; stop when it asks for none."""
     for _ in range(max_turns):
@@ -45,6 +55,8 @@ def until_no_tool_calls(agent: Agent, context: list[Message], max_turns: int = D
         if not context[-1].tool_calls:
             return Ending(reason="no_tool_calls")
         agent.run_tools(turn, context)
+        if broken := _broken(turn):
+            return broken
     return Ending(reason="turn_limit", detail=f"stopped after {max_turns} turns")
 
 
@@ -62,4 +74,6 @@ def until_answer(agent: Agent, context: list[Message], max_turns: int = DEFAULT_
         if finish == "content_filter":
             return Ending(reason="refused", finish_reason=finish)
         agent.run_tools(turn, context)
+        if broken := _broken(turn):
+            return broken
     return Ending(reason="turn_limit", detail=f"stopped after {max_turns} turns")

@@ -50,7 +50,8 @@ class GroceryService:
         self.received.append(request)
         if parts[0] == "status" and len(parts) == 2 and parts[1].isdigit():
             status = int(parts[1])
-            headers = {"content-type": "text/plain; charset=utf-8"}
+            # httpbin sends an empty body with an explicit length, as the seeds show.
+            headers = {"content-length": "0", "content-type": "text/plain; charset=utf-8"}
             if status in (429, 503):
                 headers["retry-after"] = self.retry_after
             return httpx.Response(status, headers=headers)
@@ -75,5 +76,6 @@ class GroceryService:
             body["reference"] = ORDER_REFERENCE
         elif item is not None and item in GroceryItem.__members__:
             body["price"] = PRICES[GroceryItem(item)]
-        content = json.dumps(body).encode()
+        # Compact, as the seeds' content-length (39 for a price) shows.
+        content = json.dumps(body, separators=(",", ":")).encode()
         return httpx.Response(200, headers={"content-type": "application/json"}, content=content)

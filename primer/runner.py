@@ -23,7 +23,7 @@ from primer.models.base import Model
 from primer.models.mock import MockModel
 from primer.redact import Redactor
 from primer.scenario import Scenario
-from primer.service import ServiceClient, ServiceScript
+from primer.service import RetryPolicy, ServiceClient, ServiceScript
 from primer.settings import DEFAULT_SERVICE_KEY, Settings
 from primer.trace import ChapterRun, Ending, ErrorInfo, Message, Mode, ScenarioRun, Timing
 
@@ -65,22 +65,33 @@ def mock_environment(scenario: Scenario, settings: Settings) -> Environment:
     return Environment(MockModel(scenario.mock, clock, scenario=scenario.name), service, clock, redactor)
 
 
-def live_environment(scenario: Scenario, settings: Settings) -> Environment:
-    """The provider and the service from the settings, on the real clock."""
+def live_environment(
+    scenario: Scenario,
+    settings: Settings,
+    *,
+    clock: Clock | None = None,
+) -> Environment:
+    """The provider and the service from the settings, on the real clock.
+
+    ``clock`` is for tests: a ``VirtualClock`` makes the backoffs free while
+    the wire stays real. The service's timeout is ``settings.service_timeout``
+    (the seeds' 2 s unless set).
+    """
     if settings.api_key is None:
         raise ConfigError("Live mode needs PRIMER_API_KEY: set it to your provider's key and run again.")
     from primer.models.live import LiveModel  # the openai SDK is only needed live
 
-    clock = RealClock()
+    clock = clock if clock is not None else RealClock()
     redactor = Redactor(settings.secrets())
+    model = LiveModel.from_settings(settings, clock=clock, redactor=redactor)
     service = ServiceClient(
         base_url=settings.service_url,
         clock=clock,
+        policy=RetryPolicy(timeout=settings.service_timeout),
         token=settings.service_key.get_secret_value(),
         script=ServiceScript(scenario.service),
         redactor=redactor,
     )
-    model = LiveModel.from_settings(settings, clock=clock, redactor=redactor)
     return Environment(model, service, clock, redactor)
 
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import email.utils
 import json
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -36,7 +37,8 @@ from primer.trace import Attempt, Backoff, Failure, Timing, WireRequest, WireRes
 __all__ = ["RetryPolicy", "ServiceCall", "ServiceClient", "ServiceScript", "classify_status", "retry_delay"]
 
 # 429 and 503 say "not now" before doing anything: safe to repeat even for
-# a call that is not idempotent.
+# a call that is not idempotent. Other 5xx answers may come after the service
+# acted; a 4xx is a refusal, so the service did not act.
 _REFUSED_UNDONE = frozenset({429, 503})
 _RETRYABLE = frozenset({408, 425, 429, 500, 502, 503, 504})
 _CALLER_CAN_FIX = frozenset({400, 409, 422})
@@ -103,9 +105,12 @@ def retry_delay(policy: RetryPolicy, before_attempt: int, retry_after: str | Non
 def _parse_retry_after(value: str) -> float | None:
     # Either delta-seconds or an HTTP date (RFC 9110, 10.2.3).
     try:
-        return max(float(value), 0.0)
+        seconds = float(value)
     except ValueError:
         pass
+    else:
+        # "nan" parses as a float: an untrusted header must not make the wait NaN.
+        return None if math.isnan(seconds) else max(seconds, 0.0)
     try:
         when = email.utils.parsedate_to_datetime(value)
     except (TypeError, ValueError):
@@ -283,5 +288,5 @@ class ServiceCall:
             classify_status(self.client.name, response.status_code, idempotent=idempotent),
             body=response,
             retry_after=response.headers.get("retry-after"),
-            safe_to_repeat=response.status_code in _REFUSED_UNDONE,
+            safe_to_repeat=response.status_code < 500 or response.status_code in _REFUSED_UNDONE,
         )

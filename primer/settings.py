@@ -1,45 +1,117 @@
 """Settings from the environment, validated, with a clear word when wrong.
 
-``PRIMER_API_KEY``      the provider key; its presence turns live runs on
-``PRIMER_BASE_URL``     an OpenAI-compatible endpoint (default OpenAI's)
-``PRIMER_MODEL``        the model name
-``PRIMER_SERVICE_URL``  the service the tools call (default httpbin.org)
-``PRIMER_SERVICE_KEY``  the bearer token sent to the service
-``PRIMER_LIVE``         ``auto`` (default), ``off`` or ``refresh``
-``PRIMER_TRACES``       ``on`` (default) or ``off``: the whole machinery
+``PRIMER_API_KEY``          the provider key; its presence turns live runs on
+``PRIMER_BASE_URL``         an OpenAI-compatible endpoint (default OpenAI's)
+``PRIMER_MODEL``            the model name
+``PRIMER_SERVICE_URL``      the service the tools call (default httpbin.org)
+``PRIMER_SERVICE_KEY``      the bearer token sent to the service
+``PRIMER_LIVE``             ``auto`` (default), ``off`` or ``refresh``
+``PRIMER_TRACES``           ``on`` (default) or ``off``: the whole machinery
+``PRIMER_MODEL_TIMEOUT``    seconds to wait for the provider's answer (60)
+``PRIMER_SERVICE_TIMEOUT``  seconds to wait for the service's answer (2)
+
+Every problem is a ``ConfigError`` naming the variable, and never repeating
+a secret's value: an error message may end up in a log.
 """
 
 from __future__ import annotations
 
+import math
 import os
+import re
 from collections.abc import Mapping
-from typing import Literal
+from typing import Any, Literal
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, SecretStr
+from pydantic import BaseModel, ConfigDict, SecretStr, ValidationInfo, field_validator
 
 from primer.errors import ConfigError
+from primer.redact import MIN_SECRET_LENGTH
 
-__all__ = ["DEFAULT_SERVICE_KEY", "Settings"]
+__all__ = ["DEFAULT_SERVICE_KEY", "VARIABLES", "Settings"]
 
 DEFAULT_SERVICE_KEY = "primer-demo-key"
 
+#: The environment variable behind each setting, for messages.
+VARIABLES = {
+    "api_key": "PRIMER_API_KEY",
+    "base_url": "PRIMER_BASE_URL",
+    "model": "PRIMER_MODEL",
+    "service_url": "PRIMER_SERVICE_URL",
+    "service_key": "PRIMER_SERVICE_KEY",
+    "live": "PRIMER_LIVE",
+    "traces": "PRIMER_TRACES",
+    "model_timeout": "PRIMER_MODEL_TIMEOUT",
+    "service_timeout": "PRIMER_SERVICE_TIMEOUT",
+}
+
 
 def _url(variable: str, value: str) -> str:
-    parts = urlsplit(value)
-    if parts.scheme not in ("http", "https") or not parts.netloc:
-        raise ConfigError(f"{variable} must be an http(s) URL such as https://api.openai.com/v1, not {value!r}.")
+    value = value.strip()
+    example = "https://api.openai.com/v1" if variable == "PRIMER_BASE_URL" else "https://httpbin.org"
+    # A password in the URL must not come back in the message about it.
+    shown = re.sub(r"//[^/]*@", "//...@", value)
+    wrong = f"{variable} must be an http(s) URL such as {example}, not {shown!r}"
+    if any(c.isspace() for c in value):
+        raise ConfigError(f"{wrong}: it contains a space.")
+    try:
+        parts = urlsplit(value)
+        port = parts.port  # raises for a port that is not a number from 0 to 65535
+    except ValueError as error:
+        raise ConfigError(f"{wrong}: {error}.") from None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ConfigError(f"{wrong}.")
+    if parts.username is not None or parts.password is not None:
+        # A URL is recorded in every trace: credentials do not belong in it.
+        raise ConfigError(
+            f"{variable} must not carry a user or password; put the key in "
+            f"{'PRIMER_API_KEY' if variable == 'PRIMER_BASE_URL' else 'PRIMER_SERVICE_KEY'} instead."
+        )
+    if port == 0:
+        raise ConfigError(f"{wrong}: port 0 is not a port one can connect to.")
+    if parts.query or parts.fragment:
+        raise ConfigError(f"{wrong}: it must not have a query (?...) or a fragment (#...).")
     return value.rstrip("/")
 
 
 def _choice(variable: str, value: str, choices: tuple[str, ...]) -> str:
-    if value not in choices:
+    if value.strip().lower() not in choices:
         raise ConfigError(f"{variable} must be one of {', '.join(choices)}, not {value!r}.")
+    return value.strip().lower()
+
+
+def _secret(variable: str, value: str) -> str:
+    # Never quote the value: this message may be printed or logged.
+    if len(value) < MIN_SECRET_LENGTH:
+        raise ConfigError(
+            f"{variable} is shorter than {MIN_SECRET_LENGTH} characters: a value that short could not be "
+            "told apart from ordinary text, so it could not be kept out of the traces. Use the real key."
+        )
+    if not value.isascii() or not value.isprintable() or any(c.isspace() for c in value):
+        raise ConfigError(
+            f"{variable} contains a space, a control character or a non-ASCII character, which cannot be sent "
+            "in an HTTP header: check it was copied whole and alone."
+        )
     return value
 
 
+def _seconds(variable: str, value: Any) -> float:
+    try:
+        seconds = float(value)
+    except (TypeError, ValueError):
+        raise ConfigError(f"{variable} must be a number of seconds such as 2 or 0.5, not {value!r}.") from None
+    if not math.isfinite(seconds) or seconds <= 0:
+        raise ConfigError(f"{variable} must be a positive number of seconds, not {value!r}.")
+    return seconds
+
+
 class Settings(BaseModel):
-    """What a run needs to know about the outside world."""
+    """What a run needs to know about the outside world.
+
+    Built from the environment by ``from_env``, or directly in tests; either
+    way every value is checked, and a bad one is a ``ConfigError`` that names
+    its variable.
+    """
 
     model_config = ConfigDict(frozen=True)
 
@@ -50,23 +122,58 @@ class Settings(BaseModel):
     service_key: SecretStr = SecretStr(DEFAULT_SERVICE_KEY)
     live: Literal["auto", "off", "refresh"] = "auto"
     traces: Literal["on", "off"] = "on"
+    #: Seconds to wait for the provider (a reasoning model can think for long).
+    model_timeout: float = 60.0
+    #: Seconds to wait for the service (the seeds' 2 s, which is what makes
+    #: httpbin's ``/delay/10`` a timeout).
+    service_timeout: float = 2.0
+
+    @field_validator("base_url", "service_url", mode="before")
+    @classmethod
+    def _check_url(cls, value: Any, info: ValidationInfo) -> str:
+        return _url(VARIABLES[info.field_name or ""], str(value))
+
+    @field_validator("api_key", "service_key", mode="before")
+    @classmethod
+    def _check_secret(cls, value: Any, info: ValidationInfo) -> Any:
+        if value is None:
+            return None
+        raw = value.get_secret_value() if isinstance(value, SecretStr) else str(value)
+        return SecretStr(_secret(VARIABLES[info.field_name or ""], raw))
+
+    @field_validator("model", mode="before")
+    @classmethod
+    def _check_model(cls, value: Any) -> str:
+        name = str(value).strip()
+        if not name or any(c.isspace() for c in name):
+            raise ConfigError(f"PRIMER_MODEL must be a model name such as gpt-4o-mini, not {value!r}.")
+        return name
+
+    @field_validator("live", "traces", mode="before")
+    @classmethod
+    def _check_choice(cls, value: Any, info: ValidationInfo) -> str:
+        field = info.field_name or ""
+        choices = ("auto", "off", "refresh") if field == "live" else ("on", "off")
+        return _choice(VARIABLES[field], str(value), choices)
+
+    @field_validator("model_timeout", "service_timeout", mode="before")
+    @classmethod
+    def _check_seconds(cls, value: Any, info: ValidationInfo) -> float:
+        return _seconds(VARIABLES[info.field_name or ""], value)
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
-        """Read and validate the ``PRIMER_*`` variables."""
+        """Read and validate the ``PRIMER_*`` variables (empty counts as unset)."""
         env = os.environ if environ is None else environ
-        key = env.get("PRIMER_API_KEY", "").strip()
-        return cls(
-            api_key=SecretStr(key) if key else None,
-            base_url=_url("PRIMER_BASE_URL", env.get("PRIMER_BASE_URL", cls.model_fields["base_url"].default)),
-            model=env.get("PRIMER_MODEL", "").strip() or cls.model_fields["model"].default,
-            service_url=_url(
-                "PRIMER_SERVICE_URL", env.get("PRIMER_SERVICE_URL", cls.model_fields["service_url"].default)
-            ),
-            service_key=SecretStr(env.get("PRIMER_SERVICE_KEY", "").strip() or DEFAULT_SERVICE_KEY),
-            live=_choice("PRIMER_LIVE", env.get("PRIMER_LIVE", "auto").strip() or "auto", ("auto", "off", "refresh")),
-            traces=_choice("PRIMER_TRACES", env.get("PRIMER_TRACES", "on").strip() or "on", ("on", "off")),
-        )
+
+        def get(field: str) -> str | None:
+            value = env.get(VARIABLES[field], "").strip()
+            return value or None
+
+        # Only what is set: the rest keeps its default, and is validated the
+        # same way as a value given directly (Settings(base_url=...)).
+        values = {field: value for field in VARIABLES if (value := get(field)) is not None}
+        return cls(**values)
 
     @property
     def live_enabled(self) -> bool:

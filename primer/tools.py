@@ -18,6 +18,8 @@ sends back::
 from __future__ import annotations
 
 import copy
+import functools
+import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
@@ -67,7 +69,10 @@ class Tool(Generic[A]):
 
     def schema(self) -> dict[str, Any]:
         """The JSON schema pydantic generates for the arguments."""
-        return self.args.model_json_schema()
+        # Every model call declares every tool, and generating a schema costs
+        # about a millisecond: generate once per argument model, hand out
+        # fresh copies (parsing the kept JSON is the cheapest deep copy).
+        return dict(json.loads(_schema_json(self.args)))
 
     def declared(self) -> DeclaredTool:
         """The tool as a trace records its declaration."""
@@ -91,6 +96,11 @@ class Tool(Generic[A]):
         return self.function(self.parse(arguments), ctx)
 
 
+@functools.cache
+def _schema_json(args: type[BaseModel]) -> str:
+    return json.dumps(args.model_json_schema())
+
+
 def tool(args: type[A]) -> Callable[[Callable[[A, ToolContext], str]], Tool[A]]:
     """Declare a tool from its argument model (used as a decorator)."""
 
@@ -111,7 +121,9 @@ def wire_parameters(schema: dict[str, Any]) -> dict[str, Any]:
     def inline(node: Any) -> Any:
         if isinstance(node, dict):
             if "$ref" in node:
-                return inline(copy.deepcopy(defs[node["$ref"].rsplit("/", 1)[-1]]))
+                target = inline(copy.deepcopy(defs[node["$ref"].rsplit("/", 1)[-1]]))
+                # Keywords beside the $ref (a field's description) describe the field: keep them.
+                return {**target, **{k: inline(v) for k, v in node.items() if k not in ("$ref", "title")}}
             return {k: inline(v) for k, v in node.items() if k not in ("title", "$defs")}
         if isinstance(node, list):
             return [inline(item) for item in node]

@@ -1,0 +1,223 @@
+"""The command line: the seed pages' summary lines in a terminal, the JSON, and clear usage errors."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from primer.chapters import chapter_names, scenarios_of
+from primer.cli import main
+from primer.trace import ChapterRun
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# The summary lines of the seed page's mock runs of ch09, in page order, verbatim.
+SEED_CH09 = """\
+mock turns=9 · messages=22
+scenario service_is_busy · tools=place_order, price_of · 59.5ms · 2 turns · ended: no_tool_calls
+turn 1 · 58.8ms · asked for: price_of
+model mock · 3.1ms · asked for: price_of
+tool price_of · 55.6ms (model provider 0.1 · library 55.5) · given: item=milk · attempts: 2 · returned: 1.20
+turn 2 · 0.4ms · responded with: Milk is 1.20.
+model mock · 0.4ms · responded with: Milk is 1.20.
+ended {"reason": "no_tool_calls"}
+scenario order_may_have_landed · tools=place_order, price_of · 0.8ms · 2 turns · ended: no_tool_calls
+turn 1 · 0.5ms · asked for: place_order
+model mock · 0.3ms · asked for: place_order
+tool place_order · 0.2ms · given: item=milk, quantity=2 · raised: ['https://httpbin.org'] did not answer in time, and the call
+turn 2 · 0.3ms · responded with: The order may or may not have been placed. Please check before ordering again.
+model mock · 0.3ms · responded with: The order may or may not have been placed. Please check before ordering again.
+ended {"reason": "no_tool_calls"}
+scenario arguments_are_wrong · tools=place_order, price_of · 1.1ms · 3 turns · ended: no_tool_calls
+turn 1 · 0.3ms · asked for: place_order
+model mock · 0.3ms · asked for: place_order
+tool place_order · 0.0ms · given: item=milk, quantity=20 · raised: quantity ['20'] must be between 1 and 12
+turn 2 · 0.5ms · asked for: place_order
+model mock · 0.2ms · asked for: place_order
+tool place_order · 0.2ms (model provider 0.1 · library 0.2) · given: item=milk, quantity=12 · returned: ordered 12 x milk
+turn 3 · 0.3ms · responded with: I ordered 12, the most allowed in one order.
+model mock · 0.3ms · responded with: I ordered 12, the most allowed in one order.
+ended {"reason": "no_tool_calls"}
+scenario service_says_no · tools=place_order, price_of · 0.7ms · 2 turns · ended: no_tool_calls
+turn 1 · 0.4ms · asked for: price_of
+model mock · 0.2ms · asked for: price_of
+tool price_of · 0.1ms (model provider 0.0 · library 0.1) · given: item=milk · raised: ['https://httpbin.org'] answered ['404']
+turn 2 · 0.3ms · responded with: I could not get the price of milk.
+model mock · 0.3ms · responded with: I could not get the price of milk.
+ended {"reason": "no_tool_calls"}
+""".splitlines()  # noqa: E501 - verbatim seed lines
+
+SEED_CH05 = """\
+mock turns=4 · messages=10
+scenario within_token_limit · 4.2ms · 3 turns · ended: answer_received (finish_reason = stop)
+turn 1 · 3.3ms · asked for: lowest_stock_item
+model mock · 3.2ms · asked for: lowest_stock_item
+tool lowest_stock_item · 0.2ms · returned: butter
+turn 2 · 0.4ms · asked for: price_of
+model mock · 0.3ms · asked for: price_of
+tool price_of · 0.2ms · given: item=butter · returned: 3.10
+turn 3 · 0.3ms · responded with: Butter, at 3.10 -- there is only one left, so it is the lowest we hold.
+model mock · 0.3ms · responded with: Butter, at 3.10 -- there is only one left, so it is the lowest we hold.
+ended {"reason": "answer_received (finish_reason = stop)"}
+scenario tokens_exhausted · max_tokens=24 · 0.3ms · 1 turn · ended: tokens_exhausted (finish_reason = length)
+turn 1 · 0.3ms · responded with: nothing
+model mock · 0.3ms · responded with: nothing
+ended {"reason": "tokens_exhausted (finish_reason = length)"}
+""".splitlines()
+
+# A duration with its optional split: `55.6ms (service 0.1 · library 55.5)`, `1.0ms (1s simulated)`.
+DURATION = re.compile(r"\d+\.\dms(?: \([^)]*\))?")
+# The seed page cut some free text short without saying so; ours may run on.
+CUT_SHORT = ("raised: ", "responded with: ")
+
+
+def parts(line: str) -> list[str]:
+    return DURATION.sub("<duration>", line.strip()).split(" · ")
+
+
+def matches(seed: str, ours: str) -> bool:
+    """Our line tells the seed line's story: same head, its parts in order (ours may say more)."""
+    want, have = parts(seed), parts(ours)
+    if want[0] != have[0]:
+        return False
+    position = 0
+    for part in want:
+        while position < len(have) and not (
+            have[position] == part or (part.startswith(CUT_SHORT) and have[position].startswith(part))
+        ):
+            position += 1
+        if position == len(have):
+            return False
+        position += 1
+    return True
+
+
+@pytest.fixture(autouse=True)
+def clean_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in list(os.environ):
+        if name.startswith("PRIMER_"):
+            monkeypatch.delenv(name)
+
+
+def run_cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    status = main(list(argv))
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
+@pytest.mark.parametrize(("chapter", "seed"), [("ch09_who_retries", SEED_CH09), ("ch05_loop_endings", SEED_CH05)])
+def test_the_summary_lines_tell_the_seed_pages_story(
+    capsys: pytest.CaptureFixture[str], chapter: str, seed: list[str]
+) -> None:
+    status, out, err = run_cli(capsys, "run", chapter)
+    assert (status, err) == (0, "")
+    lines = out.splitlines()
+    assert lines[0] == chapter
+    position = 0
+    for wanted in seed:
+        while position < len(lines) and not matches(wanted, lines[position]):
+            position += 1
+        assert position < len(lines), f"no line after the previous match tells: {wanted}"
+        position += 1
+
+
+def test_the_matching_is_strict_enough_to_fail() -> None:
+    # Guards for the comparison above.
+    assert matches(
+        "tool price_of · 0.2ms · returned: 1.20", "tool price_of · 9.9ms (service 1.0 · library 8.9) · returned: 1.20"
+    )
+    assert not matches("tool price_of · 0.2ms · returned: 1.20", "tool price_of · 0.2ms · returned: 1.25")
+    assert not matches("turn 1 · 0.2ms · asked for: a", "turn 2 · 0.2ms · asked for: a")
+    assert not matches("scenario s · 2 turns · ended: x", "scenario s · 2 turns · ended: y")
+    assert matches("tool t · 1.0ms · raised: it did not", "tool t · 1.0ms · raised: it did not answer")
+
+
+def test_our_lines_show_the_waits_the_seed_page_did_not(capsys: pytest.CaptureFixture[str]) -> None:
+    _, out, _ = run_cli(capsys, "run", "ch09_who_retries", "--scenario", "service_is_busy")
+    scenario, *_ = [line for line in out.splitlines() if line.startswith("scenario ")]
+    assert "(1s simulated)" in scenario
+    (tool,) = [line.strip() for line in out.splitlines() if line.strip().startswith("tool ")]
+    assert re.search(r"\(service \d+\.\d · waited 1000\.0 · library \d+\.\d\)", tool)
+    assert "model provider" not in tool
+
+
+def test_one_scenario_only(capsys: pytest.CaptureFixture[str]) -> None:
+    status, out, _ = run_cli(capsys, "run", "ch09_who_retries", "--scenario", "service_says_no")
+    assert status == 0
+    assert [line.split(" · ")[0] for line in out.splitlines() if line.startswith("scenario ")] == [
+        "scenario service_says_no"
+    ]
+    assert "mock turns=2 · messages=5" in out.splitlines()
+
+
+def test_json_output_is_the_trace(capsys: pytest.CaptureFixture[str]) -> None:
+    status, out, err = run_cli(capsys, "run", "ch09_who_retries", "--json")
+    assert (status, err) == (0, "")
+    run = ChapterRun.model_validate_json(out)
+    assert run.chapter == "ch09_who_retries"
+    assert (run.turns, run.messages) == (9, 22)
+    assert [s.name for s in run.scenarios] == [s.name for s in scenarios_of("ch09_who_retries")]
+
+
+def test_json_of_one_scenario(capsys: pytest.CaptureFixture[str]) -> None:
+    status, out, _ = run_cli(capsys, "run", "ch05_loop_endings", "--scenario", "tokens_exhausted", "--json")
+    assert status == 0
+    run = ChapterRun.model_validate_json(out)
+    assert [s.name for s in run.scenarios] == ["tokens_exhausted"]
+    assert run.scenarios[0].ending.label == "tokens_exhausted (finish_reason = length)"
+
+
+def test_an_unknown_chapter_is_one_line_naming_the_chapters_that_exist(capsys: pytest.CaptureFixture[str]) -> None:
+    status, out, err = run_cli(capsys, "run", "ch42_nothing")
+    assert (status, out) == (2, "")
+    assert len(err.splitlines()) == 1
+    assert "ch42_nothing" in err
+    for name in chapter_names():
+        assert name in err
+
+
+def test_an_unknown_scenario_is_one_line_naming_the_scenarios_that_exist(capsys: pytest.CaptureFixture[str]) -> None:
+    status, out, err = run_cli(capsys, "run", "ch09_who_retries", "--scenario", "service_is_happy")
+    assert (status, out) == (2, "")
+    assert len(err.splitlines()) == 1
+    assert "service_is_happy" in err
+    for scenario in scenarios_of("ch09_who_retries"):
+        assert scenario.name in err
+
+
+def test_list_names_every_chapter_and_its_scenarios(capsys: pytest.CaptureFixture[str]) -> None:
+    status, out, _ = run_cli(capsys, "list")
+    assert status == 0
+    assert out.splitlines() == [f"{name}: {', '.join(s.name for s in scenarios_of(name))}" for name in chapter_names()]
+    assert "ch09_who_retries: service_is_busy, order_may_have_landed, arguments_are_wrong, service_says_no" in out
+
+
+def cli_process(*argv: str, **kwargs: object) -> subprocess.Popen[bytes]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PRIMER_")}
+    return subprocess.Popen(  # type: ignore[call-overload, no-any-return]
+        [sys.executable, "-m", "primer", *argv], cwd=ROOT, env=env, stderr=subprocess.PIPE, **kwargs
+    )
+
+
+def test_python_dash_m_primer_runs_a_chapter() -> None:
+    process = cli_process("run", "ch05_loop_endings", stdout=subprocess.PIPE)
+    out, err = process.communicate(timeout=60)
+    assert process.returncode == 0, err.decode()
+    assert out.decode().splitlines()[:2] == ["ch05_loop_endings", "mock turns=4 · messages=10"]
+
+
+def test_a_closed_pipe_is_not_a_traceback() -> None:
+    # As `python -m primer run ... --json | head -1` does: the reader goes away before the writer is done.
+    read, write = os.pipe()
+    process = cli_process("run", "ch09_who_retries", "--json", stdout=write)
+    os.close(write)
+    os.close(read)
+    _, err = process.communicate(timeout=60)
+    assert b"Traceback" not in err, err.decode()
+    assert b"BrokenPipeError" not in err
+    assert process.returncode == 1

@@ -1,0 +1,132 @@
+"""The teaching library does not know the book exists.
+
+``primer`` is what a reader opens next to a chapter; ``primer.book`` (the
+renderer) and ``hooks/`` (MkDocs) are built on it, never the other way round,
+and only ``hooks/`` imports MkDocs. Checked two ways: every import statement
+in the source (so a deferred import inside a function is caught too), and
+what is really loaded when the library runs a chapter.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+import primer
+
+PACKAGE = Path(primer.__file__).resolve().parent
+ROOT = PACKAGE.parent
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def imports(source: str, module: str, *, is_package: bool = False) -> Iterator[tuple[int, str]]:
+    """Every module a source file imports, relative imports resolved: (line, dotted name)."""
+    package = module if is_package else module.rpartition(".")[0]
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                yield node.lineno, alias.name
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                anchor = package.split(".")[: len(package.split(".")) - (node.level - 1)]
+                base = ".".join([*anchor, *([node.module] if node.module else [])])
+            else:
+                base = node.module or ""
+            yield node.lineno, base
+            # `from primer import book` imports the module primer.book.
+            for alias in node.names:
+                yield node.lineno, f"{base}.{alias.name}"
+        elif isinstance(node, ast.Call) and node.args:
+            # importlib.import_module("...") and __import__("...") with a literal name.
+            func = node.func
+            called = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+            first = node.args[0]
+            literal = first.value if isinstance(first, ast.Constant) and isinstance(first.value, str) else ""
+            if called in ("import_module", "__import__") and literal and not literal.startswith("."):
+                yield node.lineno, literal
+
+
+def within(name: str, top: str) -> bool:
+    return name == top or name.startswith(top + ".")
+
+
+def library_files() -> list[Path]:
+    return sorted(PACKAGE.rglob("*.py"))
+
+
+def violations(*, forbidden: str, skip_book: bool) -> list[str]:
+    found = []
+    for path in library_files():
+        module = module_name(path)
+        if skip_book and within(module, "primer.book"):
+            continue
+        source = path.read_text(encoding="utf-8")
+        for line, name in imports(source, module, is_package=path.name == "__init__.py"):
+            if within(name, forbidden):
+                found.append(f"{path.relative_to(ROOT)}:{line} imports {name}")
+    return found
+
+
+def test_the_scan_sees_the_whole_library() -> None:
+    modules = {module_name(path) for path in library_files()}
+    assert {"primer", "primer.agent", "primer.service", "primer.models.mock", "primer.book.source"} <= modules
+
+
+def test_the_library_outside_primer_book_never_imports_the_book() -> None:
+    assert violations(forbidden="primer.book", skip_book=True) == []
+
+
+def test_nothing_in_primer_imports_mkdocs() -> None:
+    assert violations(forbidden="mkdocs", skip_book=False) == []
+
+
+@pytest.mark.parametrize(
+    ("source", "module", "caught"),
+    [
+        ("import mkdocs", "primer.agent", "mkdocs"),
+        ("from mkdocs.plugins import get_plugin_logger", "primer.agent", "mkdocs.plugins"),
+        ("def f():\n    import mkdocs.config\n", "primer.agent", "mkdocs.config"),
+        ("from primer import book", "primer.agent", "primer.book"),
+        ("from primer.book.source import MARKER", "primer.agent", "primer.book.source"),
+        ("from .book import source", "primer.agent", "primer.book"),
+        ("from ..book.source import MARKER", "primer.models.mock", "primer.book.source"),
+        ("from . import book", "primer", "primer.book"),
+        (
+            "import importlib\nimportlib.import_module('mkdocs.commands.build')",
+            "primer.runner",
+            "mkdocs.commands.build",
+        ),
+        ("__import__('primer.book.markdown')", "primer.runner", "primer.book.markdown"),
+    ],
+)
+def test_the_scan_catches_every_way_of_importing(source: str, module: str, caught: str) -> None:
+    names = [name for _, name in imports(source, module, is_package=module == "primer")]
+    assert caught in names
+
+
+def test_running_a_chapter_loads_neither_mkdocs_nor_the_book() -> None:
+    script = (
+        "import json, sys\n"
+        "from primer.runner import run_chapter\n"
+        "from primer.cli import summary_lines\n"
+        "summary_lines(run_chapter('ch09_who_retries'))\n"
+        "print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in ('mkdocs', 'material', 'primer'))))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=60, check=True
+    )
+    loaded = json.loads(result.stdout)
+    assert "primer.runner" in loaded
+    assert [m for m in loaded if within(m, "mkdocs") or within(m, "material") or within(m, "primer.book")] == []
