@@ -1,0 +1,396 @@
+"""The rendered traces, read back as HTML: what a reader of a chapter page gets.
+
+Every page here goes through a real ``markdown.Markdown`` with the extension,
+and is parsed back into a tree to assert on structure, not on snapshots.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+import markdown
+import pytest
+
+from primer import summary
+from primer.book.markdown import TraceExtension
+from primer.book.render import Anchors, json_block, render_traces
+from primer.book.source import ChapterTraces, LiveStatus
+from primer.trace import Backoff, ErrorInfo
+from tests.test_render_data import (
+    HOSTILE,
+    TAME,
+    FixtureSource,
+    Node,
+    hostile_chapter,
+    live_chapter,
+    mock_chapter,
+    parse,
+)
+
+# The summary lines of the seed pages' mock runs (shared/seeds), as printed there.
+# Timings differ run to run, so they are compared with the figures masked.
+SEED_MOCK_LINES = {
+    "ch09_who_retries": [
+        "mock turns=9 · messages=22",
+        "scenario service_is_busy · tools=place_order, price_of · 59.5ms · 2 turns · ended: no_tool_calls",
+        "turn 1 · 58.8ms · asked for: price_of",
+        "model mock · 3.1ms · asked for: price_of",
+        "tool price_of · 55.6ms (model provider 0.1 · library 55.5) · given: item=milk · attempts: 2 · returned: 1.20",
+        "turn 2 · 0.4ms · responded with: Milk is 1.20.",
+        "model mock · 0.4ms · responded with: Milk is 1.20.",
+        'ended {"reason": "no_tool_calls"}',
+        "scenario order_may_have_landed · tools=place_order, price_of · 0.8ms · 2 turns · ended: no_tool_calls",
+        "turn 1 · 0.5ms · asked for: place_order",
+        "model mock · 0.3ms · asked for: place_order",
+        "tool place_order · 0.2ms · given: item=milk, quantity=2 · raised: ['https://httpbin.org'] did not answer in "
+        "time, and the call",
+        "turn 2 · 0.3ms · responded with: The order may or may not have been placed. "
+        "Please check before ordering again.",
+        "model mock · 0.3ms · responded with: The order may or may not have been placed. Please check before ordering "
+        "again.",
+        "scenario arguments_are_wrong · tools=place_order, price_of · 1.1ms · 3 turns · ended: no_tool_calls",
+        "tool place_order · 0.0ms · given: item=milk, quantity=20 · raised: quantity ['20'] must be between 1 and 12",
+        "tool place_order · 0.2ms (model provider 0.1 · library 0.2) · given: item=milk, quantity=12 · "
+        "returned: ordered 12 x milk",
+        "turn 3 · 0.3ms · responded with: I ordered 12, the most allowed in one order.",
+        "model mock · 0.3ms · responded with: I ordered 12, the most allowed in one order.",
+        "scenario service_says_no · tools=place_order, price_of · 0.7ms · 2 turns · ended: no_tool_calls",
+        "tool price_of · 0.1ms (model provider 0.0 · library 0.1) · given: item=milk · raised: ['https://httpbin.org'] "
+        "answered ['404']",
+        "turn 2 · 0.3ms · responded with: I could not get the price of milk.",
+    ],
+    "ch05_loop_endings": [
+        "mock turns=4 · messages=10",
+        "scenario within_token_limit · 4.2ms · 3 turns · ended: answer_received (finish_reason = stop)",
+        "turn 1 · 3.3ms · asked for: lowest_stock_item",
+        "model mock · 3.2ms · asked for: lowest_stock_item",
+        "tool lowest_stock_item · 0.2ms · returned: butter",
+        "tool price_of · 0.2ms · given: item=butter · returned: 3.10",
+        "turn 3 · 0.3ms · responded with: Butter, at 3.10 -- there is only one left, so it is the lowest we hold.",
+        'ended {"reason": "answer_received (finish_reason = stop)"}',
+        "scenario tokens_exhausted · max_tokens=24 · 0.3ms · 1 turn · ended: tokens_exhausted (finish_reason = length)",
+        "turn 1 · 0.3ms · responded with: nothing",
+        'ended {"reason": "tokens_exhausted (finish_reason = length)"}',
+    ],
+}
+
+# A duration with its optional split: `59.5ms`, `1002.0ms (service 0.9 · waited 1000.0 · library 1.2)`,
+# `(1s simulated)`.
+_TIMING = re.compile(r"\d+\.\dms(?: \([^)]*\))?(?: \([\d.]+s simulated\))?")
+_TOOLS = re.compile(r"tools=[^·]*· ")
+
+
+def masked(line: str) -> str:
+    return _TIMING.sub("<ms>", " ".join(line.split()))
+
+
+def page(text: str, source: object | None = None, extensions: list[object] | None = None) -> str:
+    extension = TraceExtension(source=source) if source is not None else TraceExtension()
+    return markdown.Markdown(extensions=[*(extensions or []), extension]).convert(text)
+
+
+def summaries(tree: Node) -> list[str]:
+    return [" ".join(s.text.split()) for s in tree.find("summary")]
+
+
+@pytest.fixture(scope="module")
+def ch09() -> Node:
+    return parse(page("# Who retries\n\n::: trace ch09_who_retries\n", FixtureSource()))
+
+
+@pytest.mark.parametrize("chapter", sorted(SEED_MOCK_LINES))
+def test_every_seed_mock_summary_line_is_on_the_page(chapter: str) -> None:
+    # The standalone extension: mock runs made in-process, no store at all.
+    tree = parse(page(f"::: trace {chapter}\n"))
+    lines = [masked(line) for line in [*summaries(tree), *(n.text for n in tree.find(class_="tr-total"))]]
+    lines += [masked(n.text) for n in tree.find("p", class_="tr-ended")]
+    for seed in SEED_MOCK_LINES[chapter]:
+        want = masked(seed)
+        # A seed line is found whole, or as the start of ours where the seed cut a
+        # long failure short without saying so; seed 001 left `tools=` out.
+        candidates = lines if "tools=" in want else [_TOOLS.sub("", line) for line in lines]
+        assert any(line.startswith(want) or line.removeprefix("mock ").startswith(want) for line in candidates), seed
+
+
+def test_summary_lines_carry_the_trace_figures(ch09: Node) -> None:
+    run = mock_chapter("ch09_who_retries")
+    assert summary.chapter_line(run) in [n.text for n in ch09.find(class_="tr-total")]
+    for scenario in run.scenarios:
+        base = f"ch09_who_retries-{scenario.name}-mock"
+        details = ch09.by_id(base)
+        assert details.summary().split(maxsplit=1)[1] == summary.scenario_line(scenario)
+        for turn in scenario.turns:
+            anchor = f"{base}-turn-{turn.number}"
+            assert ch09.by_id(anchor).summary() == summary.turn_line(turn)
+            assert ch09.by_id(f"{anchor}-model").summary() == summary.model_line(turn.model_call)
+            for index, tool in enumerate(turn.tools, 1):
+                assert ch09.by_id(f"{anchor}-tool-{index}").summary() == summary.tool_line(tool)
+        assert ch09.by_id(f"{base}-ended").text == summary.ending_line(scenario.ending)
+
+
+def test_details_nest_scenario_turn_call(ch09: Node) -> None:
+    for mode in ("mock", "live"):
+        for scenario in (mock_chapter if mode == "mock" else live_chapter)("ch09_who_retries").scenarios:
+            base = f"ch09_who_retries-{scenario.name}-{mode}"
+            run = ch09.by_id(base)
+            assert run.tag == "details"
+            for turn in scenario.turns:
+                node = ch09.by_id(f"{base}-turn-{turn.number}")
+                assert node.tag == "details"
+                assert next(a for a in node.ancestors() if a.tag == "details") is run
+                model = ch09.by_id(f"{base}-turn-{turn.number}-model")
+                assert next(a for a in model.ancestors() if a.tag == "details") is node
+                for index in range(1, len(turn.tools) + 1):
+                    tool = ch09.by_id(f"{base}-turn-{turn.number}-tool-{index}")
+                    assert next(a for a in tool.ancestors() if a.tag == "details") is node
+            assert next(a for a in ch09.by_id(f"{base}-ended").ancestors() if a.tag == "details") is run
+
+
+def test_anchors_are_unique_stable_and_every_link_lands(ch09: Node) -> None:
+    ids = [n.attrs["id"] for n in ch09.elements() if n.attrs.get("id")]
+    assert len(ids) == len(set(ids))
+    again = parse(page("# Who retries\n\n::: trace ch09_who_retries\n", FixtureSource()))
+    assert ids == [n.attrs["id"] for n in again.elements() if n.attrs.get("id")]
+    links = [n.attrs["href"] for n in ch09.find("a") if (n.attrs.get("href") or "").startswith("#")]
+    assert links
+    assert {link[1:] for link in links} <= set(ids)
+
+
+def test_each_turn_shows_only_the_new_context_with_the_whole_one_click_away(ch09: Node) -> None:
+    scenario = mock_chapter("ch09_who_retries").scenario("arguments_are_wrong")
+    base = "ch09_who_retries-arguments_are_wrong-mock"
+    shown_before = 0
+    for turn in scenario.turns:
+        model = ch09.by_id(f"{base}-turn-{turn.number}-model")
+        context_table = model.find("table", class_="tr-msgs")[0]
+        rows = [int(r.attrs["data-i"] or -1) for r in context_table.find("tr") if r.attrs.get("data-i")]
+        assert rows == list(range(shown_before, len(turn.model_call.context)))
+        whole = model.find("details", class_="tr-whole")
+        if shown_before:
+            assert whole[0].attrs["data-tr-count"] == str(len(turn.model_call.context))
+            link = whole[0].find("a")[0].attrs["href"]
+            assert link == f"#{base}-transcript"
+        else:
+            assert not whole
+        shown_before = len(turn.model_call.context)
+    transcript = ch09.by_id(f"{base}-transcript")
+    assert len([row for row in transcript.find("tr") if row.attrs.get("data-i")]) == len(scenario.transcript)
+
+
+def test_declared_tools_are_drawn_once_per_run_and_referred_to_after(ch09: Node) -> None:
+    for scenario in mock_chapter("ch09_who_retries").scenarios:
+        run = ch09.by_id(f"ch09_who_retries-{scenario.name}-mock")
+        drawn = run.find("details", class_="tr-tools")
+        assert len(drawn) == 1
+        names = ", ".join(t.name for t in scenario.turns[0].model_call.tools)
+        assert drawn[0].summary() == f"declared tools (2) · {names}"
+        references = [a for a in run.find("a") if a.attrs.get("href") == f"#{drawn[0].attrs['id']}"]
+        assert len(references) == len(scenario.turns) - 1
+
+
+def test_a_live_call_shows_its_wire_exchange(ch09: Node) -> None:
+    scenario = live_chapter("ch09_who_retries").scenario("service_is_busy")
+    exchange = scenario.turns[0].model_call.exchanges[0]
+    model = ch09.by_id("ch09_who_retries-service_is_busy-live-turn-1-model")
+    request, response = model.find("details", class_="tr-wire")
+    assert request.summary() == f"wire request · attempt 1 · POST {exchange.request.url}"
+    fields = [n.text for n in request.find("dt")]
+    assert fields == ["attempt", "method", "url", f"defaulted ({len(exchange.request.defaulted or [])})"]
+    headers = request.find("details", class_="tr-headers")[0]
+    assert headers.summary() == f"headers ({len(exchange.request.headers)})"
+    assert "open" not in headers.attrs  # collapsed
+    body = request.find("pre", class_="tr-json")[0]
+    assert body.text.startswith('{\n  "messages": [')
+    assert body.find("span", class_="nt")[0].text == '"messages"'
+    assert response.summary() == "wire response · 200"
+    assert '"finish_reason": "tool_calls"' in response.find("pre")[0].text
+
+
+def test_a_later_request_refers_to_what_the_earlier_one_carried(ch09: Node) -> None:
+    model = ch09.by_id("ch09_who_retries-service_is_busy-live-turn-2-model")
+    body = model.find("pre", class_="tr-json")[0].text
+    assert "the 2 messages of turn 1's request" in body
+    assert "the same 2 tools as turn 1's request" in body
+    assert '"role": "tool"' in body  # what is new is there whole
+    assert "Order a quantity of an item" not in body
+
+
+def test_a_tool_call_shows_attempts_backoff_result_and_the_message_back(ch09: Node) -> None:
+    tool = mock_chapter("ch09_who_retries").scenario("service_is_busy").turns[0].tools[0]
+    node = ch09.by_id("ch09_who_retries-service_is_busy-mock-turn-1-tool-1")
+    lines = [" ".join(p.text.split()) for p in node.find("p", class_="tr-line")]
+    backoff = next(s for s in tool.steps if isinstance(s, Backoff))
+    assert lines[0] == 'args {"item": "milk"}'
+    assert lines[1].startswith(
+        'attempt {"number": 1, "message": "[\'https://httpbin.org\'] answered [\'429\']", "retryable": true'
+    )
+    step = {"seconds": backoff.seconds, "before_attempt": backoff.before_attempt, "source": backoff.source}
+    assert lines[2] == f"backoff {json.dumps(step)}"
+    assert lines[3] == 'attempt {"number": 2}'
+    assert lines[4] == f'result {{"value": "{tool.result}"}}'
+    assert lines[5] == f"sent back to the model {tool.message}"
+    wire = [d.summary() for d in node.find("details", class_="tr-wire")]
+    assert wire == [
+        "wire request · attempt 1 · GET https://httpbin.org/status/429?item=milk",
+        "wire response · 429",
+        "wire request · attempt 2 · GET https://httpbin.org/get?item=milk",
+        "wire response · 200",
+    ]
+    # A service request is not a model request: no sampling parameters listed.
+    assert all("defaulted" not in dt.text for dt in node.find("dt"))
+
+
+def test_a_failed_tool_call_shows_what_the_model_is_told(ch09: Node) -> None:
+    tool = mock_chapter("ch09_who_retries").scenario("order_may_have_landed").turns[0].tools[0]
+    node = ch09.by_id("ch09_who_retries-order_may_have_landed-mock-turn-1-tool-1")
+    text = " ".join(node.text.split())
+    assert 'failed {"message": "[\'https://httpbin.org\'] did not answer in time' in text
+    assert "It may have taken effect. Do not call it again; say what is uncertain." in text
+    assert tool.message in text
+
+
+def test_side_by_side_marks_where_mock_and_live_diverge(ch09: Node) -> None:
+    same = ch09.by_id("ch09_who_retries-service_is_busy-compare")
+    assert "same tools asked in each of 2 turns" in same.summary()
+    assert not same.find("tr", class_="tr-diverge")
+    assert "tr-diverges" not in (same.attrs["class"] or "")
+    differ = ch09.by_id("ch09_who_retries-arguments_are_wrong-compare")
+    assert "diverge: turn 2 asked for place_order (mock) but place_order, place_order (live)" in differ.summary()
+    assert "tr-diverges" in (differ.attrs["class"] or "")
+    diverging = differ.find("tr", class_="tr-diverge")
+    assert [row.find("th")[0].text.split()[0:2] for row in diverging] == [["turn", "2"]]
+    cells = diverging[0].find("td")
+    assert cells[0].find("a")[0].attrs["href"] == "#ch09_who_retries-arguments_are_wrong-mock-turn-2"
+    assert cells[1].find("a")[0].attrs["href"] == "#ch09_who_retries-arguments_are_wrong-live-turn-2"
+
+
+def test_a_different_number_of_turns_and_ending_are_divergences() -> None:
+    mock = mock_chapter("ch05_loop_endings")
+    live = live_chapter("ch05_loop_endings")
+    # A live run that stopped after its first turn, on the turn limit.
+    short = live.scenario("within_token_limit")
+    short = short.model_copy(
+        update={
+            "turns": short.turns[:1],
+            "ending": short.ending.model_copy(update={"reason": "turn_limit", "finish_reason": None}),
+        }
+    )
+    live = live.model_copy(update={"scenarios": [short]})
+    traces = ChapterTraces("ch05_loop_endings", mock, live, LiveStatus("current"))
+    tree = parse(render_traces(traces, "within_token_limit"))
+    compare = tree.by_id("ch05_loop_endings-within_token_limit-compare")
+    assert "3 turns (mock) but 1 (live)" in compare.summary()
+    assert "ended answer_received (finish_reason = stop) (mock) but turn_limit (live)" in compare.summary()
+    rows = compare.find("tr", class_="tr-diverge")
+    assert [r.find("th")[0].text.split()[0] for r in rows] == ["turn", "turn", "ended"]
+    assert "no such turn" in rows[0].text
+
+
+def test_a_scenario_without_a_live_run_says_why() -> None:
+    tree = parse(page("::: trace ch09_who_retries\n", FixtureSource(live=False)))
+    missing = tree.find("div", class_="tr-missing")
+    assert len(missing) == len(mock_chapter("ch09_who_retries").scenarios)
+    assert all(m.attrs["data-mode"] == "live" and "no live run: no key yet" in m.text for m in missing)
+    assert not tree.find(class_="tr-compare")
+
+
+def test_a_stale_live_run_shows_the_failed_refresh() -> None:
+    traces = ChapterTraces(
+        "ch09_who_retries",
+        mock_chapter("ch09_who_retries"),
+        live_chapter("ch09_who_retries"),
+        LiveStatus(
+            "stale", reason="the refresh failed", failure=ErrorInfo(type="APIError", message="provider said 503")
+        ),
+    )
+    tree = parse(render_traces(traces))
+    status = tree.find(class_="tr-status")
+    assert "live runs recorded from earlier code: the refresh failed" in status[0].text
+    assert status[1].find("details")[0].summary() == "the last live run failed: APIError: provider said 503"
+
+
+def test_long_text_is_cut_in_the_summary_and_whole_inside(ch09: Node) -> None:
+    turn = live_chapter("ch09_who_retries").scenario("order_may_have_landed").turns[1]
+    reply = turn.model_call.reply
+    assert reply is not None
+    assert reply.content is not None
+    assert len(reply.content) > summary.SUMMARY_LIMIT
+    node = ch09.by_id("ch09_who_retries-order_may_have_landed-live-turn-2")
+    cut = summary.cut(reply.content)
+    assert node.summary().endswith(cut)
+    assert re.search(r"\.\.\. \(\d+ more characters\)$", cut)
+    cells = [c.text for c in node.find("td", class_="tr-content")]
+    assert any(cell.startswith(reply.content) for cell in cells)
+
+
+def test_the_timeline_splits_each_turn_by_who_the_time_went_to(ch09: Node) -> None:
+    scenario = mock_chapter("ch09_who_retries").scenario("service_is_busy")
+    base = "ch09_who_retries-service_is_busy-mock"
+    run = next(a for a in ch09.by_id(base).ancestors() if "tr-run" in (a.attrs.get("class") or ""))
+    timeline = run.find("div", class_="tr-timeline")[0]
+    turns = timeline.find("a", class_="tr-tl-turn")
+    assert [t.attrs["href"] for t in turns] == [f"#{base}-turn-{t.number}" for t in scenario.turns]
+    waited = sum(s.seconds for t in scenario.turns for r in t.tools for s in r.steps if isinstance(s, Backoff))
+    assert turns[0].find("span", class_="tr-waited")
+    legend = " ".join(timeline.find(class_="tr-tl-legend")[0].text.split())
+    assert f"waited {waited * 1000:.1f}ms" in legend
+    assert "library" in legend
+
+
+def test_json_is_pretty_printed_highlighted_and_escaped() -> None:
+    html = str(json_block({"a": [1, True, None], "<b>": "</pre><script>"}))
+    tree = parse(f"<pre>{html}</pre>")
+    assert tree.text == '{\n  "a": [\n    1,\n    true,\n    null\n  ],\n  "<b>": "</pre><script>"\n}'
+    assert not tree.find("script")
+    assert [n.text for n in tree.find("span", class_="nt")] == ['"a"', '"<b>"']
+    assert [n.text for n in tree.find("span", class_="kc")] == ["true", "null"]
+
+
+def _skeleton(tree: Node) -> list[tuple[str, int]]:
+    def depth(node: Node) -> int:
+        return sum(1 for _ in node.ancestors())
+
+    return [(n.tag, depth(n)) for n in tree.elements()]
+
+
+def test_the_hostile_corpus_is_shown_as_text_and_breaks_nothing() -> None:
+    source = FixtureSource()
+    html = page("::: trace hostile\n", source, extensions=["tables"])
+    tree = parse(html)
+    tags = {n.tag for n in tree.elements()}
+    assert not tags & {"script", "img", "svg", "b", "strong", "em", "h1", "td-injected"}
+    for node in tree.elements():
+        assert not [name for name in node.attrs if name.startswith("on")], node
+        href = (node.attrs.get("href") or "").strip().lower()
+        assert not href.startswith("javascript"), node
+    assert "\x02" not in html
+    assert "\x03" not in html
+    text = tree.text
+    for hostile in HOSTILE[:7]:
+        # Shown whole somewhere (in a table cell, a body, a reply), not interpreted.
+        assert " ".join(hostile.split()) in " ".join(text.split()), hostile
+    assert "49" not in re.sub(r"[\d.]+ms|\d+ turns?|\[\d+\]", "", text)  # {{ 7*7 }} was not evaluated
+    # The same traces with harmless text have exactly the same element tree.
+    tame_tree = parse(page("::: trace hostile\n", _Only(hostile_chapter(tuple(TAME))), extensions=["tables"]))
+    assert _skeleton(tree) == _skeleton(tame_tree)
+    assert len(tree.find("details")) == len(tame_tree.find("details")) > 10
+
+
+class _Only:
+    def __init__(self, traces: ChapterTraces) -> None:
+        self.traces_ = traces
+
+    def traces(self, chapter: str) -> ChapterTraces:
+        return self.traces_
+
+
+def test_anchors_stay_unique_when_a_page_shows_a_run_twice() -> None:
+    anchors = Anchors()
+    traces = FixtureSource().traces("ch09_who_retries")
+    first = parse(render_traces(traces, "service_is_busy", anchors=anchors))
+    second = parse(render_traces(traces, "service_is_busy", anchors=anchors))
+    ids_first = {n.attrs["id"] for n in first.elements() if n.attrs.get("id")}
+    ids_second = {n.attrs["id"] for n in second.elements() if n.attrs.get("id")}
+    assert not ids_first & ids_second
+    assert "ch09_who_retries-service_is_busy-mock-2-turn-1" in ids_second
