@@ -1,0 +1,79 @@
+"""Write a file atomically, and only when its content changed.
+
+A reader (the renderer, a browser, ``git``) sees the old file or the new one,
+never half of one: the bytes go to a temporary file in the same folder, which
+is then renamed over the target (``os.replace`` is atomic on one file system).
+An unchanged file is not touched at all, so ``mkdocs serve``, which rebuilds
+whenever a watched file changes, never rebuilds again because of its own
+output::
+
+    >>> write_if_changed(path, b"{}")      # doctest: +SKIP
+    True
+    >>> write_if_changed(path, b"{}")      # doctest: +SKIP
+    False
+"""
+
+from __future__ import annotations
+
+import contextlib
+import filecmp
+import os
+import stat
+import tempfile
+from collections.abc import Iterable
+from pathlib import Path
+
+__all__ = ["TEMP_SUFFIX", "write_if_changed"]
+
+#: Temporary files are dotfiles ending in this, so MkDocs (which leaves out
+#: dotfiles) never publishes one left behind by a killed process.
+TEMP_SUFFIX = ".tmp"
+
+
+def _same(path: Path, data: bytes) -> bool:
+    try:
+        # A size check first: most changed files differ in length, and it
+        # spares reading the old content.
+        return path.stat().st_size == len(data) and path.read_bytes() == data
+    except OSError:
+        return False
+
+
+def write_if_changed(path: Path, data: bytes | str | Iterable[bytes]) -> bool:
+    """Replace ``path`` with ``data`` unless it already holds exactly that.
+
+    ``data`` may be bytes, text (written as UTF-8) or an iterable of byte
+    chunks, written as they come: if producing them fails half way, the
+    temporary file is removed and the old file stands whole. Returns whether
+    the file was written.
+    """
+    if isinstance(data, str):
+        data = data.encode()
+    if isinstance(data, bytes):
+        if _same(path, data):
+            return False
+        chunks: Iterable[bytes] = (data,)
+    else:
+        chunks = data
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=TEMP_SUFFIX)
+    try:
+        with os.fdopen(fd, "wb") as out:
+            for chunk in chunks:
+                out.write(chunk)
+            out.flush()
+            # On disk before the rename, so a power cut cannot leave the new
+            # name pointing at an empty file.
+            os.fsync(out.fileno())
+        if not isinstance(data, bytes) and path.is_file() and filecmp.cmp(temp, path, shallow=False):
+            os.unlink(temp)
+            return False
+        # mkstemp makes the file private (0600); a published trace must stay
+        # as readable as the file it replaces.
+        os.chmod(temp, stat.S_IMODE(path.stat().st_mode) if path.exists() else 0o644)
+        os.replace(temp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temp)
+        raise
+    return True

@@ -1,0 +1,187 @@
+"""The trace store: where each chapter's traces live, on disk and in memory.
+
+Two kinds of file, kept apart on purpose::
+
+    docs/traces/CHAPTER.live.json     frozen live traces: committed, published,
+                                      reused as they are when no key is set
+    .cache/traces/CHAPTER.mock.json   mock traces: a cache, rebuilt at will,
+                                      outside the docs so it is never published
+
+Every file is a ``ChapterRun`` as JSON, stamped with the ``source_hash`` of the
+code that produced it. Files are written atomically and only when their
+content changed (``primer.book.atomic``). A parsed file is kept in memory
+against its size and modification time, so a ``mkdocs serve`` rebuild after a
+prose edit reads no JSON at all.
+
+A file that is not JSON, not a trace, or of another schema version raises
+``CorruptTrace``, naming the file; the build then runs the chapter again and
+replaces the file.
+
+The store is also the renderer's ``TraceSource``: after the build has decided
+what each chapter shows, ``traces(chapter)`` hands it over, with the address
+of the chapter's published JSON (``traces/CHAPTER.json`` in the site, both
+modes in one file, for readers to download).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from primer.book.atomic import write_if_changed
+from primer.book.source import ChapterTraces
+from primer.errors import NotFound, PrimerError
+from primer.trace import SCHEMA_VERSION, ChapterRun, Mode
+
+__all__ = ["PUBLISHED_DIR", "CorruptTrace", "TraceStore"]
+
+#: Folder of the site (and of the docs, for frozen live traces) holding trace JSON.
+PUBLISHED_DIR = "traces"
+
+
+class CorruptTrace(PrimerError):
+    """A trace file could not be read as a trace of this schema version."""
+
+    def __init__(self, path: Path, reason: str) -> None:
+        super().__init__(f"The trace file {path} could not be read: {reason}.")
+        self.path = path
+        self.reason = reason
+
+
+def _reason(error: Exception) -> str:
+    if isinstance(error, ValidationError):
+        first = error.errors()[0]
+        where = ".".join(str(part) for part in first["loc"]) or "the top level"
+        return f"{error.error_count()} field(s) do not fit the trace schema, first at {where}: {first['msg']}"
+    if isinstance(error, json.JSONDecodeError):
+        return f"it is not valid JSON ({error.msg} at line {error.lineno})"
+    return f"{type(error).__name__}: {error}"
+
+
+def parse(data: bytes, path: Path) -> ChapterRun:
+    """A trace file's content as a ``ChapterRun``; raises ``CorruptTrace``."""
+    try:
+        raw: Any = json.loads(data)
+    except (json.JSONDecodeError, UnicodeDecodeError) as error:
+        raise CorruptTrace(path, _reason(error)) from None
+    version = raw.get("schema_version") if isinstance(raw, dict) else None
+    if version != SCHEMA_VERSION:
+        raise CorruptTrace(path, f"its schema version is {version!r}, and this build reads version {SCHEMA_VERSION}")
+    try:
+        return ChapterRun.model_validate(raw)
+    except ValidationError as error:
+        raise CorruptTrace(path, _reason(error)) from None
+
+
+class TraceStore:
+    """Trace files on disk and in memory; the renderer's ``TraceSource``."""
+
+    def __init__(self, live_dir: Path, cache_dir: Path) -> None:
+        self.live_dir = live_dir
+        self.cache_dir = cache_dir
+        # path -> ((mtime_ns, size), run): files already parsed.
+        self._parsed: dict[Path, tuple[tuple[int, int], ChapterRun]] = {}
+        # Mock runs by chapter, kept even if the cache folder is not writable.
+        self._mock: dict[str, ChapterRun] = {}
+        self._shown: dict[str, ChapterTraces] = {}
+
+    def path(self, chapter: str, mode: Mode) -> Path:
+        """Where a chapter's trace of one mode is kept."""
+        if mode == "live":
+            return self.live_dir / f"{chapter}.live.json"
+        return self.cache_dir / f"{chapter}.mock.json"
+
+    def load(self, chapter: str, mode: Mode) -> ChapterRun | None:
+        """The stored run, or None if there is none; raises ``CorruptTrace``."""
+        if mode == "mock" and chapter in self._mock:
+            return self._mock[chapter]
+        path = self.path(chapter, mode)
+        try:
+            stat = path.stat()
+        except FileNotFoundError:
+            return None
+        key = (stat.st_mtime_ns, stat.st_size)
+        cached = self._parsed.get(path)
+        if cached is not None and cached[0] == key:
+            return cached[1]
+        run = parse(path.read_bytes(), path)
+        if run.chapter != chapter or run.mode != mode:
+            raise CorruptTrace(
+                path, f"it holds the {run.mode} trace of {run.chapter}, not the {mode} trace of {chapter}"
+            )
+        self._parsed[path] = (key, run)
+        return run
+
+    def save(self, run: ChapterRun) -> bool:
+        """Keep a run; write its file only if the content changed. Returns whether it wrote."""
+        if run.mode == "mock":
+            self._mock[run.chapter] = run
+            # A cache: compact, nobody reads it but the build.
+            data = run.model_dump_json()
+        else:
+            # Committed: indented, so a refresh reads well in a diff.
+            data = run.model_dump_json(indent=2) + "\n"
+        path = self.path(run.chapter, run.mode)
+        written = write_if_changed(path, data)
+        stat = path.stat()
+        self._parsed[path] = ((stat.st_mtime_ns, stat.st_size), run)
+        return written
+
+    def forget(self, chapter: str) -> None:
+        """Drop a chapter's mock run from memory (its file stays)."""
+        self._mock.pop(chapter, None)
+
+    def show(self, traces: ChapterTraces) -> None:
+        """Set what the pages show for a chapter in this build."""
+        self._shown[traces.chapter] = traces
+
+    def clear_shown(self) -> None:
+        """Forget what the previous build showed (chapters may have gone)."""
+        self._shown.clear()
+
+    def chapters(self) -> list[str]:
+        """The chapters this build shows, sorted."""
+        return sorted(self._shown)
+
+    def traces(self, chapter: str) -> ChapterTraces:
+        """The renderer's view of one chapter; raises ``NotFound`` naming what exists."""
+        try:
+            return self._shown[chapter]
+        except KeyError:
+            chapters = ", ".join(sorted(self._shown)) or "none"
+            raise NotFound(f"There are no traces for chapter {chapter!r}. The chapters are: {chapters}.") from None
+
+    def publish(self, site_dir: Path) -> list[Path]:
+        """Write each chapter's traces (both modes) to ``site/traces/CHAPTER.json``."""
+        written = []
+        for chapter, traces in sorted(self._shown.items()):
+            status = traces.live_status
+            head = {
+                "chapter": chapter,
+                "live_status": {
+                    "state": status.state,
+                    "reason": status.reason,
+                    "failure": status.failure.model_dump() if status.failure else None,
+                },
+            }
+            # The runs are serialised by pydantic itself (fast, and exactly
+            # the stored form); only the small head goes through json.
+            runs = {
+                mode: run.model_dump_json() if run else "null"
+                for mode, run in (("mock", traces.mock), ("live", traces.live))
+            }
+            document = (
+                json.dumps(head, ensure_ascii=False)[:-1] + f', "mock": {runs["mock"]}, "live": {runs["live"]}}}\n'
+            )
+            path = site_dir / PUBLISHED_DIR / f"{chapter}.json"
+            write_if_changed(path, document)
+            written.append(path)
+        return written
+
+    @staticmethod
+    def download_url(chapter: str) -> str:
+        """Where ``publish`` puts a chapter's JSON, relative to the site root."""
+        return f"{PUBLISHED_DIR}/{chapter}.json"

@@ -1,0 +1,47 @@
+"""Run chapters' mock scenarios in a fresh interpreter and print their traces.
+
+``mkdocs serve`` cannot re-import the library it runs on once its source
+changed (``importlib.reload`` would leave two versions of each class), so the
+build runs such chapters here, in a new process that reads the code as saved::
+
+    python -B -m primer.book.worker primer.chapters ch05_loop_endings ch09_who_retries
+
+Output, on stdout: ``{"runs": [ChapterRun, ...], "errors": {"chapter": "why"}}``,
+a chapter that could not be imported being in ``errors``.
+``-B`` keeps Python from writing bytecode files into the watched folders.
+"""
+
+from __future__ import annotations
+
+import sys
+import traceback
+from collections.abc import Sequence
+
+from primer.book.build import WorkerOutput, run_mock_chapter
+from primer.book.chapters import Chapters
+from primer.redact import Redactor
+from primer.settings import Settings
+from primer.trace import ChapterRun
+
+__all__ = ["main"]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run each named chapter of the package in mock mode; print the runs as JSON."""
+    package, *names = sys.argv[1:] if argv is None else argv
+    chapters = Chapters(package)
+    settings = Settings.from_env()
+    redactor = Redactor(settings.secrets())
+    runs: list[ChapterRun] = []
+    errors: dict[str, str] = {}
+    for name in names:
+        try:
+            runs.append(run_mock_chapter(chapters, name, settings))
+        except Exception as error:  # noqa: BLE001 - reported to the build, which shows it
+            errors[name] = redactor.text("".join(traceback.format_exception(error)))
+    sys.stdout.write(WorkerOutput(runs=runs, errors=errors).model_dump_json())
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,206 @@
+"""Small books for the build tests: mkdocs.yml, pages and a chapters package in a temporary folder.
+
+Each book gets a chapters package of its own name, so books built in the
+same test process never share modules, and builds run the repository's real
+hook (``hooks/traces.py``) through ``python -m mkdocs``.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import itertools
+import os
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+HOOK = REPO / "hooks" / "traces.py"
+
+#: The renderer is built concurrently; books use it once it can be imported.
+RENDERER = "primer.book.markdown"
+HAS_RENDERER = importlib.util.find_spec(RENDERER) is not None
+
+ALPHA = '''"""Chapter alpha: a price, asked and answered."""
+
+from primer.grocery import PRICES, PriceOf
+from primer.models.mock import ask, call, say
+from primer.scenario import Scenario
+from primer.tools import ToolContext, tool
+
+
+@tool(PriceOf)
+def price_of(args: PriceOf, ctx: ToolContext) -> str:
+    """Look the price up on the shelf list."""
+    return PRICES[args.item]
+
+
+asks_price = Scenario(
+    name="asks_price",
+    prompt="How much is milk?",
+    tools=[price_of],
+    mock=[ask(call("price_of", item="milk")), say("Milk is <b>1.20</b> & fresh.")],
+)
+
+answers_at_once = Scenario(
+    name="answers_at_once",
+    prompt="Say hello.",
+    tools=[price_of],
+    mock=[say("Hello from alpha.")],
+)
+'''
+
+BETA = '''"""Chapter beta: one scenario."""
+
+from primer.models.mock import say
+from primer.scenario import Scenario
+
+greets = Scenario(name="greets", prompt="Greet me.", tools=[], mock=[say("Beta says hi.")])
+'''
+
+BROKEN = '''"""Chapter broken: a scenario whose loop raises."""
+
+from primer.models.mock import say
+from primer.scenario import Scenario
+
+
+def explode(agent, context, max_turns):
+    raise RuntimeError("the <scenario> broke on purpose")
+
+
+explodes = Scenario(name="explodes", prompt="Go.", tools=[], loop=explode, mock=[say("never")])
+'''
+
+PAGE = """# The book
+
+Some prose.
+
+::: trace ch_alpha
+
+## Beta
+
+::: trace ch_beta greets
+
+An example of the marker, which is not a request:
+
+```
+::: trace CHAPTER SCENARIO
+```
+"""
+
+_numbers = itertools.count()
+
+
+@dataclass
+class Build:
+    """One finished ``mkdocs build``."""
+
+    returncode: int
+    log: str
+
+    def lines(self, text: str) -> list[str]:
+        """Log lines containing ``text``."""
+        return [line for line in self.log.splitlines() if text in line]
+
+    def count(self) -> str:
+        """The ``traces: ran N, reused M`` line's text (from ``traces:``)."""
+        found = self.lines("traces: ran") or self.lines("traces: off")
+        assert len(found) == 1, self.log
+        return found[0][found[0].index("traces:") :]
+
+
+@dataclass
+class SmallBook:
+    """A book in a folder: ``root/mkdocs.yml``, ``root/docs``, ``root/<package>``."""
+
+    root: Path
+    package: str
+
+    @property
+    def docs(self) -> Path:
+        """The docs folder."""
+        return self.root / "docs"
+
+    def chapter(self, name: str) -> Path:
+        """A chapter module's file."""
+        return self.root / self.package / f"{name}.py"
+
+    def write_chapter(self, name: str, source: str) -> Path:
+        """Add or replace a chapter module."""
+        path = self.chapter(name)
+        path.write_text(source)
+        return path
+
+    def env(self, **extra: str) -> dict[str, str]:
+        """The environment a build runs in: no key, this book's chapters."""
+        env = {k: v for k, v in os.environ.items() if not k.startswith("PRIMER_")}
+        env.update(
+            PRIMER_CHAPTERS=self.package,
+            PYTHONPATH=os.pathsep.join([str(self.root), str(REPO)]),
+            NO_MKDOCS_2_WARNING="1",
+        )
+        # As an author's shell has it: bytecode is written, and must not make serve rebuild twice.
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
+        env.update(extra)
+        return env
+
+    def build(self, *args: str, **env: str) -> Build:
+        """Run ``mkdocs build`` on the book."""
+        done = subprocess.run(
+            [sys.executable, "-m", "mkdocs", "build", *args],
+            cwd=self.root,
+            env=self.env(**env),
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        return Build(done.returncode, done.stdout + done.stderr)
+
+    def page(self, name: str = "index") -> str:
+        """A built page's HTML."""
+        path = self.root / "site" / ("index.html" if name == "index" else f"{name}/index.html")
+        return path.read_text()
+
+
+def edit(path: Path, old: str, new: str) -> None:
+    """Replace text in a file, as an editor saving it would (a new modification time)."""
+    text = path.read_text()
+    assert old in text, f"{old!r} is not in {path}"
+    before = path.stat().st_mtime_ns
+    path.write_text(text.replace(old, new))
+    # Coarse file-system clocks: make sure the save is seen as a change.
+    if path.stat().st_mtime_ns == before:
+        time.sleep(0.01)
+        path.touch()
+
+
+def make_book(
+    tmp_path: Path,
+    chapters: dict[str, str] | None = None,
+    pages: dict[str, str] | None = None,
+    *,
+    theme: str = "mkdocs",
+    renderer: bool = HAS_RENDERER,
+) -> SmallBook:
+    """A book with the given chapters (alpha and beta by default) and pages.
+
+    ``renderer=False`` leaves the Markdown extension out: the hook then lists
+    the summary lines itself.
+    """
+    package = f"book{next(_numbers)}_{os.getpid()}_chapters"
+    book = SmallBook(tmp_path, package)
+    (tmp_path / package).mkdir(parents=True)
+    (tmp_path / package / "__init__.py").write_text('"""The test book\'s chapters."""\n')
+    for name, source in (chapters or {"ch_alpha": ALPHA, "ch_beta": BETA}).items():
+        book.write_chapter(name, source)
+    book.docs.mkdir()
+    for name, text in (pages or {"index": PAGE}).items():
+        (book.docs / f"{name}.md").write_text(text)
+    extensions = f"\nmarkdown_extensions:\n  - {RENDERER}\n" if renderer else ""
+    (tmp_path / "mkdocs.yml").write_text(
+        f"site_name: A small book\ntheme:\n  name: {theme}\nhooks:\n  - {HOOK}\n{extensions}"
+    )
+    return book

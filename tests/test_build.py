@@ -1,0 +1,203 @@
+"""Real `mkdocs build` runs of small books: what runs, what is reused, what is reported."""
+
+from __future__ import annotations
+
+import html
+import json
+import os
+
+import pytest
+
+from primer.summary import chapter_line, scenario_line
+from primer.trace import ChapterRun
+from tests.books import ALPHA, BETA, BROKEN, PAGE, edit, make_book
+
+pytestmark = pytest.mark.slow
+
+
+def _published(book, chapter: str) -> dict:
+    return json.loads((book.root / "site" / "traces" / f"{chapter}.json").read_text())
+
+
+def test_rebuilds_run_only_what_changed(tmp_path):
+    book = make_book(tmp_path)
+
+    first = book.build()
+    assert first.returncode == 0, first.log
+    assert first.count() == "traces: ran 3, reused 0"
+    page = book.page()
+    published = _published(book, "ch_alpha")
+    alpha = ChapterRun.model_validate(published["mock"])
+    # The page shows what the trace holds, whichever renderer draws it.
+    assert f"turns={alpha.turns} · messages={alpha.messages}" in page
+    assert html.escape(scenario_line(alpha.scenario("asks_price")).split(" · ")[0]) in page
+    assert "scenario greets" in page
+    # Untrusted text from the model is escaped, never markup.
+    assert "<b>1.20</b>" not in page
+    assert "&lt;b&gt;1.20&lt;/b&gt;" in page
+    # Both modes are published for download; the mock cache stays out of the site.
+    assert set(published) >= {"chapter", "mock", "live", "live_status"}
+    assert published["live"] is None
+    assert published["live_status"]["state"] == "missing"
+    cache = book.root / ".cache" / "traces" / "ch_alpha.mock.json"
+    assert ChapterRun.model_validate_json(cache.read_text()).source_hash == alpha.source_hash
+    assert not list((book.root / "site").rglob("*.mock.json"))
+    stamp = cache.stat().st_mtime_ns
+
+    second = book.build()
+    assert second.returncode == 0, second.log
+    assert second.count() == "traces: ran 0, reused 3"
+    assert cache.stat().st_mtime_ns == stamp, "an unchanged trace must not be written again"
+
+    edit(book.docs / "index.md", "Some prose.", "Some other prose.")
+    prose = book.build()
+    assert prose.count() == "traces: ran 0, reused 3"
+    assert "Some other prose." in book.page()
+
+    edit(book.chapter("ch_beta"), "Beta says hi.", "Beta says hello again.")
+    code = book.build()
+    assert code.count() == "traces: ran 1, reused 2"
+    assert "Beta says hello again." in book.page()
+    assert cache.stat().st_mtime_ns == stamp, "editing beta must leave alpha's trace alone"
+
+
+def test_without_the_renderer_the_hook_lists_summary_lines(tmp_path):
+    book = make_book(tmp_path, renderer=False)
+    done = book.build("--strict")
+    assert done.returncode == 0, done.log
+    page = book.page()
+    alpha = ChapterRun.model_validate(_published(book, "ch_alpha")["mock"])
+    assert html.escape(chapter_line(alpha)) in page
+    assert html.escape(scenario_line(alpha.scenario("asks_price"))) in page
+    assert "&lt;b&gt;1.20&lt;/b&gt;" in page
+    assert "<b>1.20</b>" not in page
+    # One scenario asked for, one shown.
+    beta = page.split('data-chapter="ch_beta"')[1].split("</pre>")[0]
+    assert "scenario greets" in beta
+    assert "live trace missing" in beta
+    assert "::: trace" not in page.split("<code>")[0], "every marker outside code was replaced"
+
+
+def test_a_scenario_that_raises_is_shown_and_fails_strict(tmp_path):
+    page = PAGE + "\n::: trace ch_broken\n"
+    book = make_book(tmp_path, {"ch_alpha": ALPHA, "ch_beta": BETA, "ch_broken": BROKEN}, {"index": page})
+
+    done = book.build()
+    assert done.returncode == 0, done.log
+    warnings = done.lines("WARNING")
+    assert any("ch_broken / explodes (mock)" in w and "scenario_error" in w for w in warnings), done.log
+    assert len(warnings) == 1, done.log
+    shown = book.page()
+    assert "scenario explodes" in shown
+    assert "the &lt;scenario&gt; broke on purpose" in shown
+    assert "<scenario>" not in shown
+    # The other chapters were not held up by it.
+    assert "scenario greets" in shown
+
+    # Reused from the cache, the failure is still reported: --strict keeps failing.
+    strict = book.build("--strict")
+    assert strict.returncode != 0
+    assert strict.count() == "traces: ran 0, reused 4"
+    assert any("ch_broken / explodes (mock)" in w for w in strict.lines("WARNING"))
+
+    # Fixing the chapter re-runs it alone, and the build passes --strict again.
+    book.write_chapter("ch_broken", BETA.replace("greets", "fixed"))
+    fixed = book.build("--strict")
+    assert fixed.returncode == 0, fixed.log
+    assert fixed.count() == "traces: ran 1, reused 3"
+
+
+def test_a_corrupt_trace_is_reported_and_replaced(tmp_path):
+    book = make_book(tmp_path)
+    assert book.build().returncode == 0
+    cache = book.root / ".cache" / "traces" / "ch_alpha.mock.json"
+    good = ChapterRun.model_validate_json(cache.read_text())
+
+    cache.write_text('{"schema_version": 1, "chapter": "ch_alpha", "mo')
+    broken = book.build()
+    assert broken.returncode == 0, broken.log
+    [warning] = broken.lines("WARNING")
+    assert str(cache) in warning
+    assert "not valid JSON" in warning
+    assert broken.count() == "traces: ran 2, reused 1"
+    assert ChapterRun.model_validate_json(cache.read_text()).source_hash == good.source_hash
+
+    cache.write_text(json.dumps({**good.model_dump(mode="json"), "schema_version": 99}))
+    future = book.build("--strict")
+    assert future.returncode != 0
+    assert any(str(cache) in w and "schema version is 99" in w for w in future.lines("WARNING")), future.log
+    assert future.count() == "traces: ran 2, reused 1"
+    assert json.loads(cache.read_text())["schema_version"] == 1
+
+
+def test_markers_naming_nothing_are_warnings_naming_the_page(tmp_path):
+    page = "# Odd\n\n::: trace ch_nowhere\n\n::: trace ch_alpha no_such_scenario\n"
+    book = make_book(tmp_path, pages={"index": PAGE, "odd": page})
+
+    done = book.build()
+    assert done.returncode == 0, done.log
+    # Every warning is about one of the two markers (the renderer may add its own word).
+    assert all("ch_nowhere" in w or "no_such_scenario" in w for w in done.lines("WARNING")), done.log
+    warnings = done.lines("docs/odd.md")
+    assert len(warnings) == 2, done.log
+    chapter, scenario = sorted(warnings, key=lambda w: "no_such_scenario" in w)
+    assert "docs/odd.md line 3" in chapter
+    assert "ch_nowhere" in chapter
+    assert "ch_alpha, ch_beta" in chapter
+    assert "docs/odd.md line 5" in scenario
+    assert "answers_at_once" in scenario
+    assert "asks_price" in scenario
+    # The example marker in PAGE's code block is documentation, not a request.
+    assert "CHAPTER" not in done.log
+    assert book.build("--strict").returncode != 0
+
+
+def test_traces_off_runs_nothing_and_shows_a_placeholder(tmp_path):
+    book = make_book(tmp_path)
+    done = book.build(PRIMER_TRACES="off")
+    assert done.returncode == 0, done.log
+    assert done.count().startswith("traces: off")
+    page = book.page()
+    assert "PRIMER_TRACES=off" in page
+    assert "scenario asks_price" not in page
+    assert not (book.root / ".cache").exists()
+    assert not (book.root / "site" / "traces").exists()
+
+
+def test_a_live_trace_without_a_key_is_published_as_it_is(tmp_path):
+    book = make_book(tmp_path)
+    assert book.build().returncode == 0
+    mock = ChapterRun.model_validate(_published(book, "ch_beta")["mock"])
+    # A frozen live trace, as a publisher would have committed it.
+    live = mock.model_copy(update={"mode": "live", "model": "some-model", "recorded_at": "2025-01-02T03:04:05+00:00"})
+    live.scenarios = [s.model_copy(update={"mode": "live"}) for s in live.scenarios]
+    frozen = book.docs / "traces" / "ch_beta.live.json"
+    frozen.parent.mkdir()
+    frozen.write_text(live.model_dump_json(indent=2) + "\n")
+    before = frozen.read_bytes()
+
+    done = book.build("--strict", PRIMER_API_KEY="")
+    assert done.returncode == 0, done.log
+    assert done.count() == "traces: ran 0, reused 4"
+    published = _published(book, "ch_beta")
+    assert published["live"]["recorded_at"] == "2025-01-02T03:04:05+00:00"
+    assert published["live_status"]["state"] == "current"
+    assert chapter_line(live) in book.page()
+    assert frozen.read_bytes() == before
+    # The raw frozen file is published once, inside traces/ch_beta.json.
+    assert not (book.root / "site" / "traces" / "ch_beta.live.json").exists()
+
+    edit(book.chapter("ch_beta"), "Beta says hi.", "Beta says hi, changed.")
+    stale = book.build("--strict")
+    assert stale.returncode == 0, stale.log
+    assert _published(book, "ch_beta")["live_status"]["state"] == "stale"
+    assert "earlier code" in _published(book, "ch_beta")["live_status"]["reason"]
+    assert frozen.read_bytes() == before
+
+
+@pytest.mark.skipif(os.name != "posix", reason="file modes")
+def test_published_files_are_world_readable(tmp_path):
+    book = make_book(tmp_path)
+    assert book.build().returncode == 0
+    mode = (book.root / "site" / "traces" / "ch_alpha.json").stat().st_mode & 0o777
+    assert mode & 0o044 == 0o044

@@ -1,0 +1,168 @@
+"""`mkdocs serve` on a loopback port: a saved edit rebuilds once, re-runs only what changed, reloads the page."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+from tests.books import ALPHA, BETA, BROKEN, SmallBook, edit, make_book
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+# Longer than several of the server's 0.5 s polling rounds: long enough to see a rebuild that should not happen.
+QUIET = 1.5
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+class Server:
+    """A running `mkdocs serve` and everything it has logged so far."""
+
+    def __init__(self, book: SmallBook, port: int) -> None:
+        self.url = f"http://127.0.0.1:{port}/"
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "mkdocs", "serve", "--dev-addr", f"127.0.0.1:{port}"],
+            cwd=book.root,
+            env=book.env(),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        self.lines: list[str] = []
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        assert self.process.stdout is not None
+        for line in self.process.stdout:
+            self.lines.append(line.rstrip("\n"))
+
+    def wait_for(self, text: str, *, after: int = 0, timeout: float = 60.0) -> int:
+        """Index of the first log line from ``after`` on containing ``text``."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            for index in range(after, len(self.lines)):
+                if text in self.lines[index]:
+                    return index
+            assert self.process.poll() is None, "\n".join(self.lines)
+            time.sleep(0.05)
+        raise AssertionError(f"no {text!r} in:\n" + "\n".join(self.lines))
+
+    def builds(self) -> list[str]:
+        """The ``traces:`` report line of every build so far."""
+        return [line[line.index("traces:") :] for line in self.lines if "traces: ran" in line]
+
+    def get(self, path: str = "") -> str:
+        with urllib.request.urlopen(self.url + path, timeout=30) as response:
+            return str(response.read().decode())
+
+    def stop(self) -> None:
+        self.process.terminate()
+        try:
+            self.process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+        self._reader.join(timeout=10)
+        if self.process.stdout is not None:
+            self.process.stdout.close()
+
+
+@contextmanager
+def serving(book: SmallBook) -> Iterator[Server]:
+    server = Server(book, _free_port())
+    try:
+        server.wait_for("Serving on")
+        yield server
+    finally:
+        server.stop()
+
+
+def _rebuilt(server: Server, save: Callable[[], None]) -> str:
+    """Save a file, wait for the one rebuild it causes, check no second follows; the new report line."""
+    before = len(server.builds())
+    start = len(server.lines)
+    save()
+    done = server.wait_for("Reloading browsers", after=start)
+    time.sleep(QUIET)
+    builds = server.builds()
+    assert len(builds) == before + 1, "\n".join(server.lines[start:])
+    assert not any("Reloading browsers" in line for line in server.lines[done + 1 :]), "\n".join(server.lines[start:])
+    return builds[-1]
+
+
+@pytest.mark.slow
+def test_serve_rebuilds_once_and_reruns_only_the_edited_chapter(tmp_path: Path) -> None:
+    book = make_book(tmp_path, {"ch_alpha": ALPHA, "ch_beta": BETA})
+    with serving(book) as server:
+        assert server.builds() == ["traces: ran 3, reused 0"]
+        watching = server.lines[server.wait_for("Watching paths for changes")]
+        assert book.package in watching
+        page = server.get()
+        assert "Beta says hi." in page
+        # Livereload is on with the installed click: the page carries its poller.
+        epoch = int(re.search(r"livereload\((\d+), \d+\)", page)[1])  # type: ignore[index]
+
+        # A browser waiting on the poller is answered as soon as the rebuild is visible.
+        answer: list[str] = []
+        poll = threading.Thread(target=lambda: answer.append(server.get(f"livereload/{epoch}/1")), daemon=True)
+        poll.start()
+
+        line = _rebuilt(server, lambda: edit(book.chapter("ch_beta"), "Beta says hi.", "Beta says hello."))
+        assert line == "traces: ran 1, reused 2"
+        poll.join(timeout=10)
+        assert answer
+        assert int(answer[0]) > epoch
+        assert "Beta says hello." in server.get()
+
+        # Prose runs nothing.
+        assert _rebuilt(server, lambda: edit(book.docs / "index.md", "Some prose.", "New prose.")) == (
+            "traces: ran 0, reused 3"
+        )
+        assert "New prose." in server.get()
+
+        # A chapter that breaks is shown broken; the server goes on.
+        line = _rebuilt(server, lambda: book.write_chapter("ch_beta", BROKEN.replace("explodes", "greets")))
+        assert line == "traces: ran 1, reused 2"
+        assert "the &lt;scenario&gt; broke on purpose" in server.get()
+        assert any("ch_beta / greets (mock)" in line and "WARNING" in line for line in server.lines)
+        assert server.process.poll() is None
+
+
+@pytest.mark.slow
+@pytest.mark.browser
+def test_a_saved_chapter_reloads_the_open_page(tmp_path: Path) -> None:
+    from playwright.sync_api import sync_playwright
+
+    book = make_book(tmp_path)
+    with serving(book) as server, sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        try:
+            page = browser.new_page()
+            page.goto(server.url)
+            assert "Beta says hi." in page.content()
+            # Gone after a reload: proves the page itself was reloaded, not patched.
+            page.evaluate("window.primerMark = 1")
+            with page.expect_event("load", timeout=30_000):
+                edit(book.chapter("ch_beta"), "Beta says hi.", "Beta says hi from the browser test.")
+            assert page.evaluate("window.primerMark") is None
+            assert "Beta says hi from the browser test." in page.content()
+        except Exception:
+            print("\n".join(server.lines))
+            raise
+        finally:
+            browser.close()

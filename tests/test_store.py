@@ -1,0 +1,368 @@
+"""The trace store and the parts under it: atomic writes, trace files, dependency hashes, pages, the pool."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+
+import pytest
+
+from primer.book.atomic import TEMP_SUFFIX, write_if_changed
+from primer.book.build import Book
+from primer.book.chapters import Chapters
+from primer.book.depends import CodeGraph
+from primer.book.pages import check, listing, markers, replace
+from primer.book.pool import run_bounded
+from primer.book.source import ChapterTraces, LiveStatus, Marker
+from primer.book.store import CorruptTrace, TraceStore
+from primer.errors import NotFound
+from primer.settings import Settings
+from primer.trace import ChapterRun, Ending, ScenarioRun
+from tests.books import ALPHA, BETA, REPO, edit
+
+
+def _run(chapter: str = "ch", mode: str = "mock", names: tuple[str, ...] = ("one",)) -> ChapterRun:
+    return ChapterRun(
+        chapter=chapter,
+        mode=mode,  # type: ignore[arg-type]
+        source_hash="abc",
+        scenarios=[ScenarioRun(name=n, mode=mode, ending=Ending(reason="no_tool_calls")) for n in names],  # type: ignore[arg-type]
+    )
+
+
+# -- atomic writes ------------------------------------------------------------
+
+
+def test_write_if_changed_writes_only_changes(tmp_path):
+    path = tmp_path / "deep" / "trace.json"
+    assert write_if_changed(path, "one") is True
+    stamp = path.stat().st_mtime_ns
+    time.sleep(0.01)
+    assert write_if_changed(path, b"one") is False
+    assert write_if_changed(path, iter([b"o", b"ne"])) is False
+    assert path.stat().st_mtime_ns == stamp
+    assert write_if_changed(path, "two") is True
+    assert path.read_text() == "two"
+    assert [p.name for p in path.parent.iterdir()] == ["trace.json"]
+
+
+def test_a_failure_in_the_middle_of_a_write_leaves_the_old_file_whole(tmp_path):
+    path = tmp_path / "trace.json"
+    write_if_changed(path, "old content")
+
+    def chunks():
+        yield b"new content, first half"
+        raise OSError("disk full")
+
+    with pytest.raises(OSError, match="disk full"):
+        write_if_changed(path, chunks())
+    assert path.read_text() == "old content"
+    assert [p.name for p in tmp_path.iterdir()] == ["trace.json"], "the temporary file is cleaned up"
+
+
+def test_a_process_killed_in_the_middle_of_a_write_leaves_the_old_file_whole(tmp_path):
+    path = tmp_path / "trace.json"
+    write_if_changed(path, "old content")
+    # The writer is killed outright (no cleanup runs) after its first chunk is on disk.
+    script = textwrap.dedent(
+        f"""
+        import os, signal, sys
+        from pathlib import Path
+        sys.path.insert(0, {str(REPO)!r})
+        from primer.book.atomic import write_if_changed
+
+        def chunks():
+            yield b"x" * 100_000
+            os.kill(os.getpid(), signal.SIGKILL)
+            yield b"never"
+
+        write_if_changed(Path({str(path)!r}), chunks())
+        """
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, check=False, timeout=60)
+    assert done.returncode == -signal.SIGKILL
+    assert path.read_text() == "old content"
+    leftovers = [p for p in tmp_path.iterdir() if p != path]
+    assert leftovers, "the killed writer left its temporary file"
+    # ...as a dotfile, which MkDocs never publishes, and never under the target's name.
+    assert all(p.name.startswith(".") and p.name.endswith(TEMP_SUFFIX) for p in leftovers)
+    assert leftovers[0].stat().st_size == 100_000
+
+
+def test_a_replaced_file_keeps_its_permissions(tmp_path):
+    path = tmp_path / "trace.json"
+    path.write_text("old")
+    path.chmod(0o640)
+    write_if_changed(path, "new")
+    assert path.stat().st_mode & 0o777 == 0o640
+    fresh = tmp_path / "fresh.json"
+    write_if_changed(fresh, "x")
+    assert fresh.stat().st_mode & 0o777 == 0o644
+
+
+# -- trace files --------------------------------------------------------------
+
+
+def test_the_store_round_trips_and_keeps_modes_apart(tmp_path):
+    store = TraceStore(tmp_path / "docs" / "traces", tmp_path / ".cache")
+    assert store.load("ch", "mock") is None
+    assert store.save(_run()) is True
+    assert store.save(_run("ch", "live")) is True
+    assert store.path("ch", "live").parent == tmp_path / "docs" / "traces"
+    assert store.path("ch", "mock").parent == tmp_path / ".cache"
+    # A new store reads what the first wrote.
+    again = TraceStore(tmp_path / "docs" / "traces", tmp_path / ".cache")
+    assert again.load("ch", "live") == _run("ch", "live")
+    assert again.load("ch", "mock") == _run()
+    assert again.save(_run("ch", "live")) is False
+
+
+@pytest.mark.parametrize(
+    ("content", "reason"),
+    [
+        ("{not json", "not valid JSON"),
+        ('{"schema_version": 7, "chapter": "ch", "mode": "mock"}', "schema version is 7"),
+        ('{"schema_version": 1, "chapter": "ch", "mode": "mock", "surprise": 1}', "do not fit the trace schema"),
+        ("[]", "schema version is None"),
+    ],
+)
+def test_a_corrupt_file_is_an_error_naming_it(tmp_path, content, reason):
+    store = TraceStore(tmp_path / "live", tmp_path / "cache")
+    path = store.path("ch", "mock")
+    path.parent.mkdir()
+    path.write_text(content)
+    with pytest.raises(CorruptTrace) as caught:
+        store.load("ch", "mock")
+    assert str(path) in str(caught.value)
+    assert reason in str(caught.value)
+
+
+def test_a_file_holding_another_chapter_is_corrupt(tmp_path):
+    store = TraceStore(tmp_path / "live", tmp_path / "cache")
+    store.save(_run("other"))
+    store.path("other", "mock").rename(store.path("ch", "mock"))
+    with pytest.raises(CorruptTrace, match="trace of other"):
+        TraceStore(tmp_path / "live", tmp_path / "cache").load("ch", "mock")
+
+
+def test_the_store_is_the_renderers_source_and_publishes_both_modes(tmp_path):
+    store = TraceStore(tmp_path / "live", tmp_path / "cache")
+    traces = ChapterTraces("ch", _run(), _run("ch", "live"), LiveStatus("stale", "older code"), "traces/ch.json")
+    store.show(traces)
+    assert store.traces("ch") is traces
+    with pytest.raises(NotFound, match="The chapters are: ch"):
+        store.traces("nope")
+    [published] = store.publish(tmp_path / "site")
+    assert published == tmp_path / "site" / "traces" / "ch.json"
+    document = json.loads(published.read_text())
+    assert document["live_status"] == {"state": "stale", "reason": "older code", "failure": None}
+    assert ChapterRun.model_validate(document["live"]) == _run("ch", "live")
+    assert store.download_url("ch") == "traces/ch.json"
+
+
+# -- what a chapter depends on ------------------------------------------------
+
+
+@pytest.fixture
+def package(tmp_path, monkeypatch):
+    """A package ``pkg_deps`` with a library module and a chapters subpackage."""
+    name = f"pkg_deps_{os.getpid()}_{time.monotonic_ns()}"
+    root = tmp_path / name
+    (root / "chapters").mkdir(parents=True)
+    (root / "__init__.py").write_text("")
+    (root / "lib.py").write_text("VALUE = 1\n")
+    (root / "unrelated.py").write_text("OTHER = 1\n")
+    (root / "chapters" / "__init__.py").write_text("")
+    (root / "chapters" / "_helper.py").write_text("from .. import lib\nHELP = lib.VALUE\n")
+    (root / "chapters" / "ch_one.py").write_text(
+        "from primer.models.mock import say\nfrom primer.scenario import Scenario\n"
+        "from . import _helper\n\n"
+        "def later():\n    from primer.book import source  # the book machinery is no dependency\n\n"
+        "greets = Scenario(name='greets', prompt='Hi', tools=[], mock=[say(f'value {_helper.HELP}')])\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    return name, root
+
+
+def test_the_dependencies_follow_imports_as_written(package):
+    name, root = package
+    graph = CodeGraph([name, "primer"])
+    files = graph.files(f"{name}.chapters.ch_one")
+    assert root / "chapters" / "_helper.py" in files
+    assert root / "lib.py" in files
+    assert REPO / "primer" / "scenario.py" in files
+    assert root / "unrelated.py" not in files
+    assert not any("book" in p.parts for p in files), "primer.book is left out"
+
+    key = graph.fingerprint(f"{name}.chapters.ch_one")
+    edit(root / "unrelated.py", "OTHER = 1", "OTHER = 2")
+    assert graph.fingerprint(f"{name}.chapters.ch_one") == key
+    edit(root / "lib.py", "VALUE = 1", "VALUE = 2")
+    assert graph.fingerprint(f"{name}.chapters.ch_one") != key
+
+
+def test_a_serve_session_sees_edited_chapters_and_library_code(package, tmp_path):
+    name, root = package
+    chapters = Chapters(f"{name}.chapters")
+    assert chapters.names() == ["ch_one"], "modules starting with _ are helpers, not chapters"
+    book = Book(tmp_path / "docs", tmp_path / ".cache", chapters=chapters, settings=Settings())
+
+    def said() -> str:
+        mock = book.store.traces("ch_one").mock
+        assert mock is not None
+        return mock.scenarios[0].transcript[-1].content or ""
+
+    assert book.prepare().ran == 1
+    assert said() == "value 1"
+    assert book.prepare().ran == 0
+    # Bytecode of the first import predates any watching; a re-import must write none.
+    for cache in root.rglob("__pycache__"):
+        shutil.rmtree(cache)
+
+    # An edited helper of the chapters' package is re-imported in this process.
+    edit(root / "chapters" / "_helper.py", "HELP = lib.VALUE", "HELP = lib.VALUE * 10")
+    assert book.prepare().ran == 1
+    assert said() == "value 10"
+
+    # An edited library module cannot be: the chapter runs in a fresh interpreter.
+    edit(root / "lib.py", "VALUE = 1", "VALUE = 3")
+    assert book.prepare().ran == 1
+    assert said() == "value 30"
+    assert not list(root.rglob("*.pyc")), "no bytecode written into watched folders"
+
+
+def test_a_chapter_that_cannot_be_imported_is_shown_not_fatal(package, tmp_path, caplog):
+    name, root = package
+    (root / "chapters" / "ch_two.py").write_text("import nowhere_to_be_found\n")
+    book = Book(tmp_path / "docs", tmp_path / ".cache", chapters=Chapters(f"{name}.chapters"), settings=Settings())
+    report = book.prepare()
+    assert report.ran == 1
+    [failure] = report.failures
+    assert "ch_two / import (mock)" in failure
+    mock = book.store.traces("ch_two").mock
+    assert mock is not None
+    assert "nowhere_to_be_found" in (mock.scenarios[0].ending.detail or "")
+    assert book.scenario_names["ch_two"] is None
+    assert not book.store.path("ch_two", "mock").exists(), "a failed import is tried again next build"
+
+
+# -- pages --------------------------------------------------------------------
+
+PAGE = """# Page
+
+::: trace ch_a
+
+```python
+::: trace ch_in_code
+```
+
+~~~~
+```
+::: trace ch_in_tilde
+```
+~~~~
+
+::: trace ch_a two
+"""
+
+
+def test_markers_in_fenced_code_are_examples():
+    assert markers(PAGE) == [Marker("ch_a", None, 3), Marker("ch_a", "two", 15)]
+
+
+def test_check_names_the_page_and_what_exists():
+    warnings = check("docs/p.md", PAGE + "::: trace ch_b\n::: trace ch_a three\n", {"ch_a": ["one", "two"]})
+    assert warnings == [
+        "docs/p.md line 16: the marker `::: trace ch_b` names no chapter. The chapters are: ch_a.",
+        "docs/p.md line 17: the marker `::: trace ch_a three` names no scenario of ch_a. Its scenarios are: one, two.",
+    ]
+    assert check("p", "::: trace ch_a x\n", {"ch_a": None}) == [], "unknown scenarios of a broken chapter"
+
+
+def test_the_listing_is_escaped_and_keeps_the_page_intact():
+    run = _run("ch_a", names=("one", "two"))
+    run.scenarios[0].ending = Ending(reason="scenario_error", detail="<script>alert(1)</script>\n\nmore")
+    traces = ChapterTraces("ch_a", run, None, LiveStatus("missing", "no key"), None)
+    out = replace(PAGE, lambda m: listing(traces if m.chapter == "ch_a" else None, m))
+    assert "<script>" not in out
+    assert "&lt;script&gt;" in out
+    assert "::: trace ch_in_code" in out, "code blocks are left as they are"
+    whole, single = out.split('<pre class="primer-trace-listing"')[1:]
+    assert "scenario one" in whole
+    assert "scenario two" in whole
+    assert "scenario one" not in single
+    assert "scenario two" in single
+    assert "\n\n" not in whole.split("</pre>")[0], "no blank line may end the HTML block early"
+
+
+# -- the pool -----------------------------------------------------------------
+
+
+def test_the_pool_bounds_concurrency_and_keeps_order():
+    running = 0
+    most = 0
+    lock = threading.Lock()
+
+    def job(value: int):
+        def run() -> int:
+            nonlocal running, most
+            with lock:
+                running += 1
+                most = max(most, running)
+            time.sleep(0.05)
+            with lock:
+                running -= 1
+            return value
+
+        return run
+
+    results = run_bounded(
+        [(str(i), job(i)) for i in range(10)], limit=5, workers=3, on_timeout=lambda _: -1, on_error=lambda _, e: -2
+    )
+    assert results == list(range(10))
+    assert most == 3
+
+
+def test_the_pool_gives_up_slow_jobs_reports_errors_and_progress():
+    progress = []
+
+    def boom() -> str:
+        raise ValueError("bad")
+
+    started = time.monotonic()
+    results = run_bounded(
+        [("slow", lambda: (time.sleep(3), "late")[1]), ("boom", boom), ("quick", lambda: "ok")],
+        limit=0.4,
+        workers=2,
+        on_timeout=lambda label: f"timeout {label}",
+        on_error=lambda label, error: f"error {label}: {error}",
+        progress=progress.append,
+        every=0.1,
+    )
+    assert time.monotonic() - started < 2
+    assert results == ["timeout slow", "error boom: bad", "ok"]
+    assert progress, "a pool running longer than `every` reports"
+    assert "slow" in progress[0].running
+    assert progress[0].line("live runs").startswith("live runs: ")
+
+
+def test_chapters_discovery_is_the_default_package():
+    chapters = Chapters()
+    names = chapters.names()
+    assert "ch09_who_retries" in names
+    assert all(not n.startswith("_") for n in names)
+    assert REPO / "primer" / "chapters" in chapters.watched_dirs()
+    assert not any(d.name == "book" for d in chapters.watched_dirs())
+
+
+def test_test_books_chapters_are_valid():
+    # The sources the build tests write must stay in step with the library's API.
+    for source in (ALPHA, BETA):
+        compile(source, "chapter", "exec")
