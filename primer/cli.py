@@ -47,7 +47,11 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point; returns the exit status (2 for a usage error)."""
+    """Entry point; returns the exit status.
+
+    0 when every scenario ran, 1 when one ended in ``scenario_error`` or
+    ``provider_failure`` (its line is still printed), 2 for a usage error.
+    """
     args = _parser().parse_args(argv)
     try:
         if args.command == "list":
@@ -61,7 +65,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error: {error}", file=sys.stderr)
         return 2
     text = run.model_dump_json(indent=2) if args.json else "\n".join(summary_lines(run))
-    return _write(text)
+    status = _write(text)
+    broken = [s for s in run.scenarios if s.ending.failed]
+    for scenario in broken:
+        detail = scenario.ending.detail or scenario.ending.label
+        print(f"error: {run.chapter} {scenario.name}: {detail}", file=sys.stderr)
+    # A scenario that broke is the author's to fix: say so to scripts and CI too.
+    return status or (1 if broken else 0)
 
 
 def _write(text: str) -> int:

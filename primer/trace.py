@@ -25,6 +25,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 __all__ = [
+    "FAILED_ENDINGS",
     "SCHEMA_VERSION",
     "Attempt",
     "Backoff",
@@ -283,12 +284,22 @@ EndingReason = Literal[
 ]
 
 
+#: Endings that mean the scenario did not run as written: not a story's outcome
+#: but a fault for the author (or the provider) to fix.
+FAILED_ENDINGS = frozenset({"scenario_error", "provider_failure"})
+
+
 class Ending(_Model):
     """Why the loop stopped."""
 
     reason: EndingReason
     finish_reason: str | None = None
     detail: str | None = None
+
+    @property
+    def failed(self) -> bool:
+        """Whether the scenario broke rather than ended."""
+        return self.reason in FAILED_ENDINGS
 
     @property
     def label(self) -> str:

@@ -221,3 +221,43 @@ def test_a_closed_pipe_is_not_a_traceback() -> None:
     assert b"Traceback" not in err, err.decode()
     assert b"BrokenPipeError" not in err
     assert process.returncode == 1
+
+
+BROKEN = """
+from primer.grocery import PriceOf
+from primer.models.mock import ask, call, say
+from primer.scenario import Scenario
+from primer.tools import tool
+
+
+@tool(PriceOf)
+def price_of(args, ctx):
+    raise ZeroDivisionError("no shelf")
+
+
+fine = Scenario(name="fine", prompt="Hi.", tools=[], mock=[say("Hello.")])
+tool_blows_up = Scenario(
+    name="tool_blows_up", prompt="Milk?", tools=[price_of], mock=[ask(call("price_of", item="milk")), say("?")]
+)
+"""
+
+
+@pytest.fixture
+def broken_chapter_for_cli(tmp_path, monkeypatch):
+    import primer.chapters
+
+    name = "ch98_cli_breaks"
+    (tmp_path / f"{name}.py").write_text(BROKEN)
+    monkeypatch.setattr(primer.chapters, "__path__", [*primer.chapters.__path__, str(tmp_path)])
+    yield name
+    sys.modules.pop(f"primer.chapters.{name}", None)
+
+
+def test_a_scenario_that_breaks_makes_the_cli_exit_1_and_says_which(broken_chapter_for_cli, capsys):
+    status = main(["run", broken_chapter_for_cli])
+    captured = capsys.readouterr()
+    assert status == 1
+    assert "ended: scenario_error" in captured.out
+    assert f"error: {broken_chapter_for_cli} tool_blows_up: tool price_of raised ZeroDivisionError" in captured.err
+    # The scenario that ran is not reported as broken.
+    assert "fine:" not in captured.err

@@ -59,7 +59,6 @@ from primer.trace import ChapterRun, Ending, ErrorInfo, Mode, ScenarioRun
 __all__ = [
     "DEFAULT_TIME_LIMIT",
     "DEFAULT_WORKERS",
-    "FAILED_ENDINGS",
     "LOGGER_NAME",
     "Book",
     "LiveRunner",
@@ -76,8 +75,6 @@ LOGGER_NAME = "mkdocs.plugins.primer"
 DEFAULT_WORKERS = 4
 #: Seconds one live scenario may take, from its start.
 DEFAULT_TIME_LIMIT = 300.0
-#: Endings that mean the scenario itself, or its provider, failed.
-FAILED_ENDINGS = frozenset({"scenario_error", "provider_failure"})
 
 #: Runs one scenario live; injected so tests can stand in for the network.
 LiveRunner = Callable[[Scenario, Settings], ScenarioRun]
@@ -97,7 +94,7 @@ def run_live(scenario: Scenario, settings: Settings) -> ScenarioRun:
 
 def failed(run: ScenarioRun) -> bool:
     """Whether a scenario run failed (an error in it, or at its provider)."""
-    return run.ending.reason in FAILED_ENDINGS
+    return run.ending.failed
 
 
 def _error_run(name: str, mode: Mode, error: BaseException | str, redactor: Redactor) -> ScenarioRun:
