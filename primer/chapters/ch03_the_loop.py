@@ -11,36 +11,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from primer.errors import ArgumentsRejected, quoted
-from primer.grocery import MAX_ORDER, PRICES, STOCK, LowestStockItem, PlaceOrder, PriceOf
 from primer.loop import until_no_tool_calls
 from primer.models.mock import ask, call, say
 from primer.scenario import Scenario
-from primer.tools import Tool, ToolContext, tool
-
-
-@tool(LowestStockItem)
-def lowest_stock_item(args: LowestStockItem, ctx: ToolContext) -> str:
-    """Look the stock up on the shelf list."""
-    return min(STOCK, key=STOCK.__getitem__).value
-
-
-@tool(PriceOf)
-def price_of(args: PriceOf, ctx: ToolContext) -> str:
-    """Look the price up on the shelf list."""
-    return PRICES[args.item]
-
-
-@tool(PlaceOrder)
-def place_order(args: PlaceOrder, ctx: ToolContext) -> str:
-    """Send the order to the service and return its reference."""
-    if not 1 <= args.quantity <= MAX_ORDER:
-        raise ArgumentsRejected(f"quantity {quoted(args.quantity)} must be between 1 and {MAX_ORDER}")
-    body = ctx.require_service().get({"item": args.item.value, "quantity": args.quantity}, idempotent=False)
-    reference = body.get("reference") if isinstance(body, dict) else None
-    # httpbin only echoes the order back: without a reference, say so.
-    return f"ordered {args.quantity} x {args.item.value} (reference {reference or 'not given'})"
-
+from primer.shop import lowest_stock_item
+from primer.shop import place_order_for_reference as place_order
+from primer.shop import shelf_price_of as price_of
+from primer.tools import Tool
 
 TOOLS: list[Tool[Any]] = [lowest_stock_item, place_order, price_of]
 

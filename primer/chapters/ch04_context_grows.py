@@ -14,11 +14,12 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from primer.errors import ArgumentsRejected, quoted
-from primer.grocery import MAX_ORDER, PRICES, STOCK, GroceryItem, PlaceOrder, PriceOf
+from primer.grocery import PRICES, STOCK, GroceryItem
 from primer.loop import until_no_tool_calls
 from primer.models.mock import ask, call, say
 from primer.scenario import Scenario
+from primer.shop import place_order
+from primer.shop import shelf_price_of as price_of
 from primer.tools import Tool, ToolContext, tool
 
 #: Where each item sits and who brings it: detail a report carries whether
@@ -44,21 +45,6 @@ def shelf_report(args: ShelfReport, ctx: ToolContext) -> str:
         f"{item.value}: price {PRICES[item]}, {STOCK[item]} in stock, {place}; supplier {supplier}, {delivery}."
         for item, (place, supplier, delivery) in SHELVES.items()
     )
-
-
-@tool(PriceOf)
-def price_of(args: PriceOf, ctx: ToolContext) -> str:
-    """Look the price up on the shelf list."""
-    return PRICES[args.item]
-
-
-@tool(PlaceOrder)
-def place_order(args: PlaceOrder, ctx: ToolContext) -> str:
-    """Send the order to the service; an order is not idempotent."""
-    if not 1 <= args.quantity <= MAX_ORDER:
-        raise ArgumentsRejected(f"quantity {quoted(args.quantity)} must be between 1 and {MAX_ORDER}")
-    ctx.require_service().get({"item": args.item.value, "quantity": args.quantity}, idempotent=False)
-    return f"ordered {args.quantity} x {args.item.value}"
 
 
 TOOLS: list[Tool[Any]] = [place_order, price_of, shelf_report]

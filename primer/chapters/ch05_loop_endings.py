@@ -10,24 +10,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from primer.grocery import PRICES, STOCK, LowestStockItem, PriceOf
 from primer.loop import until_answer
 from primer.models.mock import ask, call, cut, say
 from primer.scenario import Scenario
-from primer.tools import Tool, ToolContext, tool
-
-
-@tool(LowestStockItem)
-def lowest_stock_item(args: LowestStockItem, ctx: ToolContext) -> str:
-    """Look the stock up on the shelf list."""
-    return min(STOCK, key=STOCK.__getitem__).value
-
-
-@tool(PriceOf)
-def price_of(args: PriceOf, ctx: ToolContext) -> str:
-    """Look the price up on the shelf list."""
-    return PRICES[args.item]
-
+from primer.shop import lowest_stock_item
+from primer.shop import shelf_price_of as price_of
+from primer.tools import Tool
 
 TOOLS: list[Tool[Any]] = [lowest_stock_item, price_of]
 PROMPT = "Whatever we are lowest on -- what does one of them cost, and why is it low?"

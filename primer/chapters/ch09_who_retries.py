@@ -4,39 +4,20 @@ A failed tool call is classified (``retryable``, ``idempotent``,
 ``caller_can_fix``) and that decides who acts next: the service client
 retries what is safe to repeat, the model is asked to fix what it got wrong,
 and what may already have happened is never repeated but reported.
-Code: ``primer/service.py`` (attempts, backoff) and ``primer/agent.py``
-(the message the model is sent back).
+Code: ``primer/service.py`` (attempts, backoff), ``primer/shop.py`` (which
+tool call is idempotent) and ``primer/agent.py`` (the message the model is
+sent back).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from primer.errors import ArgumentsRejected, quoted
-from primer.grocery import MAX_ORDER, PRICES, PlaceOrder, PriceOf
 from primer.loop import until_no_tool_calls
 from primer.models.mock import ask, call, say
 from primer.scenario import Scenario
-from primer.tools import Tool, ToolContext, tool
-
-
-@tool(PlaceOrder)
-def place_order(args: PlaceOrder, ctx: ToolContext) -> str:
-    """Send the order to the service; an order is not idempotent."""
-    if not 1 <= args.quantity <= MAX_ORDER:
-        raise ArgumentsRejected(f"quantity {quoted(args.quantity)} must be between 1 and {MAX_ORDER}")
-    ctx.require_service().get({"item": args.item.value, "quantity": args.quantity}, idempotent=False)
-    return f"ordered {args.quantity} x {args.item.value}"
-
-
-@tool(PriceOf)
-def price_of(args: PriceOf, ctx: ToolContext) -> str:
-    """Ask the service for the price; a lookup is idempotent, so safe to retry."""
-    body = ctx.require_service().get({"item": args.item.value}, idempotent=True)
-    # httpbin knows nothing of groceries: the shelf list answers for it live.
-    price = body.get("price") if isinstance(body, dict) else None
-    return str(price or PRICES[args.item])
-
+from primer.shop import place_order, price_of
+from primer.tools import Tool
 
 TOOLS: list[Tool[Any]] = [place_order, price_of]
 
