@@ -306,8 +306,13 @@ def test_a_stale_live_run_shows_the_failed_refresh() -> None:
     )
     tree = parse(render_traces(traces))
     status = tree.find(class_="tr-status")
-    assert "live runs recorded from earlier code: the refresh failed" in status[0].text
-    assert status[1].find("details")[0].summary() == "the last live run failed: APIError: provider said 503"
+    live = traces.live
+    assert live is not None
+    # Which model, and when: the reader knows what the live run is.
+    assert status[0].text.startswith(f"live: {live.model}")
+    assert f"recorded {live.recorded_at}" in status[0].text
+    assert "live: the refresh failed" in status[1].text
+    assert status[2].find("details")[0].summary() == "the last live run failed: APIError: provider said 503"
 
 
 def test_long_text_is_cut_in_the_summary_and_whole_inside(ch09: Node) -> None:
@@ -394,3 +399,24 @@ def test_anchors_stay_unique_when_a_page_shows_a_run_twice() -> None:
     ids_second = {n.attrs["id"] for n in second.elements() if n.attrs.get("id")}
     assert not ids_first & ids_second
     assert "ch09_who_retries-service_is_busy-mock-2-turn-1" in ids_second
+
+
+def test_the_timeline_agrees_with_the_tool_line_when_attempt_times_are_unknown():
+    from primer.book.render import _segments
+    from primer.trace import Attempt, Backoff, ModelCall, Timing, ToolRun, Turn
+
+    tool_run = ToolRun(
+        call_id="c1",
+        name="price_of",
+        message="1.20",
+        result="1.20",
+        timing=Timing(total_ms=574.2, outside_ms=323.0, waited_ms=50.0),
+        steps=[Attempt(number=1), Backoff(seconds=0.05, before_attempt=2), Attempt(number=2)],
+    )
+    turn = Turn(number=1, model_call=ModelCall(kind="live", context=[]), tools=[tool_run])
+    by_kind: dict[str, float] = {}
+    for segment in _segments(turn):
+        by_kind[segment.kind] = by_kind.get(segment.kind, 0.0) + segment.ms
+    assert by_kind["service"] == 323.0
+    assert by_kind["waited"] == 50.0
+    assert round(by_kind["library"], 1) == 201.2

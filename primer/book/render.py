@@ -319,6 +319,11 @@ def _segments(turn: Turn) -> list[Segment]:
                         f"{label} · {run.name} attempt {step.number} at the service",
                     )
                 )
+        # A trace may know the tool's service time but not each attempt's (an
+        # imported recording): the timeline still agrees with the tool's line.
+        unattributed = (run.timing.outside_ms or 0.0) - sum(a.timing.outside_ms or 0.0 for a in run.attempts)
+        if unattributed >= 0.05:
+            segments.append(Segment("service", unattributed, f"{label} · {run.name} at the service"))
         segments.append(Segment("library", run.timing.library_ms, f"{label} · {run.name}, library"))
     return [s for s in segments if s.ms > 0]
 
