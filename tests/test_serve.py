@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.books import ALPHA, BETA, BROKEN, SmallBook, edit, make_book
+from tests.books import ALPHA, BETA, BROKEN, PAGE, SmallBook, edit, make_book
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 # Longer than several of the server's 0.5 s polling rounds: long enough to see a rebuild that should not happen.
@@ -32,10 +32,10 @@ def _free_port() -> int:
 class Server:
     """A running `mkdocs serve` and everything it has logged so far."""
 
-    def __init__(self, book: SmallBook, port: int) -> None:
+    def __init__(self, book: SmallBook, port: int, *args: str) -> None:
         self.url = f"http://127.0.0.1:{port}/"
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "mkdocs", "serve", "--dev-addr", f"127.0.0.1:{port}"],
+            [sys.executable, "-m", "mkdocs", "serve", "--dev-addr", f"127.0.0.1:{port}", *args],
             cwd=book.root,
             env=book.env(),
             stdout=subprocess.PIPE,
@@ -83,8 +83,8 @@ class Server:
 
 
 @contextmanager
-def serving(book: SmallBook) -> Iterator[Server]:
-    server = Server(book, _free_port())
+def serving(book: SmallBook, *args: str) -> Iterator[Server]:
+    server = Server(book, _free_port(), *args)
     try:
         server.wait_for("Serving on")
         yield server
@@ -141,6 +141,49 @@ def test_serve_rebuilds_once_and_reruns_only_the_edited_chapter(tmp_path: Path) 
         assert "the &lt;scenario&gt; broke on purpose" in server.get()
         assert any("ch_beta / greets (mock)" in line and "WARNING" in line for line in server.lines)
         assert server.process.poll() is None
+
+
+@pytest.mark.slow
+def test_a_prose_save_runs_and_renders_nothing(tmp_path: Path) -> None:
+    book = make_book(tmp_path, {"ch_alpha": ALPHA, "ch_beta": BETA})
+    with serving(book, "--verbose") as server:
+
+        def share(line: str) -> str:
+            index = server.wait_for("the machinery's share of this build", after=server.wait_for(line))
+            return server.lines[index]
+
+        assert "markers rendered 2, reused 0" in share("traces: ran 3, reused 0")
+        start = len(server.lines)
+        assert _rebuilt(server, lambda: edit(book.docs / "index.md", "Some prose.", "New prose.")) == (
+            "traces: ran 0, reused 3"
+        )
+        rebuild = server.lines[start:]
+        [line] = [line for line in rebuild if "the machinery's share" in line]
+        assert "markers rendered 0, reused 2" in line
+        assert "New prose." in server.get()
+
+
+@pytest.mark.slow
+def test_a_dirty_serve_rebuilds_the_pages_whose_traces_changed(tmp_path: Path) -> None:
+    # --dirty rebuilds only pages whose Markdown is newer than their built
+    # file; a saved chapter changes a page's traces, not its Markdown.
+    other = "# Other\n\nOther prose.\n\n::: trace ch_beta\n"
+    book = make_book(tmp_path, {"ch_alpha": ALPHA, "ch_beta": BETA}, {"index": PAGE, "other": other})
+    with serving(book, "--dirty", "--no-strict") as server:
+        assert server.builds() == ["traces: ran 3, reused 0"]
+        assert _rebuilt(server, lambda: edit(book.chapter("ch_alpha"), "Hello from alpha.", "Hi from alpha.")) == (
+            "traces: ran 2, reused 1"
+        )
+        assert "Hi from alpha." in server.get()
+        assert _rebuilt(server, lambda: edit(book.chapter("ch_beta"), "Beta says hi.", "Beta says hello.")) == (
+            "traces: ran 1, reused 2"
+        )
+        assert "Beta says hello." in server.get()
+        assert "Beta says hello." in server.get("other/")
+        assert _rebuilt(server, lambda: edit(book.docs / "other.md", "Other prose.", "New prose.")) == (
+            "traces: ran 0, reused 3"
+        )
+        assert "New prose." in server.get("other/")
 
 
 @pytest.mark.slow

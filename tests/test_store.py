@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import shutil
@@ -14,6 +15,7 @@ import time
 
 import pytest
 
+from primer.book import store as store_module
 from primer.book.atomic import TEMP_SUFFIX, write_if_changed
 from primer.book.build import Book
 from primer.book.chapters import Chapters
@@ -206,6 +208,60 @@ def test_the_dependencies_follow_imports_as_written(package):
     assert graph.fingerprint(f"{name}.chapters.ch_one") == key
     edit(root / "lib.py", "VALUE = 1", "VALUE = 2")
     assert graph.fingerprint(f"{name}.chapters.ch_one") != key
+
+
+def test_a_new_process_parses_only_the_modules_edited_since(package, tmp_path, monkeypatch):
+    name, root = package
+    cache = tmp_path / "imports.json"
+    module = f"{name}.chapters.ch_one"
+    key = CodeGraph([name, "primer"], imports_cache=cache).fingerprint(module)
+    assert cache.is_file()
+
+    parsed: list[str] = []
+    real = ast.parse
+
+    def counted(source, filename="<unknown>", *args, **kwargs):
+        parsed.append(str(filename))
+        return real(source, filename, *args, **kwargs)
+
+    monkeypatch.setattr(ast, "parse", counted)
+    assert CodeGraph([name, "primer"], imports_cache=cache).fingerprint(module) == key
+    assert parsed == []
+
+    edit(root / "lib.py", "VALUE = 1", "import json\nVALUE = 2")
+    graph = CodeGraph([name, "primer"], imports_cache=cache)
+    assert graph.fingerprint(module) != key
+    assert parsed == [str(root / "lib.py")]
+    # Each file once, kept by content: a corrupt cache is only a slower start.
+    cache.write_text("{not json")
+    assert CodeGraph([name, "primer"], imports_cache=cache).fingerprint(module) == graph.fingerprint(module)
+
+
+def test_a_snapshot_looks_at_the_files_once(package):
+    name, root = package
+    graph = CodeGraph([name, "primer"])
+    module = f"{name}.chapters.ch_one"
+    key = graph.fingerprint(module)
+    with graph.snapshot():
+        assert graph.fingerprint(module) == key
+        edit(root / "lib.py", "VALUE = 1", "VALUE = 22")
+        assert graph.fingerprint(module) == key, "one build, one look"
+    assert graph.fingerprint(module) != key, "the next build sees the save"
+
+
+def test_a_rebuild_with_nothing_changed_reads_and_validates_nothing(package, tmp_path, monkeypatch):
+    name, _root = package
+    book = Book(tmp_path / "docs", tmp_path / ".cache", chapters=Chapters(f"{name}.chapters"), settings=Settings())
+    assert book.prepare().ran == 1
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("a rebuild after a prose edit must not parse a trace or a module")
+
+    monkeypatch.setattr(store_module, "parse", refuse)
+    monkeypatch.setattr(ast, "parse", refuse)
+    report = book.prepare()
+    assert (report.ran, report.reused) == (0, 1)
+    assert not report.failures
 
 
 def test_a_serve_session_sees_edited_chapters_and_library_code(package, tmp_path):

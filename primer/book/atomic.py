@@ -39,13 +39,15 @@ def _same(path: Path, data: bytes) -> bool:
         return False
 
 
-def write_if_changed(path: Path, data: bytes | str | Iterable[bytes]) -> bool:
+def write_if_changed(path: Path, data: bytes | str | Iterable[bytes], *, durable: bool = True) -> bool:
     """Replace ``path`` with ``data`` unless it already holds exactly that.
 
     ``data`` may be bytes, text (written as UTF-8) or an iterable of byte
     chunks, written as they come: if producing them fails half way, the
     temporary file is removed and the old file stands whole. Returns whether
-    the file was written.
+    the file was written. ``durable=False`` skips flushing to the disk
+    before the rename, for output that is made again at will (the site):
+    still never half a file to a reader, but a power cut may leave it empty.
     """
     if isinstance(data, str):
         data = data.encode()
@@ -64,7 +66,8 @@ def write_if_changed(path: Path, data: bytes | str | Iterable[bytes]) -> bool:
             out.flush()
             # On disk before the rename, so a power cut cannot leave the new
             # name pointing at an empty file.
-            os.fsync(out.fileno())
+            if durable:
+                os.fsync(out.fileno())
         if not isinstance(data, bytes) and path.is_file() and filecmp.cmp(temp, path, shallow=False):
             os.unlink(temp)
             return False

@@ -27,6 +27,15 @@ fails for as long as it stays broken); nothing a scenario does stops the build.
 ``Book.shared`` keeps one ``Book`` per ``mkdocs.yml`` for the life of the
 process: ``mkdocs serve`` re-reads its configuration, and so re-runs the hook
 module, on every rebuild, while the book (and its in-memory traces) stays.
+
+What a warm build costs beyond MkDocs' own work is kept small on purpose:
+the rendered HTML of every marker is cached by what it depends on
+(``primer.book.html_cache``, on disk with ``html_dir``), payloads are set
+aside while the search plugin indexes a page (``primer.book.payloads``), and
+each build's own share of the time is logged at DEBUG
+(``primer.book.stopwatch``). Under ``mkdocs serve --dirty``, which rebuilds
+only pages whose Markdown changed, ``expire`` has the pages whose traces
+changed rebuilt too.
 """
 
 from __future__ import annotations
@@ -36,7 +45,7 @@ import os
 import subprocess
 import sys
 import traceback
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -45,9 +54,12 @@ from typing import ClassVar
 from pydantic import BaseModel
 
 from primer.book.chapters import Chapters
-from primer.book.pages import check, listing, placeholder, replace
+from primer.book.html_cache import HtmlCache
+from primer.book.pages import check, listing, markers, placeholder, replace
+from primer.book.payloads import PayloadStash
 from primer.book.pool import run_bounded
 from primer.book.source import ChapterTraces, LiveStatus
+from primer.book.stopwatch import Stopwatch
 from primer.book.store import PUBLISHED_DIR, CorruptTrace, TraceStore
 from primer.errors import ConfigError
 from primer.redact import Redactor
@@ -90,6 +102,14 @@ class WorkerOutput(BaseModel):
 def run_live(scenario: Scenario, settings: Settings) -> ScenarioRun:
     """The default live runner: ``primer.runner.run_scenario`` in live mode."""
     return run_scenario(scenario, "live", settings)
+
+
+def _differ(before: ChapterTraces | None, after: ChapterTraces | None) -> bool:
+    # The store hands out one object per version of a trace, so identity
+    # says "unchanged" cheaply; a false "changed" only rebuilds a page more.
+    if before is None or after is None:
+        return before is not after
+    return before.mock is not after.mock or before.live is not after.live or before.live_status != after.live_status
 
 
 def failed(run: ScenarioRun) -> bool:
@@ -181,9 +201,21 @@ class Book:
         workers: int = DEFAULT_WORKERS,
         time_limit: float = DEFAULT_TIME_LIMIT,
         logger: logging.Logger | None = None,
+        html_dir: Path | None = None,
     ) -> None:
-        self.chapters = chapters or Chapters()
+        # Parsed imports are kept beside the mock traces, so a new process
+        # parses only the modules edited since.
+        self.chapters = chapters or Chapters(imports_cache=cache_dir / "imports.json")
         self.store = TraceStore(docs_dir / PUBLISHED_DIR, cache_dir)
+        #: Rendered markers, for the Markdown extension (on disk in ``html_dir``, if given).
+        self.rendered = HtmlCache(html_dir)
+        self.payloads = PayloadStash()
+        #: This build's own time, per part.
+        self.clock = Stopwatch()
+        #: Chapters whose traces shown changed in the last ``prepare``.
+        self.changed: set[str] = set()
+        # page -> chapters its markers name, as last rendered (for --dirty).
+        self._page_chapters: dict[str, set[str]] = {}
         #: Fixed settings, or None to read the environment at every build.
         self.settings = settings
         self.live_runner = live_runner
@@ -223,6 +255,22 @@ class Book:
 
     def prepare(self) -> Report:
         """Run what is needed and hand every chapter's traces to the store."""
+        self.clock.reset()
+        self.rendered.reset()
+        self.payloads.clear()
+        with self.clock("prepare"):
+            return self._prepare()
+
+    def _prepare(self) -> Report:
+        before = {chapter: self.store.traces(chapter) for chapter in self.store.chapters()}
+        report = self._run_and_show()
+        after = {chapter: self.store.traces(chapter) for chapter in self.store.chapters()}
+        self.changed = {
+            chapter for chapter in before.keys() | after.keys() if _differ(before.get(chapter), after.get(chapter))
+        }
+        return report
+
+    def _run_and_show(self) -> Report:
         settings = self._settings()
         self.store.clear_shown()
         self.scenario_names = {}
@@ -240,7 +288,9 @@ class Book:
         except Exception as error:  # noqa: BLE001 - a broken package is reported, not fatal
             self.log.warning(f"traces: the chapters' package {self.chapters.package} could not be imported: {error}")
             return report
-        states = [self._mock(_Chapter(name, self.chapters.fingerprint(name)), settings, report) for name in names]
+        with self.chapters.snapshot():
+            keys = {name: self.chapters.fingerprint(name) for name in names}
+        states = [self._mock(_Chapter(name, keys[name]), settings, report) for name in names]
         self._fresh_mock([s for s in states if s.mock is None], settings, report)
         jobs = [job for state in states for job in self._live_plan(state, settings, report)]
         self._run_live(states, jobs, settings, report, redactor)
@@ -458,6 +508,11 @@ class Book:
         they become a placeholder; without the renderer (``renderer=False``)
         a plain listing of summary lines.
         """
+        with self.clock("pages"):
+            self._page_chapters[name] = {marker.chapter for marker in markers(markdown)}
+            return self._page(name, markdown, renderer=renderer)
+
+    def _page(self, name: str, markdown: str, *, renderer: bool) -> str:
         if not self.enabled:
             return replace(markdown, placeholder)
         for warning in check(name, markdown, self.scenario_names):
@@ -467,9 +522,46 @@ class Book:
         shown = set(self.store.chapters())
         return replace(markdown, lambda m: listing(self.store.traces(m.chapter) if m.chapter in shown else None, m))
 
+    def expire(self, built: Mapping[str, Path]) -> list[str]:
+        """Date back the built pages that show traces changed since the last build.
+
+        For ``mkdocs serve --dirty``, which rebuilds only pages whose source
+        is newer than their built file: a page's traces can change while its
+        Markdown does not (its chapter's code was saved). ``built`` maps page
+        names (as given to ``page``) to their built files; the ones to
+        rebuild are dated to 1970, older than any source. Returns their names.
+        """
+        expired = []
+        for name, path in built.items():
+            if self._page_chapters.get(name, set()) & self.changed:
+                try:
+                    os.utime(path, ns=(0, 0))
+                except FileNotFoundError:
+                    continue  # not built yet: MkDocs builds it anyway
+                expired.append(name)
+        return expired
+
+    def hide_payloads(self, name: str, html: str) -> str:
+        """A page's HTML with its trace payloads set aside, for a search plugin to index."""
+        with self.clock("search"):
+            return self.payloads.take(name, html)
+
+    def restore_payloads(self, name: str, html: str) -> str:
+        """A page's HTML with the payloads ``hide_payloads`` set aside put back."""
+        with self.clock("search"):
+            return self.payloads.give_back(name, html)
+
     def publish(self, site_dir: Path) -> list[Path]:
         """Write each chapter's trace JSON into the site, for download."""
-        return self.store.publish(site_dir) if self.enabled else []
+        with self.clock("publish"):
+            return self.store.publish(site_dir) if self.enabled else []
+
+    def log_share(self) -> None:
+        """Log this build's own share of the time, per part, at DEBUG."""
+        self.clock.add("render", self.rendered.seconds)
+        self.rendered.seconds = 0.0
+        counted = f"; markers rendered {self.rendered.rendered}, reused {self.rendered.reused}"
+        self.log.debug(self.clock.line() + counted)
 
     def watched_dirs(self) -> Iterable[Path]:
         """The folders of code ``mkdocs serve`` should watch."""

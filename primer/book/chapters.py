@@ -21,6 +21,7 @@ import importlib
 import os
 import pkgutil
 import sys
+from contextlib import AbstractContextManager
 from pathlib import Path
 from types import ModuleType
 
@@ -49,10 +50,14 @@ def _digest(path: Path) -> str:
 class Chapters:
     """The chapter modules of one package, and the code each depends on."""
 
-    def __init__(self, package: str | None = None) -> None:
+    def __init__(self, package: str | None = None, *, imports_cache: Path | None = None) -> None:
         self.package = package or os.environ.get("PRIMER_CHAPTERS", "").strip() or DEFAULT_PACKAGE
         # The runner records every trace, so its code is every chapter's code.
-        self.graph = CodeGraph([self.package, "primer"])
+        self.graph = CodeGraph([self.package, "primer"], imports_cache=imports_cache)
+
+    def snapshot(self) -> AbstractContextManager[None]:
+        """Several fingerprints (a build's) sharing one look at the files: ``CodeGraph.snapshot``."""
+        return self.graph.snapshot()
 
     def _package(self) -> ModuleType:
         return importlib.import_module(self.package)

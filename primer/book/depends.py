@@ -14,6 +14,16 @@ what the run did.
     [.../primer/agent.py, .../primer/chapters/ch09_who_retries.py, ...]
     >>> graph.fingerprint("primer.chapters.ch09_who_retries", "primer.runner")  # doctest: +SKIP
     '3f0c9a1e77b2d45c8e01'
+
+Every build fingerprints every chapter, so what this costs is kept small:
+
+* reading a module's imports means parsing it, the largest part of the
+  cost; a file's imports are kept by the digest of its content, in memory
+  and, with ``imports_cache``, in a JSON file, so a new process parses only
+  what was edited since;
+* ``snapshot()`` lets several fingerprints share one look at the file
+  system (which module names are files, and their sizes and times):
+  chapters import mostly the same library modules.
 """
 
 from __future__ import annotations
@@ -21,9 +31,13 @@ from __future__ import annotations
 import ast
 import hashlib
 import importlib.util
+import json
+import os
 from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
+from primer.book.atomic import write_if_changed
 from primer.trace import SCHEMA_VERSION
 
 __all__ = ["CodeGraph"]
@@ -50,13 +64,46 @@ def _statements(tree: ast.AST) -> Iterator[ast.AST]:
 class CodeGraph:
     """The import graph of the packages that make a book, read from source."""
 
-    def __init__(self, packages: Iterable[str], exclude: Iterable[str] = ("primer.book",)) -> None:
+    def __init__(
+        self,
+        packages: Iterable[str],
+        exclude: Iterable[str] = ("primer.book",),
+        *,
+        imports_cache: Path | None = None,
+    ) -> None:
         tops = {name.split(".")[0] for name in packages}
         self.roots = {top: path for top in sorted(tops) if (path := _package_dir(top)) is not None}
         self.exclude = tuple(exclude)
         # Keyed by (mtime_ns, size): a serve session re-reads only what was saved.
-        self._parsed: dict[Path, tuple[tuple[int, int], list[str]]] = {}
         self._digests: dict[Path, tuple[tuple[int, int], str]] = {}
+        self._names_of: dict[Path, str] = {}
+        # "module-name digest" -> the names the module imports; loaded from
+        # imports_cache on first use, written back when it grew.
+        self.imports_cache = imports_cache
+        self._known: dict[str, list[str]] | None = None
+        self._used: set[str] = set()
+        self._grown = False
+        # Set only inside snapshot(): name -> file, path -> (mtime_ns, size).
+        self._paths: dict[str, Path | None] | None = None
+        self._stats: dict[Path, tuple[int, int]] | None = None
+
+    @contextmanager
+    def snapshot(self) -> Iterator[None]:
+        """Within the block, take the files as they were when first looked at.
+
+        For several fingerprints of one build: each file's existence, size
+        and time are looked up once. Outside a snapshot every call looks
+        again (a ``serve`` session must see each save).
+        """
+        if self._paths is not None:  # already inside one
+            yield
+            return
+        self._paths, self._stats = {}, {}
+        try:
+            yield
+        finally:
+            self._paths = self._stats = None
+            self._save_imports()
 
     def _followed(self, name: str) -> bool:
         if any(name == ex or name.startswith(ex + ".") for ex in self.exclude):
@@ -65,14 +112,31 @@ class CodeGraph:
 
     def path_of(self, name: str) -> Path | None:
         """The source file of a module, if it is one of the followed packages."""
+        if self._paths is not None and name in self._paths:
+            return self._paths[name]
+        found = self._path_of(name)
+        if self._paths is not None:
+            self._paths[name] = found
+        return found
+
+    def _path_of(self, name: str) -> Path | None:
         if not self._followed(name):
             return None
         top, *rest = name.split(".")
-        base = self.roots[top].joinpath(*rest)
-        for candidate in (base / "__init__.py", base.with_suffix(".py")):
-            if candidate.is_file():
-                return candidate
+        base = os.path.join(self.roots[top], *rest)
+        for candidate in (os.path.join(base, "__init__.py"), base + ".py"):
+            if os.path.isfile(candidate):
+                return Path(candidate)
         return None
+
+    def _stat(self, path: Path) -> tuple[int, int]:
+        if self._stats is not None and path in self._stats:
+            return self._stats[path]
+        stat = path.stat()
+        key = (stat.st_mtime_ns, stat.st_size)
+        if self._stats is not None:
+            self._stats[path] = key
+        return key
 
     def name_of(self, path: Path) -> str:
         """The module name of a source file under one of the followed packages (``""`` if none)."""
@@ -83,11 +147,12 @@ class CodeGraph:
         return ""
 
     def _imports(self, name: str, path: Path) -> list[str]:
-        stat = path.stat()
-        key = (stat.st_mtime_ns, stat.st_size)
-        cached = self._parsed.get(path)
-        if cached is not None and cached[0] == key:
-            return cached[1]
+        # The module's name is part of the key: relative imports resolve from it.
+        key = f"{name} {self._digest(path)}"
+        known = self._load_imports()
+        self._used.add(key)
+        if key in known:
+            return known[key]
         try:
             tree = ast.parse(path.read_bytes(), filename=str(path))
         except SyntaxError:
@@ -95,8 +160,34 @@ class CodeGraph:
             found: list[str] = []
         else:
             found = self._names(name, path, tree)
-        self._parsed[path] = (key, found)
+        known[key] = found
+        self._grown = True
         return found
+
+    def _load_imports(self) -> dict[str, list[str]]:
+        if self._known is None:
+            self._known = {}
+            if self.imports_cache is not None:
+                try:
+                    data = json.loads(self.imports_cache.read_bytes())
+                except (OSError, ValueError):
+                    data = {}  # none yet, or unreadable: parsed again and rewritten
+                if isinstance(data, dict):
+                    self._known = {
+                        k: v for k, v in data.items() if isinstance(v, list) and all(isinstance(n, str) for n in v)
+                    }
+        return self._known
+
+    def _save_imports(self) -> None:
+        if not self._grown or self.imports_cache is None or self._known is None:
+            return
+        # Only what this process used: entries of files edited away do not pile up.
+        kept = {key: names for key, names in sorted(self._known.items()) if key in self._used}
+        try:
+            write_if_changed(self.imports_cache, json.dumps(kept, separators=(",", ":")))
+            self._grown = False
+        except OSError:
+            pass  # a cache: the next process parses again
 
     @staticmethod
     def _names(name: str, path: Path, tree: ast.AST) -> list[str]:
@@ -131,6 +222,8 @@ class CodeGraph:
             seen[name] = path = self.path_of(name)
             if path is not None:
                 todo += self._imports(name, path)
+        if self._paths is None:
+            self._save_imports()
         return sorted({path for path in seen.values() if path is not None})
 
     def fingerprint(self, *modules: str) -> str:
@@ -145,15 +238,17 @@ class CodeGraph:
         return digest.hexdigest()[:20]
 
     def _digest(self, path: Path) -> str:
-        stat = path.stat()
-        key = (stat.st_mtime_ns, stat.st_size)
+        key = self._stat(path)
         cached = self._digests.get(path)
         if cached is None or cached[0] != key:
             cached = self._digests[path] = (key, hashlib.sha256(path.read_bytes()).hexdigest())
         return cached[1]
 
     def _relative(self, path: Path) -> str:
-        for root in self.roots.values():
-            if path.is_relative_to(root):
-                return path.relative_to(root.parent).as_posix()
-        return path.name
+        # A function of the path alone, and pathlib's relative_to is slow.
+        if path not in self._names_of:
+            self._names_of[path] = next(
+                (path.relative_to(root.parent).as_posix() for root in self.roots.values() if path.is_relative_to(root)),
+                path.name,
+            )
+        return self._names_of[path]

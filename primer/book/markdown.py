@@ -14,6 +14,12 @@ for the chapter's traces) and then *renders* (``primer.book.render``); a
 trace that cannot be loaded is shown as an error block naming what exists,
 and logged as a warning, so ``mkdocs build --strict`` fails but the rest of
 the page still renders.
+
+Two more options serve the book's hook, which sets them: ``cache``, an
+``HtmlCache`` asked before rendering (``primer.book.html_cache``), and
+``warn_missing``: with False, a marker naming an unknown chapter or scenario
+still shows its error block but is not logged here, because the hook warns
+about it already, naming the page and what exists.
 """
 
 from __future__ import annotations
@@ -28,6 +34,7 @@ from markdown.blockparser import BlockParser
 from markdown.blockprocessors import BlockProcessor
 from markdown.extensions import Extension
 
+from primer.book.html_cache import HtmlCache
 from primer.book.render import Anchors, render_error, render_traces
 from primer.book.source import MARKER, ChapterTraces, LiveStatus, TraceSource
 from primer.errors import ConfigError, NotFound, PrimerError
@@ -131,13 +138,19 @@ class TraceExtension(Extension):
     """``::: trace CHAPTER [SCENARIO]`` → the rendered traces.
 
     Config: ``source``, a ``TraceSource`` (or ``"module:name"``); by default
-    a ``MockRunSource``.
+    a ``MockRunSource``. ``cache``, an ``HtmlCache`` (by default none: every
+    marker is rendered). ``warn_missing`` (default True): log markers naming
+    an unknown chapter or scenario.
     """
 
     def __init__(self, **kwargs: Any) -> None:
-        # The default is "" rather than None: Python-Markdown turns a value whose
-        # default is None into a bool, and the source would be lost.
-        self.config = {"source": ["", "A TraceSource giving each chapter's traces; default: run the mock scenarios."]}
+        # The defaults are "" rather than None: Python-Markdown turns a value whose
+        # default is None into a bool, and the object would be lost.
+        self.config = {
+            "source": ["", "A TraceSource giving each chapter's traces; default: run the mock scenarios."],
+            "cache": ["", "An HtmlCache asked before rendering; default: none."],
+            "warn_missing": [True, "Log markers naming an unknown chapter or scenario (the book's hook does)."],
+        }
         super().__init__(**kwargs)
         self.anchors = Anchors()
         self._headed: set[str] = set()
@@ -150,6 +163,16 @@ class TraceExtension(Extension):
             configured = self.getConfig("source")
             self._source = MockRunSource() if configured is None or configured == "" else _resolve(configured)
         return self._source
+
+    @property
+    def cache(self) -> HtmlCache | None:
+        """The configured cache of rendered HTML, if any."""
+        configured = self.getConfig("cache")
+        if configured is None or configured == "":
+            return None
+        if not isinstance(configured, HtmlCache):
+            raise ConfigError(f"The trace extension's cache must be an HtmlCache, not {type(configured).__name__}.")
+        return configured
 
     def extendMarkdown(self, md: Markdown) -> None:
         """Register the one block processor, and reset anchors per document."""
@@ -173,9 +196,23 @@ class TraceExtension(Extension):
             traces = collect(self.source, chapter, scenario)
             # A chapter's switch, totals and live status head its first trace
             # on the page only: chapters mostly place one marker per scenario.
-            html = render_traces(traces, scenario, anchors=self.anchors, head=chapter not in self._headed)
+            head = chapter not in self._headed
+            anchors = self.anchors
+
+            def render() -> str:
+                return render_traces(traces, scenario, anchors=anchors, head=head)
+
+            cache = self.cache
+            if cache is None:
+                html = render()
+            else:
+                html = cache.html(traces, scenario, anchors=anchors, head=head, render=render)
             self._headed.add(chapter)
             return html
+        except NotFound as error:
+            if self.getConfig("warn_missing"):
+                log.warning("%s: %s", marker, error)
+            return render_error(str(error), marker=marker)
         except PrimerError as error:
             log.warning("%s: %s", marker, error)
             return render_error(str(error), marker=marker)

@@ -87,6 +87,9 @@ class TraceStore:
         # Mock runs by chapter, kept even if the cache folder is not writable.
         self._mock: dict[str, ChapterRun] = {}
         self._shown: dict[str, ChapterTraces] = {}
+        # chapter -> (the traces published, their document): a serve rebuild
+        # republishes (the site folder was emptied) without serialising again.
+        self._published: dict[str, tuple[ChapterTraces, str]] = {}
 
     def path(self, chapter: str, mode: Mode) -> Path:
         """Where a chapter's trace of one mode is kept."""
@@ -158,28 +161,41 @@ class TraceStore:
         """Write each chapter's traces (both modes) to ``site/traces/CHAPTER.json``."""
         written = []
         for chapter, traces in sorted(self._shown.items()):
-            status = traces.live_status
-            head = {
-                "chapter": chapter,
-                "live_status": {
-                    "state": status.state,
-                    "reason": status.reason,
-                    "failure": status.failure.model_dump() if status.failure else None,
-                },
-            }
-            # The runs are serialised by pydantic itself (fast, and exactly
-            # the stored form); only the small head goes through json.
-            runs = {
-                mode: run.model_dump_json() if run else "null"
-                for mode, run in (("mock", traces.mock), ("live", traces.live))
-            }
-            document = (
-                json.dumps(head, ensure_ascii=False)[:-1] + f', "mock": {runs["mock"]}, "live": {runs["live"]}}}\n'
-            )
             path = site_dir / PUBLISHED_DIR / f"{chapter}.json"
-            write_if_changed(path, document)
+            # The site is made again at will: atomic, but not flushed to disk.
+            write_if_changed(path, self._document(chapter, traces), durable=False)
             written.append(path)
         return written
+
+    def _document(self, chapter: str, traces: ChapterTraces) -> str:
+        last = self._published.get(chapter)
+        # The same run objects: the store hands out one object per file
+        # version, so identity means the same content.
+        if (
+            last is not None
+            and last[0].mock is traces.mock
+            and last[0].live is traces.live
+            and last[0].live_status == traces.live_status
+        ):
+            return last[1]
+        status = traces.live_status
+        head = {
+            "chapter": chapter,
+            "live_status": {
+                "state": status.state,
+                "reason": status.reason,
+                "failure": status.failure.model_dump() if status.failure else None,
+            },
+        }
+        # The runs are serialised by pydantic itself (fast, and exactly
+        # the stored form); only the small head goes through json.
+        runs = {
+            mode: run.model_dump_json() if run else "null"
+            for mode, run in (("mock", traces.mock), ("live", traces.live))
+        }
+        document = json.dumps(head, ensure_ascii=False)[:-1] + f', "mock": {runs["mock"]}, "live": {runs["live"]}}}\n'
+        self._published[chapter] = (traces, document)
+        return document
 
     @staticmethod
     def download_url(chapter: str) -> str:

@@ -1,0 +1,229 @@
+"""Rendered traces, kept so that a build renders a trace only when it changed.
+
+Rendering a chapter's traces (Jinja2 templates, highlighted JSON) takes tens
+of milliseconds, and the first render of a process also compiles the
+templates: together most of what traces add to a warm ``mkdocs build``, and
+all of it wasted when nothing changed. The Markdown extension asks this cache
+before it renders (the book's hook hands it one as the extension's ``cache``)::
+
+    cache = HtmlCache(Path(".cache/html"))
+    html = cache.html(traces, None, anchors=anchors, head=True,
+                      render=lambda: render_traces(traces, anchors=anchors))
+
+An entry is found by everything the HTML depends on:
+
+* **where it goes**, the *slot*: the chapter, the scenario asked for, whether
+  the chapter's head is drawn, and the anchors the page used before (ids
+  must stay unique within a page, so a second trace of a run on one page is
+  different HTML);
+* **what it shows**, the *key*: a digest of the ``ChapterTraces`` (both runs,
+  the live status, the download address) and of the renderer's code (the
+  library's source but the chapters, its templates, Jinja2's and
+  MarkupSafe's versions), hashed once per process since that is the code a
+  process runs.
+
+A slot holds one entry, in memory (a ``mkdocs serve`` rebuild reads nothing)
+and, with a folder, on disk as ``SLOT.html``: a first line of JSON (the key
+and the anchors) and the HTML as it is, so reading it back parses no HTML
+into a string (a new ``mkdocs build`` process renders nothing either). A slot whose key changed is rendered and
+overwritten, and after a full build ``prune`` removes the files of slots it
+did not use (markers moved or gone), so the folder holds one file per marker
+of the book. A cache file that cannot be read is a miss, one that cannot be
+written is left to the next build: the cache never fails a build.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import cache
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+
+from primer.book.atomic import write_if_changed
+from primer.book.render import Anchors
+from primer.book.source import ChapterTraces
+
+__all__ = ["HtmlCache", "renderer_fingerprint", "traces_digest"]
+
+log = logging.getLogger("mkdocs.plugins.primer.book")
+
+#: Bump when the file layout below changes.
+_FORMAT = 1
+_LIBRARY = Path(__file__).resolve().parent.parent
+
+
+@cache
+def renderer_fingerprint() -> str:
+    """A digest of the code that turns traces into HTML, as this process loaded it.
+
+    That is every module of the library but the chapters (whose code changes
+    what a trace holds, which the traces' digest covers, not how it is
+    drawn), the templates, and the versions of Jinja2 and MarkupSafe.
+    """
+    digest = hashlib.sha256(f"html-cache {_FORMAT}\n".encode())
+    for package in ("jinja2", "markupsafe"):
+        try:
+            digest.update(f"{package} {version(package)}\n".encode())
+        except PackageNotFoundError:
+            digest.update(f"{package} ?\n".encode())
+    sources = [p for p in _LIBRARY.rglob("*.py") if p.relative_to(_LIBRARY).parts[0] != "chapters"]
+    templates = list((_LIBRARY / "book" / "templates").iterdir())
+    for path in sorted(sources + templates):
+        digest.update(f"{path.relative_to(_LIBRARY).as_posix()} ".encode())
+        digest.update(hashlib.sha256(path.read_bytes()).digest())
+    return digest.hexdigest()
+
+
+def traces_digest(traces: ChapterTraces) -> str:
+    """A digest of everything the renderer reads from a ``ChapterTraces``."""
+    digest = hashlib.sha256()
+    for run in (traces.mock, traces.live):
+        # pydantic-core serialises a whole chapter in well under a millisecond.
+        digest.update(run.model_dump_json().encode() if run is not None else b"null")
+        digest.update(b"\n")
+    status = traces.live_status
+    failure = status.failure.model_dump(mode="json") if status.failure is not None else None
+    head = [traces.chapter, status.state, status.reason, failure, traces.download_url]
+    digest.update(json.dumps(head, sort_keys=True).encode())
+    return digest.hexdigest()
+
+
+@dataclass(frozen=True)
+class _Entry:
+    key: str
+    html: str
+    #: The ids the HTML uses, added to the page's anchors when it is reused.
+    anchors: tuple[str, ...]
+
+
+class HtmlCache:
+    """Rendered trace HTML by slot, in memory and (with ``folder``) on disk."""
+
+    def __init__(self, folder: Path | None = None) -> None:
+        self.folder = folder
+        self._memory: dict[str, _Entry] = {}
+        # chapter -> (the traces last digested, their digest). The build
+        # shows one ChapterTraces per chapter, made anew each build around
+        # the same run objects while they are unchanged (runs are never
+        # changed once shown): a digest stands for as long as the runs are
+        # the same objects and the rest is equal.
+        self._digests: dict[str, tuple[ChapterTraces, str]] = {}
+        #: Markers rendered and reused since ``reset``, and the seconds spent in ``html``.
+        self.rendered = 0
+        self.reused = 0
+        self.seconds = 0.0
+        self._used: set[str] = set()
+
+    def reset(self) -> None:
+        """Start counting a new build (the entries stay)."""
+        self.rendered = self.reused = 0
+        self.seconds = 0.0
+        self._used = set()
+
+    def _digest(self, traces: ChapterTraces) -> str:
+        kept = self._digests.get(traces.chapter)
+        if kept is not None:
+            last, digest = kept
+            if (
+                last.mock is traces.mock
+                and last.live is traces.live
+                and last.live_status == traces.live_status
+                and last.download_url == traces.download_url
+            ):
+                return digest
+        digest = traces_digest(traces)
+        self._digests[traces.chapter] = (traces, digest)
+        return digest
+
+    def html(
+        self,
+        traces: ChapterTraces,
+        scenario: str | None,
+        *,
+        anchors: Anchors,
+        head: bool,
+        render: Callable[[], str],
+    ) -> str:
+        """The HTML ``render()`` gives for this marker, rendered only if not kept.
+
+        ``render`` must draw ``traces`` (one ``scenario``, or all) with
+        ``anchors`` and ``head`` as given: it is what the key stands for.
+        """
+        started = time.perf_counter()
+        try:
+            used = "\n".join(sorted(anchors.used))
+            page = hashlib.sha256(used.encode()).hexdigest()[:12] if used else "first"
+            slot = f"{traces.chapter}-{scenario or 'all'}-{'head' if head else 'body'}-{page}"
+            key = hashlib.sha256(f"{renderer_fingerprint()} {self._digest(traces)}".encode()).hexdigest()
+            self._used.add(slot)
+            entry = self._memory.get(slot) or self._read(slot)
+            if entry is not None and entry.key == key:
+                self._memory[slot] = entry
+                anchors.used.update(entry.anchors)
+                self.reused += 1
+                return entry.html
+            before = set(anchors.used)
+            html = render()
+            entry = _Entry(key, html, tuple(sorted(anchors.used - before)))
+            self._memory[slot] = entry
+            self._write(slot, entry)
+            self.rendered += 1
+            return html
+        finally:
+            self.seconds += time.perf_counter() - started
+
+    def prune(self) -> list[Path]:
+        """Remove the slots not used since ``reset``; call it after a build that rendered every page."""
+        if self.folder is None or not self._used:
+            return []
+        removed = []
+        for slot in set(self._memory) - self._used:
+            del self._memory[slot]
+        try:
+            paths = list(self.folder.glob("*.html"))
+        except OSError:
+            return []
+        for path in paths:
+            if path.stem not in self._used:
+                try:
+                    path.unlink()
+                except OSError:
+                    continue
+                removed.append(path)
+        return removed
+
+    def _path(self, slot: str) -> Path | None:
+        return self.folder / f"{slot}.html" if self.folder is not None else None
+
+    def _read(self, slot: str) -> _Entry | None:
+        path = self._path(slot)
+        if path is None:
+            return None
+        try:
+            # Bytes, not read_text: newline translation would change the HTML.
+            head, _, html = path.read_bytes().decode("utf-8").partition("\n")
+            data = json.loads(head)
+            return _Entry(data["key"], html, tuple(data["anchors"]))
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError, KeyError, TypeError) as error:
+            # Rendered again and overwritten below.
+            log.debug("traces: the cached HTML %s could not be read (%s)", path, error)
+            return None
+
+    def _write(self, slot: str, entry: _Entry) -> None:
+        path = self._path(slot)
+        if path is None:
+            return
+        # json.dumps escapes newlines: the head is one line.
+        head = json.dumps({"format": _FORMAT, "key": entry.key, "anchors": list(entry.anchors)})
+        try:
+            write_if_changed(path, f"{head}\n{entry.html}")
+        except OSError as error:
+            # Kept in memory; the next process renders it again.
+            log.debug("traces: the rendered HTML could not be cached in %s (%s)", path, error)
