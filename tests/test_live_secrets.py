@@ -22,6 +22,7 @@ from primer.chapters import scenarios_of
 from primer.clock import VirtualClock
 from primer.runner import live_environment, run_chapter, run_scenario
 from primer.settings import Settings
+from tests.servers import live_settings
 from tests.servers.provider import ReplayProvider, error_body
 from tests.servers.service import LocalHttpbin
 
@@ -42,14 +43,7 @@ def leaks(text: str) -> list[str]:
 
 
 def settings_for(provider: ReplayProvider, httpbin: LocalHttpbin) -> Settings:
-    return Settings(
-        api_key=API_KEY,
-        base_url=provider.base_url,
-        model="deepseek-flash",
-        service_url=httpbin.url,
-        service_key=SERVICE_KEY,
-        service_timeout=0.5,
-    )
+    return live_settings(provider, httpbin, api_key=API_KEY, service_key=SERVICE_KEY)
 
 
 def test_no_secret_in_any_trace_log_or_output(

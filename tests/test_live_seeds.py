@@ -22,6 +22,7 @@ from primer.runner import run_chapter
 from primer.settings import Settings
 from primer.summary import chapter_line
 from primer.trace import ChapterRun, ScenarioRun
+from tests.servers import live_settings
 from tests.servers.provider import ReplayProvider, scenario_file
 from tests.servers.service import LocalHttpbin
 
@@ -35,15 +36,7 @@ SEED_SERVICE = "https://httpbin.org"
 
 
 def settings_for(provider: ReplayProvider, httpbin: LocalHttpbin) -> Settings:
-    # A short service timeout: httpbin's /delay/10 is still a timeout, found in half a second.
-    return Settings(
-        api_key=API_KEY,
-        base_url=provider.base_url,
-        model="deepseek-flash",
-        service_url=httpbin.url,
-        service_key=SERVICE_KEY,
-        service_timeout=0.5,
-    )
+    return live_settings(provider, httpbin, api_key=API_KEY, service_key=SERVICE_KEY)
 
 
 def load_chapter(provider: ReplayProvider, chapter: str) -> dict[str, list[dict[str, Any]]]:
