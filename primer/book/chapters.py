@@ -19,14 +19,13 @@ from __future__ import annotations
 import hashlib
 import importlib
 import os
-import pkgutil
 import sys
 from contextlib import AbstractContextManager
 from pathlib import Path
 from types import ModuleType
 
 from primer.book.depends import CodeGraph
-from primer.chapters import scenarios_of
+from primer.chapters import chapter_names, scenarios_of
 from primer.errors import NotFound
 from primer.scenario import Scenario
 
@@ -64,8 +63,7 @@ class Chapters:
 
     def names(self) -> list[str]:
         """Every chapter module's name, sorted (the modules are not imported)."""
-        package = self._package()
-        return sorted(info.name for info in pkgutil.iter_modules(package.__path__) if not info.name.startswith("_"))
+        return chapter_names(self._package().__path__)
 
     def module_name(self, chapter: str) -> str:
         """The chapter's full module name."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
+from collections.abc import Iterable
 from types import ModuleType
 
 from primer.errors import NotFound
@@ -17,9 +18,10 @@ from primer.scenario import Scenario
 __all__ = ["chapter_names", "load_chapter", "scenarios_of"]
 
 
-def chapter_names() -> list[str]:
-    """Every chapter module's name, sorted."""
-    return sorted(info.name for info in pkgutil.iter_modules(__path__) if not info.name.startswith("_"))
+def chapter_names(path: Iterable[str] | None = None) -> list[str]:
+    """Every chapter module's name in a package's ``path`` (this one's by default), sorted."""
+    found = pkgutil.iter_modules(__path__ if path is None else path)
+    return sorted(info.name for info in found if not info.name.startswith("_"))
 
 
 def load_chapter(name: str) -> ModuleType:
