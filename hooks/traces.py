@@ -24,7 +24,8 @@ file only ties it to MkDocs' events. Configured in ``mkdocs.yml``::
   extension for a plain listing of summary lines.
 * ``on_page_content`` (last) and ``on_page_context`` (after the search
   plugin): trace payloads are set aside while the search plugin parses the
-  page, which it would only do to leave them out of the index.
+  page, which it would only do to leave them out of the index; the trace
+  JSON links are made relative to the page (``primer.book.links``).
 * ``on_post_build``: publishes the trace JSON, drops cached HTML no page
   used, and logs, at DEBUG, the machinery's own share of the build's time.
 * ``on_env``: while serving, the theme's compiled templates are kept
@@ -43,6 +44,7 @@ from typing import TYPE_CHECKING, Any
 from mkdocs.plugins import event_priority
 
 from primer.book.build import Book
+from primer.book.links import page_relative
 from primer.book.session import SESSION, THEME_BYTECODE
 from primer.book.store import PUBLISHED_DIR
 
@@ -119,7 +121,8 @@ def on_env(env: Environment, config: MkDocsConfig, files: Files) -> Environment:
 @event_priority(-100)
 def on_page_content(html: str, page: Page, config: MkDocsConfig, files: Files) -> str:
     assert _book is not None  # on_config ran
-    return _book.hide_payloads(page.file.src_uri, html)
+    # The trace JSON link, root-relative as rendered, made to work without JavaScript.
+    return _book.hide_payloads(page.file.src_uri, page_relative(html, page.url))
 
 
 # After the search plugin's (priority 0) has indexed the page without them;

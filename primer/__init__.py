@@ -19,6 +19,7 @@ from primer.errors import (
     ToolFailed,
     quoted,
 )
+from primer.inert import inert
 from primer.loop import until_answer, until_no_tool_calls
 from primer.mock_service import GroceryService
 from primer.models import MockModel, MockReply, Model, ask, call, cut, say
@@ -61,6 +62,7 @@ __all__ = [
     "ask",
     "call",
     "cut",
+    "inert",
     "message_for_model",
     "quoted",
     "run_chapter",

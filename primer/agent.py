@@ -83,7 +83,8 @@ class Agent:
         may_have_taken_effect = False
         try:
             tool = self._find(tool_call)
-            run.result = tool(tool_call.arguments, ToolContext(service=session))
+            # The author's code may quote what it should not (an echoed header, a setting).
+            run.result = self.redactor.text(tool(tool_call.arguments, ToolContext(service=session)))
             run.message = run.result
         except ToolFailed as error:
             run.failure = error.failure

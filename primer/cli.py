@@ -3,6 +3,7 @@
 python -m primer run ch09_who_retries
 python -m primer run ch09_who_retries --scenario service_is_busy --json
 python -m primer list
+python -m primer verify [ch09_who_retries]
 """
 
 from __future__ import annotations
@@ -11,9 +12,11 @@ import argparse
 import os
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 from primer.chapters import chapter_names, scenarios_of
-from primer.errors import PrimerError
+from primer.errors import NotFound, PrimerError
+from primer.inert import inert
 from primer.settings import Settings
 from primer.summary import chapter_line, ending_line, model_line, scenario_line, tool_line, turn_line
 from primer.trace import ChapterRun
@@ -43,6 +46,11 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--mode", choices=["mock", "live"], default="mock")
     run.add_argument("--json", action="store_true", help="print the trace JSON instead")
     commands.add_parser("list", help="list the chapters and their scenarios")
+    verify = commands.add_parser(
+        "verify", help="replay the frozen live traces against the code now; exit 1 if what is sent changed"
+    )
+    verify.add_argument("chapter", nargs="?", help="one chapter (default: every chapter)")
+    verify.add_argument("--traces", default="docs/traces", help="the frozen live traces' folder (docs/traces)")
     return parser
 
 
@@ -53,28 +61,33 @@ def main(argv: Sequence[str] | None = None) -> int:
     ``provider_failure`` (its line is still printed), 2 for a usage error.
     """
     args = _parser().parse_args(argv)
+    if args.command == "verify":
+        return _verify(args.chapter, Path(args.traces))
     try:
         if args.command == "list":
             chapters = [f"{name}: {', '.join(s.name for s in scenarios_of(name))}" for name in chapter_names()]
-            return _write("\n".join(chapters))
+            return _write(*chapters)
         from primer.runner import run_chapter
 
         settings = Settings.from_env()
         run = run_chapter(args.chapter, args.mode, only=args.scenario, settings=settings)
     except PrimerError as error:
-        print(f"error: {error}", file=sys.stderr)
+        _error(str(error))
         return 2
-    text = run.model_dump_json(indent=2) if args.json else "\n".join(summary_lines(run))
-    status = _write(text)
+    lines = run.model_dump_json(indent=2).split("\n") if args.json else summary_lines(run)
+    status = _write(*lines)
     broken = [s for s in run.scenarios if s.ending.failed]
     for scenario in broken:
         detail = scenario.ending.detail or scenario.ending.label
-        print(f"error: {run.chapter} {scenario.name}: {detail}", file=sys.stderr)
+        _error(f"{run.chapter} {scenario.name}: {detail}")
     # A scenario that broke is the author's to fix: say so to scripts and CI too.
     return status or (1 if broken else 0)
 
 
-def _write(text: str) -> int:
+def _write(*lines: str) -> int:
+    # Each line is made inert on its own: what a model, tool or service said
+    # stays inside its line and cannot drive the terminal (JSON stays JSON).
+    text = "\n".join(inert(line) for line in lines)
     # A reader piping into `head` closes the pipe early: that is not an error
     # worth a traceback. Python's own advice: point stdout at devnull so the
     # flush at exit does not fail again, and exit 1 quietly.
@@ -85,3 +98,45 @@ def _write(text: str) -> int:
         os.dup2(devnull, sys.stdout.fileno())
         return 1
     return 0
+
+
+def _error(message: str) -> None:
+    # One line on stderr, whatever the message quotes.
+    print(f"error: {inert(message)}", file=sys.stderr)
+
+
+def _verify(chapter: str | None, folder: Path) -> int:
+    """``verify``: one line per scenario; 1 if any diverged or could not be replayed, 2 for a usage error."""
+    from primer.replay import read_trace, verify_chapter
+
+    try:
+        names = [chapter] if chapter else chapter_names()
+        if chapter is not None and chapter not in chapter_names():
+            raise NotFound(f"There is no chapter {chapter!r}. The chapters are: {', '.join(chapter_names())}.")
+        if not folder.is_dir():
+            raise NotFound(f"There is no folder {folder}: run this from the book's root, or give --traces FOLDER.")
+        chapters = [(name, scenarios_of(name)) for name in names]
+    except PrimerError as error:
+        _error(str(error))
+        return 2
+    lines: list[str] = []
+    failed = False
+    for name, scenarios in chapters:
+        path = folder / f"{name}.live.json"
+        if not path.is_file():
+            lines += [f"{name} {scenario.name}: no live trace" for scenario in scenarios]
+            continue
+        try:
+            check = verify_chapter(read_trace(path), scenarios)
+        except PrimerError as error:
+            lines.append(f"{name}: not verified: {error}")
+            failed = True
+            continue
+        except Exception as error:  # noqa: BLE001 - one chapter's broken replay is its line, not a traceback
+            lines.append(f"{name}: not verified: the replay broke: {type(error).__name__}: {error}")
+            failed = True
+            continue
+        lines += [f"{name} {scenario.line()}" for scenario in check.scenarios]
+        failed = failed or not check.verified
+    # Nothing is written: the next book build re-stamps what verified.
+    return _write(*lines) or (1 if failed else 0)

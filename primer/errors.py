@@ -5,6 +5,7 @@ The tree::
     PrimerError
     ├── ConfigError            a setting is malformed (names the variable)
     ├── NotFound               no such chapter or scenario (lists what exists)
+    ├── ChapterError           a chapter module declares its scenarios wrongly
     ├── ToolFailed             a tool call did not succeed; carries a Failure
     │   ├── ArgumentsRejected  the model's arguments were wrong: it can fix them
     │   └── ServiceFailed      the service answered badly or not at all
@@ -17,6 +18,7 @@ from primer.trace import Failure
 
 __all__ = [
     "ArgumentsRejected",
+    "ChapterError",
     "ConfigError",
     "NotFound",
     "PrimerError",
@@ -46,6 +48,10 @@ class ConfigError(PrimerError):
 
 class NotFound(PrimerError, LookupError):
     """A chapter or scenario that does not exist was asked for."""
+
+
+class ChapterError(PrimerError):
+    """A chapter module declares its scenarios wrongly (two with one name); names the definitions."""
 
 
 class ScriptExhausted(PrimerError):

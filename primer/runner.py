@@ -12,7 +12,7 @@ import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from primer.agent import Agent
 from primer.chapters import load_chapter, scenarios_of
@@ -26,6 +26,10 @@ from primer.scenario import Scenario
 from primer.service import RetryPolicy, ServiceClient, ServiceScript
 from primer.settings import DEFAULT_SERVICE_KEY, Settings
 from primer.trace import ChapterRun, Ending, ErrorInfo, Message, Mode, ScenarioRun, Timing
+
+if TYPE_CHECKING:
+    import httpx
+    import httpx2
 
 __all__ = ["Environment", "mock_environment", "run_chapter", "run_scenario"]
 
@@ -70,23 +74,32 @@ def live_environment(
     settings: Settings,
     *,
     clock: Clock | None = None,
+    model_transport: httpx2.BaseTransport | None = None,
+    service_transport: httpx.BaseTransport | None = None,
 ) -> Environment:
     """The provider and the service from the settings, on the real clock.
 
     ``clock`` is for tests: a ``VirtualClock`` makes the backoffs free while
     the wire stays real. The service's timeout is ``settings.service_timeout``
-    (the seeds' 2 s unless set).
+    (the seeds' 2 s unless set). ``model_transport`` and ``service_transport``
+    stand in for the network under the recorders (``primer.replay`` answers
+    from a recording through them); everything above them runs as live.
     """
     if settings.api_key is None:
         raise ConfigError("Live mode needs PRIMER_API_KEY: set it to your provider's key and run again.")
     from primer.models.live import LiveModel  # the openai SDK is only needed live
+    from primer.wire import RecordingClient
 
     clock = clock if clock is not None else RealClock()
     redactor = Redactor(settings.secrets())
-    model = LiveModel.from_settings(settings, clock=clock, redactor=redactor)
+    http_client = None
+    if model_transport is not None:
+        http_client = RecordingClient(clock=clock, redactor=redactor, transport=model_transport)
+    model = LiveModel.from_settings(settings, clock=clock, redactor=redactor, http_client=http_client)
     service = ServiceClient(
         base_url=settings.service_url,
         clock=clock,
+        transport=service_transport,
         policy=RetryPolicy(timeout=settings.service_timeout),
         token=settings.service_key.get_secret_value(),
         script=ServiceScript(scenario.service),

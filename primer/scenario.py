@@ -11,6 +11,9 @@ they are found by looking, not by registering::
         service=["/status/429", "/get"],
         mock=[ask(call("price_of", item="milk")), say("Milk is 1.20.")],
     )
+
+``settings={"stream": True}`` asks for every reply as a stream (chapter 11):
+the same replies, in pieces, each timed as it arrives.
 """
 
 from __future__ import annotations
@@ -19,7 +22,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from primer.errors import ChapterError
 from primer.loop import DEFAULT_MAX_TURNS, Loop, until_no_tool_calls
+from primer.models.base import STREAM
 from primer.models.mock import MockReply
 from primer.tools import Tool
 
@@ -40,7 +45,8 @@ class Scenario:
     mock: Sequence[MockReply]
     loop: Loop = until_no_tool_calls
     system: str = SYSTEM
-    #: Sampling settings sent to the model (``{"max_tokens": 24}``).
+    #: Sampling settings sent to the model (``{"max_tokens": 24}``), and
+    #: ``"stream": True`` to have the replies streamed.
     settings: Mapping[str, Any] = field(default_factory=dict)
     #: The service paths the tool's attempts go to, in order (httpbin's
     #: ``/status/429`` makes it busy, ``/delay/10`` makes it slow).
@@ -48,3 +54,16 @@ class Scenario:
     max_turns: int = DEFAULT_MAX_TURNS
     #: One line saying what the scenario shows.
     about: str = ""
+
+    def __post_init__(self) -> None:
+        stream = self.settings.get(STREAM, False)
+        if not isinstance(stream, bool):
+            raise ChapterError(
+                f"Scenario {self.name!r} sets {STREAM!r} to {stream!r}: set it to True to stream the replies, "
+                "or leave it out."
+            )
+
+    @property
+    def streams(self) -> bool:
+        """Whether the scenario asks for its replies as streams."""
+        return bool(self.settings.get(STREAM, False))

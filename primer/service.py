@@ -21,7 +21,6 @@ service's ``MockTransport`` and a ``VirtualClock`` and never sleep.
 from __future__ import annotations
 
 import email.utils
-import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -31,8 +30,9 @@ import httpx
 
 from primer.clock import Clock
 from primer.errors import ServiceFailed, quoted
+from primer.http_record import record_request, record_response
 from primer.redact import Redactor
-from primer.trace import Attempt, Backoff, Failure, Timing, WireRequest, WireResponse
+from primer.trace import Attempt, Backoff, Failure, Timing
 
 __all__ = ["RetryPolicy", "ServiceCall", "ServiceClient", "ServiceScript", "classify_status", "retry_delay"]
 
@@ -119,41 +119,6 @@ def _parse_retry_after(value: str) -> float | None:
     return max((when - now).total_seconds(), 0.0)
 
 
-def _body(content: bytes, content_type: str, redactor: Redactor) -> tuple[Any, str | None]:
-    if not content:
-        return None, None
-    text = content.decode("utf-8", errors="replace")
-    if "json" in content_type:
-        try:
-            return redactor.json(json.loads(text)), None
-        except ValueError:
-            pass
-    return None, redactor.text(text)
-
-
-def record_request(request: httpx.Request, redactor: Redactor) -> WireRequest:
-    """A request as the trace keeps it."""
-    json_body, text_body = _body(request.content, request.headers.get("content-type", "json"), redactor)
-    return WireRequest(
-        method=request.method,
-        url=redactor.text(str(request.url)),
-        headers=redactor.headers(request.headers.multi_items()),
-        json_body=json_body,
-        text_body=text_body,
-    )
-
-
-def record_response(response: httpx.Response, redactor: Redactor) -> WireResponse:
-    """A response as the trace keeps it."""
-    json_body, text_body = _body(response.content, response.headers.get("content-type", ""), redactor)
-    return WireResponse(
-        status=response.status_code,
-        headers=redactor.headers(response.headers.multi_items()),
-        json_body=json_body,
-        text_body=text_body,
-    )
-
-
 @dataclass
 class ServiceClient:
     """A client for one service: base URL, transport, clock and policy."""
@@ -175,12 +140,12 @@ class ServiceClient:
             headers=headers,
             timeout=self.policy.timeout,
         )
-        self.redactor = Redactor([*self.redactor.secrets, self.token])
+        self.redactor = self.redactor.with_secrets(self.token).with_url_credentials(self.base_url)
 
     @property
     def name(self) -> str:
-        """How messages name the service: its origin."""
-        return self.base_url.rstrip("/")
+        """How messages name the service: its origin, without any credential in it."""
+        return self.redactor.url(self.base_url.rstrip("/"))
 
     def session(self) -> ServiceCall:
         """A fresh record for one tool call."""
@@ -228,7 +193,13 @@ class ServiceCall:
     def _attempt(self, number: int, params: Mapping[str, str | int], *, idempotent: bool) -> _Outcome:
         client, clock = self.client, self.client.clock
         request = client._http.build_request("GET", client.script.next_path(), params=dict(params))
-        record = Attempt(number=number, request=record_request(request, client.redactor))
+        url = str(request.url)
+        # Credentials in this URL stay out of the answer's record too (an echo repeats them).
+        redactor = client.redactor.with_url_credentials(url)
+        recorded = record_request(
+            request.method, url, request.headers.multi_items(), request.content, redactor=redactor
+        )
+        record = Attempt(number=number, request=recorded)
         self.steps.append(record)
         started = clock.now()
         outcome = self._send(request, idempotent)
@@ -238,7 +209,10 @@ class ServiceCall:
         self.outside_ms += elapsed
         record.failure = outcome.failure
         if isinstance(outcome.body, httpx.Response):
-            record.response = record_response(outcome.body, client.redactor)
+            response = outcome.body
+            record.response = record_response(
+                response.status_code, response.headers.multi_items(), response.content, redactor=redactor
+            )
             outcome.body = record.response.json_body
         return outcome
 

@@ -11,7 +11,9 @@
 ``PRIMER_SERVICE_TIMEOUT``  seconds to wait for the service's answer (2)
 
 Every problem is a ``ConfigError`` naming the variable, and never repeating
-a secret's value: an error message may end up in a log.
+a secret's value: an error message may end up in a log. A variable set to
+nothing (or to spaces) is one of them: unset it to get the default, since
+``PRIMER_MODEL=`` quietly meaning ``gpt-4o-mini`` would hide a mistake.
 """
 
 from __future__ import annotations
@@ -163,17 +165,34 @@ class Settings(BaseModel):
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
-        """Read and validate the ``PRIMER_*`` variables (empty counts as unset)."""
+        """Read and validate the ``PRIMER_*`` variables; one set but empty is an error naming it."""
         env = os.environ if environ is None else environ
 
         def get(field: str) -> str | None:
-            value = env.get(VARIABLES[field], "").strip()
-            return value or None
+            variable = VARIABLES[field]
+            if variable not in env:
+                return None
+            value = env[variable].strip()
+            if not value:
+                raise ConfigError(f"{variable} is set but empty. {cls._unset(field)}")
+            return value
 
         # Only what is set: the rest keeps its default, and is validated the
         # same way as a value given directly (Settings(base_url=...)).
         values = {field: value for field in VARIABLES if (value := get(field)) is not None}
         return cls(**values)
+
+    @classmethod
+    def _unset(cls, field: str) -> str:
+        # What unsetting the variable gives. No secret's default is quoted:
+        # the message may be logged.
+        if field == "api_key":
+            return "Set it to the provider's key, or unset it to build without live runs."
+        if field == "service_key":
+            return "Set it to the service's token, or unset it for the book's demo key."
+        default = cls.model_fields[field].default
+        shown = f"{default:g} seconds" if isinstance(default, float) else default
+        return f"Give it a value, or unset it for the default ({shown})."
 
     @property
     def live_enabled(self) -> bool:

@@ -7,22 +7,42 @@ so a line reads the same wherever it is seen::
     turn 1 · 3.6ms · asked for: price_of
     model live · 1198.1ms (model provider 970.0 · library 228.0) · 416 in / 39 out · asked for: price_of
     tool price_of · 2.9ms (service 1.1 · library 1.8) · given: item=milk · attempts: 2 · returned: 1.20
+
+A scenario's *story* says, folded, what sets the run apart (``scenario_story``)::
+
+    price_of: 429 (retryable) → waited 1s → 200
+    place_order: rejected (not retryable, caller can fix) · corrected in turn 2
 """
 
 from __future__ import annotations
 
 import json
+from collections import Counter
 from typing import Any
 
-from primer.trace import ChapterRun, Ending, ModelCall, ScenarioRun, Timing, ToolRun, Turn, Usage
+from primer.trace import (
+    Attempt,
+    Backoff,
+    ChapterRun,
+    Ending,
+    Failure,
+    ModelCall,
+    ScenarioRun,
+    Timing,
+    ToolRun,
+    Turn,
+    Usage,
+)
 
 __all__ = [
     "SUMMARY_LIMIT",
     "chapter_line",
+    "count",
     "cut",
     "ending_line",
     "model_line",
     "scenario_line",
+    "scenario_story",
     "timing_text",
     "tool_line",
     "turn_line",
@@ -30,6 +50,8 @@ __all__ = [
 
 #: Characters of free text a summary line shows before cutting.
 SUMMARY_LIMIT = 90
+#: Uneventful tool calls a story lists one by one; past that, it counts them.
+_LISTED = 3
 
 
 def cut(text: str, limit: int = SUMMARY_LIMIT) -> str:
@@ -37,7 +59,12 @@ def cut(text: str, limit: int = SUMMARY_LIMIT) -> str:
     folded = " ".join(text.split())
     if len(folded) <= limit:
         return folded
-    return f"{folded[:limit]}... ({len(folded) - limit} more characters)"
+    return f"{folded[:limit]}... ({count(len(folded) - limit, 'more character', 'more characters')})"
+
+
+def count(number: int, word: str, plural: str | None = None) -> str:
+    """``1 turn``, ``2 turns``: a number with its noun in the right form."""
+    return f"{number} {word if number == 1 else plural or word + 's'}"
 
 
 def timing_text(timing: Timing, outside: str | None = None) -> str:
@@ -87,7 +114,7 @@ def scenario_line(run: ScenarioRun) -> str:
         *([f"tools={', '.join(run.tools)}"] if run.tools else []),
         *_settings(run.settings),
         duration,
-        f"{turns} turn{'s' if turns != 1 else ''}",
+        count(turns, "turn"),
         f"ended: {run.ending.label}",
     ]
     return " · ".join(parts)
@@ -126,6 +153,74 @@ def ending_line(ending: Ending) -> str:
     if ending.detail:
         data["detail"] = ending.detail
     return f"ended {json.dumps(data, ensure_ascii=False)}"
+
+
+def _seconds(seconds: float) -> str:
+    return f"{seconds:g}s" if seconds >= 1 else f"{seconds * 1000:g}ms"
+
+
+def _classified(failure: Failure) -> str:
+    # The answers that decide who acts next (chapter 9): retry or not, and why not.
+    words = ["retryable" if failure.retryable else "not retryable"]
+    if failure.retryable and not failure.idempotent:
+        words.append("not idempotent")
+    if failure.caller_can_fix:
+        words.append("caller can fix")
+    return ", ".join(words)
+
+
+def _attempt(step: Attempt) -> str:
+    if step.request is None:
+        what = "rejected"  # refused before anything went out
+    elif step.response is None:
+        what = "no answer"
+    else:
+        what = str(step.response.status)
+    return what if step.failure is None else f"{what} ({_classified(step.failure)})"
+
+
+def _eventful(run: ToolRun) -> bool:
+    return run.failure is not None or len(run.steps) > 1
+
+
+def _tool_story(run: ToolRun) -> str:
+    steps = [f"waited {_seconds(step.seconds)}" if isinstance(step, Backoff) else _attempt(step) for step in run.steps]
+    if not steps and run.failure is not None:
+        steps = [f"raised ({_classified(run.failure)})"]
+    last = run.attempts[-1] if run.attempts else None
+    if last is not None and last.failure is not None and last.failure.retryable:
+        steps.append("not retried")
+    return f"{run.name}: {' → '.join(steps)}"
+
+
+def scenario_story(run: ScenarioRun) -> str:
+    """What sets a run apart, for its folded summary: attempts, waits, failures, corrections.
+
+    Every tool call that failed, or needed more than one attempt, in order:
+    each attempt's answer (status, ``no answer``, ``rejected``) with how a
+    failure was classified, each wait, and a later call of the same tool
+    after the caller could fix its arguments (``corrected in turn 2``).
+    Without such a call, the tools called and what they returned (or how
+    often each was called, past three calls); ``""`` when no tool was called.
+    """
+    runs = [(turn.number, tool) for turn in run.turns for tool in turn.tools]
+    parts: list[str] = []
+    for index, (number, tool) in enumerate(runs):
+        if not _eventful(tool):
+            continue
+        story = _tool_story(tool)
+        if tool.failure is not None and tool.failure.caller_can_fix:
+            again = next(((n, t) for n, t in runs[index + 1 :] if t.name == tool.name and n > number), None)
+            if again is not None:
+                fixed = "corrected" if again[1].failure is None else "called again"
+                story += f" · {fixed} in turn {again[0]}"
+        parts.append(story)
+    if not parts and len(runs) <= _LISTED:
+        parts = [f"{tool.name} → {cut(tool.result or '', 30)}" for _, tool in runs]
+    elif not parts:
+        called = Counter(tool.name for _, tool in runs)
+        parts = [f"{len(runs)} tool calls: " + ", ".join(f"{name} ({n})" for name, n in called.items())]
+    return " · ".join(parts)
 
 
 def _plain(value: Any) -> str:

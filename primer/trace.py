@@ -8,6 +8,8 @@ through these models, so the writer and the reader cannot drift apart::
         Turn              one round of the loop
           ModelCall       what was sent to the model and what came back
             Exchange      one HTTP attempt on the wire (live only)
+              Stream      a reply that came as server-sent events, each timed
+            Stream        the mock model's simulated stream (no wire)
           ToolRun         one tool call the model asked for
             Attempt       one try at the service, classified
             Backoff       a wait between two attempts
@@ -16,6 +18,14 @@ through these models, so the writer and the reader cannot drift apart::
 Timings are in milliseconds. ``outside_ms`` is the part spent at the outside
 party (the model provider or the service, first byte to last on the wire);
 the library's share is the rest, so it is derived, never stored twice.
+
+A streamed reply keeps its events with their arrival times (``at_ms``, from
+the moment the request was handed over); time to first token and to last
+token are derived from them (``Stream``), never stored.
+
+Version 2 added the streams (``WireResponse.stream``, ``ModelCall.stream``).
+A version-1 file holds none and means the same thing read as version 2, so
+it is read as one: ``READABLE_VERSIONS``.
 """
 
 from __future__ import annotations
@@ -26,6 +36,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 __all__ = [
     "FAILED_ENDINGS",
+    "READABLE_VERSIONS",
     "SCHEMA_VERSION",
     "Attempt",
     "Backoff",
@@ -39,6 +50,8 @@ __all__ = [
     "ModelCall",
     "Note",
     "ScenarioRun",
+    "Stream",
+    "StreamEvent",
     "Timing",
     "ToolCall",
     "ToolRun",
@@ -46,10 +59,25 @@ __all__ = [
     "Usage",
     "WireRequest",
     "WireResponse",
+    "versions_read",
 ]
 
-#: Bumped whenever a stored trace could no longer be read by these models.
-SCHEMA_VERSION = 1
+#: Bumped whenever a stored trace could no longer be read by these models,
+#: or an older reader could not read what these write.
+SCHEMA_VERSION = 2
+
+#: The versions these models read: each older one is a subset of the newest
+#: (it lacks fields that are optional here), so it is read as it is.
+READABLE_VERSIONS = (1, 2)
+
+
+def versions_read() -> str:
+    """The versions a reader accepts, for an error message: ``versions 1 and 2``."""
+    *older, newest = READABLE_VERSIONS
+    if not older:
+        return f"version {newest}"
+    return f"versions {', '.join(map(str, older))} and {newest}"
+
 
 Role = Literal["system", "human", "ai", "tool"]
 Mode = Literal["mock", "live"]
@@ -57,8 +85,10 @@ Mode = Literal["mock", "live"]
 
 class _Model(BaseModel):
     # Frozen-ish and strict about unknown fields: a trace written by another
-    # schema must fail loudly on load rather than render half.
-    model_config = ConfigDict(extra="forbid")
+    # schema must fail loudly on load rather than render half. No NaN or
+    # infinity either: JSON readers accept them, but a timing of "nanms" is
+    # a corrupt file, not a measurement.
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
 
 class Timing(_Model):
@@ -151,6 +181,85 @@ class WireRequest(_Model):
     defaulted: list[str] | None = None
 
 
+class StreamEvent(_Model):
+    """One server-sent event, as it arrived (secrets not recorded).
+
+    A chat-completions stream sends each ``chat.completion.chunk`` as the
+    ``data`` of one event, and ends with ``data: [DONE]``.
+    """
+
+    #: When it arrived, in milliseconds since the request was handed over
+    #: (the mock model's: since the call began, on its virtual clock).
+    at_ms: float
+    #: The event's ``event:`` name, when it had one.
+    event: str | None = None
+    #: The event's data parsed as JSON (a chunk).
+    data: Any = None
+    #: The event's data when it is not JSON: ``[DONE]``, or what could not be read.
+    text: str | None = None
+
+    @field_validator("at_ms")
+    @classmethod
+    def _microseconds(cls, value: float) -> float:
+        return round(value, 3)
+
+    @property
+    def done(self) -> bool:
+        """Whether this is the end-of-stream marker ``[DONE]``."""
+        return self.text is not None and self.text.strip() == "[DONE]"
+
+    @property
+    def carries_token(self) -> bool:
+        """Whether the event brought part of the reply: text, reasoning or a tool call."""
+        return _carries_token(self.data)
+
+
+def _carries_token(data: Any) -> bool:
+    # Read loosely: the trace shows what came, however malformed.
+    choices = data.get("choices") if isinstance(data, dict) else None
+    for choice in choices if isinstance(choices, list) else ():
+        delta = choice.get("delta") if isinstance(choice, dict) else None
+        if isinstance(delta, dict) and (
+            delta.get("content") or delta.get("reasoning_content") or delta.get("tool_calls")
+        ):
+            return True
+    return False
+
+
+class Stream(_Model):
+    """A reply that arrived as a stream of events, each with its arrival time."""
+
+    #: When the response began (status and headers in), since the request
+    #: was handed over; None for the mock model, which has no wire.
+    first_byte_ms: float | None = None
+    events: list[StreamEvent] = Field(default_factory=list)
+
+    @field_validator("first_byte_ms")
+    @classmethod
+    def _microseconds(cls, value: float | None) -> float | None:
+        return None if value is None else round(value, 3)
+
+    @property
+    def done(self) -> bool:
+        """Whether the end-of-stream marker ``[DONE]`` arrived."""
+        return any(event.done for event in self.events)
+
+    @property
+    def fragments(self) -> int:
+        """How many events brought part of the reply."""
+        return sum(event.carries_token for event in self.events)
+
+    @property
+    def first_token_ms(self) -> float | None:
+        """When the first part of the reply arrived: time to first token."""
+        return next((event.at_ms for event in self.events if event.carries_token), None)
+
+    @property
+    def last_token_ms(self) -> float | None:
+        """When the last part of the reply arrived."""
+        return next((event.at_ms for event in reversed(self.events) if event.carries_token), None)
+
+
 class WireResponse(_Model):
     """An HTTP response as it arrived (secrets not recorded)."""
 
@@ -158,6 +267,9 @@ class WireResponse(_Model):
     headers: list[tuple[str, str]] = Field(default_factory=list)
     json_body: Any = None
     text_body: str | None = None
+    #: A body of server-sent events, event by event (then there is no
+    #: ``json_body`` or ``text_body``).
+    stream: Stream | None = None
 
 
 class Failure(_Model):
@@ -214,6 +326,19 @@ class ModelCall(_Model):
     usage: Usage | None = None
     notes: list[Note] = Field(default_factory=list)
     error: ErrorInfo | None = None
+    #: The mock model's simulated stream. A live call's stream is where it
+    #: arrived, on its exchange's response (``streamed`` finds either).
+    stream: Stream | None = None
+
+    @property
+    def streamed(self) -> Stream | None:
+        """The stream the reply came in, if it was streamed: the mock's, or the last one on the wire."""
+        if self.stream is not None:
+            return self.stream
+        for exchange in reversed(self.exchanges):
+            if exchange.response is not None and exchange.response.stream is not None:
+                return exchange.response.stream
+        return None
 
 
 class Attempt(_Model):
@@ -336,8 +461,20 @@ class ChapterRun(_Model):
     #: Hash of the code and data the runs depended on (set by the store).
     source_hash: str | None = None
     recorded_at: str | None = None
+    #: The day a live trace was last verified by replaying its own recording
+    #: against changed code (``primer.replay``); None if it never was (and in
+    #: files written before the field existed, which still load).
+    verified_at: str | None = None
     model: str | None = None
     scenarios: list[ScenarioRun] = Field(default_factory=list)
+
+    @field_validator("schema_version")
+    @classmethod
+    def _readable(cls, value: int) -> int:
+        # An older version is a subset of this one: read, it is this one.
+        if value not in READABLE_VERSIONS:
+            raise ValueError(f"schema version {value} is not one these models read ({versions_read()})")
+        return SCHEMA_VERSION
 
     @property
     def turns(self) -> int:

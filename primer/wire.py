@@ -15,24 +15,38 @@ everything else a model call spends is the library's::
     for wire in client.recorder.take():
         print(wire.exchange.request.url, wire.exchange.response)
 
-Secrets are kept out as the record is made: credential headers are stored as
-``not recorded`` and known secret values are scrubbed from URLs and bodies.
+Secrets are kept out as the record is made, by ``primer.http_record`` (the
+service records through it too): credential headers are stored as ``not
+recorded``, and URLs and bodies lose credentials and known secret values.
+
+A streamed answer (``content-type: text/event-stream``) is not read whole:
+that would hold the stream back from the SDK until its end. The SDK gets a
+body that passes each chunk on the moment it arrives, and notes on the way
+every server-sent event it completes, with the time it arrived (``at_ms``,
+since the request was handed over) and redacted as it is recorded. When the
+SDK closes the body, the exchange is kept: the events, when the answer
+began (``first_byte_ms``), and the time to its last byte. A secret that came
+split across events is scrubbed then, from the pieces it is in
+(``primer.streaming.scrub_fragments``).
 """
 
 from __future__ import annotations
 
-import json
 import threading
+import zlib
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import httpx2
 
 from primer.clock import Clock, RealClock
+from primer.http_record import record_request, record_response
 from primer.redact import Redactor
-from primer.trace import Exchange, Timing, WireRequest, WireResponse
+from primer.streaming import EventParser, recorded_event, scrub_fragments
+from primer.trace import Exchange, Stream, StreamEvent, Timing, WireRequest
 
-__all__ = ["RecordingClient", "WireRecorder", "Wired", "record_body"]
+__all__ = ["RecordingClient", "WireRecorder", "Wired", "is_event_stream"]
 
 
 @dataclass
@@ -48,42 +62,6 @@ class Wired:
     error: httpx2.TransportError | None = None
 
 
-def record_body(content: bytes, content_type: str, redactor: Redactor) -> tuple[Any, str | None]:
-    """A body as a trace keeps it: ``(json, None)`` when it parses, else ``(None, text)``."""
-    if not content:
-        return None, None
-    text = content.decode("utf-8", errors="replace")
-    # Parse whatever claims JSON or looks like it: a provider that labels its
-    # JSON badly is still easier to read as JSON.
-    if "json" in content_type or text.lstrip()[:1] in ("{", "["):
-        try:
-            return redactor.json(json.loads(text)), None
-        except ValueError:
-            pass
-    return None, redactor.text(text)
-
-
-def _request(request: httpx2.Request, redactor: Redactor) -> WireRequest:
-    json_body, text_body = record_body(request.read(), request.headers.get("content-type", ""), redactor)
-    return WireRequest(
-        method=request.method,
-        url=redactor.url(str(request.url)),
-        headers=redactor.headers(request.headers.multi_items()),
-        json_body=json_body,
-        text_body=text_body,
-    )
-
-
-def _response(status: int, headers: httpx2.Headers, content: bytes, redactor: Redactor) -> WireResponse:
-    json_body, text_body = record_body(content, headers.get("content-type", ""), redactor)
-    return WireResponse(
-        status=status,
-        headers=redactor.headers(headers.multi_items()),
-        json_body=json_body,
-        text_body=text_body,
-    )
-
-
 class WireRecorder(httpx2.BaseTransport):
     """A transport that passes every request on and records the round trip."""
 
@@ -96,10 +74,15 @@ class WireRecorder(httpx2.BaseTransport):
 
     def handle_request(self, request: httpx2.Request) -> httpx2.Response:
         """Send through the inner transport, read the answer whole, record both."""
-        record = _request(request, self.redactor)
+        url = str(request.url)
+        # Credentials in this URL stay out of the answer's record too (an echo repeats them).
+        redactor = self.redactor.with_url_credentials(url)
+        record = record_request(request.method, url, request.headers.multi_items(), request.read(), redactor=redactor)
         started = self.clock.now()
         try:
             response = self.inner.handle_request(request)
+            if is_event_stream(response.headers):
+                return self._streamed(request, response, record, redactor, started)
             # Read to the last byte here, so the provider's time ends where
             # its answer does; the SDK then parses from memory (library time).
             try:
@@ -108,7 +91,7 @@ class WireRecorder(httpx2.BaseTransport):
                 response.close()
         except httpx2.TransportError as error:
             elapsed = (self.clock.now() - started) * 1000
-            self._keep(Wired(Exchange(attempt=0, request=record, timing=_timing(elapsed)), error))
+            self.keep(Wired(Exchange(attempt=0, request=record, timing=_timing(elapsed)), error))
             raise
         elapsed = (self.clock.now() - started) * 1000
         # Decoding (gzip, ...) is done on a copy: the SDK gets the raw bytes
@@ -117,14 +100,32 @@ class WireRecorder(httpx2.BaseTransport):
         exchange = Exchange(
             attempt=0,
             request=record,
-            response=_response(response.status_code, response.headers, decoded, self.redactor),
+            response=record_response(response.status_code, response.headers.multi_items(), decoded, redactor=redactor),
             timing=_timing(elapsed),
         )
-        self._keep(Wired(exchange))
+        self.keep(Wired(exchange))
         return httpx2.Response(
             response.status_code,
             headers=response.headers,
             stream=httpx2.ByteStream(raw),
+            extensions=response.extensions,
+            request=request,
+        )
+
+    def _streamed(
+        self,
+        request: httpx2.Request,
+        response: httpx2.Response,
+        record: WireRequest,
+        redactor: Redactor,
+        started: float,
+    ) -> httpx2.Response:
+        """The response with a body that records its events as the SDK reads them."""
+        body = _RecordingStream(self, response, record, redactor, started)
+        return httpx2.Response(
+            response.status_code,
+            headers=response.headers,
+            stream=body,
             extensions=response.extensions,
             request=request,
         )
@@ -139,9 +140,110 @@ class WireRecorder(httpx2.BaseTransport):
         """Close the inner transport."""
         self.inner.close()
 
-    def _keep(self, wired: Wired) -> None:
+    def keep(self, wired: Wired) -> None:
+        """Add one trip to the record."""
         with self._lock:
             self._taken.append(wired)
+
+
+def is_event_stream(headers: httpx2.Headers) -> bool:
+    """Whether a response's body is server-sent events."""
+    return headers.get("content-type", "").split(";")[0].strip().lower() == "text/event-stream"
+
+
+class _RecordingStream(httpx2.SyncByteStream):
+    """A streamed body passed on chunk by chunk, its events recorded as they complete."""
+
+    def __init__(
+        self,
+        recorder: WireRecorder,
+        response: httpx2.Response,
+        record: WireRequest,
+        redactor: Redactor,
+        started: float,
+    ) -> None:
+        self.recorder = recorder
+        self.response = response
+        self.request = record
+        self.redactor = redactor
+        self.started = started
+        clock = recorder.clock
+        self.first_byte_ms = (clock.now() - started) * 1000
+        self.events: list[StreamEvent] = []
+        self.parser = EventParser()
+        self.decode = _decoder(response.headers.get("content-encoding", ""))
+        self.error: httpx2.TransportError | None = None
+        self.kept = False
+        # One iterator for the SDK's reading and the drain after it: a body
+        # held in memory would start again from its first byte.
+        stream = response.stream
+        if not isinstance(stream, httpx2.SyncByteStream):
+            raise TypeError("A RecordingClient is synchronous: its transport must give a SyncByteStream.")
+        self.chunks = iter(stream)
+
+    def __iter__(self) -> Iterator[bytes]:
+        try:
+            for chunk in self.chunks:
+                self._note(chunk)
+                yield chunk
+        except httpx2.TransportError as error:
+            # Dropped, or stalled past the read timeout: what came is kept with why it stopped.
+            self.error = error
+            self._keep()
+            raise
+        self._keep()
+
+    def close(self) -> None:
+        """Close the body; anything sent after ``[DONE]`` is read first, so the record has it."""
+        if not self.kept and self.error is None and any(event.done for event in self.events):
+            # The SDK stops reading at [DONE]. A provider that sends more
+            # is misbehaving, and the record must show it: read to the end,
+            # which a provider that behaves reaches at once.
+            try:
+                for chunk in self.chunks:
+                    self._note(chunk)
+            except httpx2.TransportError as error:
+                self.error = error
+        self._keep()
+        self.response.close()
+
+    def _note(self, chunk: bytes) -> None:
+        if self.decode is None:
+            return
+        found = self.parser.feed(self.decode(chunk))
+        if found:
+            at_ms = (self.recorder.clock.now() - self.started) * 1000
+            self.events += [recorded_event(event, at_ms, self.redactor) for event in found]
+
+    def _keep(self) -> None:
+        if self.kept:
+            return
+        self.kept = True
+        elapsed = (self.recorder.clock.now() - self.started) * 1000
+        self.parser.finish()
+        if self.decode is None:
+            encoding = self.response.headers.get("content-encoding", "")
+            note = f"the events came in content-encoding {encoding!r}, which is not recorded event by event"
+            self.events = [StreamEvent(at_ms=self.first_byte_ms, text=self.redactor.text(note))]
+        scrub_fragments(self.events, self.redactor)
+        recorded = record_response(
+            self.response.status_code, self.response.headers.multi_items(), b"", redactor=self.redactor
+        )
+        recorded.stream = Stream(first_byte_ms=self.first_byte_ms, events=self.events)
+        exchange = Exchange(attempt=0, request=self.request, response=recorded, timing=_timing(elapsed))
+        self.recorder.keep(Wired(exchange, self.error))
+
+
+def _decoder(encoding: str) -> Callable[[bytes], bytes] | None:
+    """Undoes a content-encoding chunk by chunk, for the record only (the SDK gets the bytes as they came)."""
+    encoding = encoding.strip().lower()
+    if encoding in ("", "identity"):
+        return lambda chunk: chunk
+    if encoding in ("gzip", "x-gzip", "deflate"):
+        # 32 + MAX_WBITS reads a gzip or zlib header, whichever comes.
+        decompressor = zlib.decompressobj(32 + zlib.MAX_WBITS)
+        return decompressor.decompress
+    return None
 
 
 def _raw(response: httpx2.Response) -> bytes:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib.util
 import itertools
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -204,3 +205,14 @@ def make_book(
         f"site_name: A small book\ntheme:\n  name: {theme}\nhooks:\n  - {HOOK}\n{extensions}"
     )
     return book
+
+
+def copy_library(root: Path) -> Path:
+    """A copy of the ``primer`` package in ``root``, for a test that edits library code.
+
+    A book's builds put ``root`` first on the import path (``SmallBook.env``),
+    so the copy is the library they run: the repository's own is never touched.
+    """
+    target = root / "primer"
+    shutil.copytree(REPO / "primer", target, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    return target

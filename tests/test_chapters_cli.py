@@ -70,6 +70,11 @@ ENDINGS: dict[str, dict[str, str]] = {
         "waits_are_simulated": "no_tool_calls",
         "script_does_not_read": "no_tool_calls",
     },
+    "ch11_streaming": {
+        "words_as_they_come": "answer_received",
+        "two_calls_in_pieces": "no_tool_calls",
+        "cut_mid_sentence": "tokens_exhausted",
+    },
 }
 
 

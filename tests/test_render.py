@@ -8,15 +8,19 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 
 import markdown
 import pytest
 
 from primer import summary
+from primer.book.links import page_relative
 from primer.book.markdown import TraceExtension
 from primer.book.render import Anchors, json_block, render_traces
 from primer.book.source import ChapterTraces, LiveStatus
-from primer.trace import Backoff, ErrorInfo
+from primer.trace import Backoff, ChapterRun, ErrorInfo
+from tests.servers.provider import ReplayProvider
+from tests.servers.service import LocalHttpbin
 from tests.test_render_data import (
     HOSTILE,
     TAME,
@@ -24,9 +28,13 @@ from tests.test_render_data import (
     Node,
     hostile_chapter,
     live_chapter,
+    long_run,
     mock_chapter,
     parse,
 )
+
+ROOT = Path(__file__).resolve().parent.parent
+DASH = "\N{EN DASH}"
 
 # The summary lines of the seed pages' mock runs (shared/seeds), as printed there.
 # Timings differ run to run, so they are compared with the figures masked.
@@ -119,7 +127,9 @@ def test_summary_lines_carry_the_trace_figures(ch09: Node) -> None:
     for scenario in run.scenarios:
         base = f"ch09_who_retries-{scenario.name}-mock"
         details = ch09.by_id(base)
-        assert details.summary().split(maxsplit=1)[1] == summary.scenario_line(scenario)
+        story = summary.scenario_story(scenario)
+        assert details.summary() == f"mock {summary.scenario_line(scenario)} {story}"
+        assert details.find("span", class_="tr-story")[0].text == story
         for turn in scenario.turns:
             anchor = f"{base}-turn-{turn.number}"
             assert ch09.by_id(anchor).summary() == summary.turn_line(turn)
@@ -164,7 +174,7 @@ def test_each_turn_shows_only_the_new_context_with_the_whole_one_click_away(ch09
     for turn in scenario.turns:
         model = ch09.by_id(f"{base}-turn-{turn.number}-model")
         context_table = model.find("table", class_="tr-msgs")[0]
-        rows = [int(r.attrs["data-i"] or -1) for r in context_table.find("tr") if r.attrs.get("data-i")]
+        rows = [int(r.find("td")[0].text.strip("[]")) for r in context_table.find("tbody")[0].find("tr")]
         assert rows == list(range(shown_before, len(turn.model_call.context)))
         whole = model.find("details", class_="tr-whole")
         if shown_before:
@@ -175,7 +185,8 @@ def test_each_turn_shows_only_the_new_context_with_the_whole_one_click_away(ch09
             assert not whole
         shown_before = len(turn.model_call.context)
     transcript = ch09.by_id(f"{base}-transcript")
-    assert len([row for row in transcript.find("tr") if row.attrs.get("data-i")]) == len(scenario.transcript)
+    rows = transcript.find("tbody")[0].find("tr")
+    assert [row.find("td")[0].text for row in rows] == [f"[{i}]" for i in range(len(scenario.transcript))]
 
 
 def test_declared_tools_are_drawn_once_per_run_and_referred_to_after(ch09: Node) -> None:
@@ -194,26 +205,87 @@ def test_a_live_call_shows_its_wire_exchange(ch09: Node) -> None:
     exchange = scenario.turns[0].model_call.exchanges[0]
     model = ch09.by_id("ch09_who_retries-service_is_busy-live-turn-1-model")
     request, response = model.find("details", class_="tr-wire")
+    # Attempt, method and URL are the summary line's: said once.
     assert request.summary() == f"wire request · attempt 1 · POST {exchange.request.url}"
-    fields = [n.text for n in request.find("dt")]
-    assert fields == ["attempt", "method", "url", f"defaulted ({len(exchange.request.defaulted or [])})"]
+    fields = [n.text for n in request.find("dl", class_="tr-dl")[0].find("dt")]
+    assert fields == [f"defaulted ({len(exchange.request.defaulted or [])})"]
     headers = request.find("details", class_="tr-headers")[0]
     assert headers.summary() == f"headers ({len(exchange.request.headers)})"
     assert "open" not in headers.attrs  # collapsed
+    names = [n.text for n in headers.find("dt")]
+    values = [n.text for n in headers.find("dd")]
+    assert list(zip(names, values, strict=True)) == [tuple(h) for h in exchange.request.headers]
     body = request.find("pre", class_="tr-json")[0]
-    assert body.text.startswith('{\n  "messages": [')
-    assert body.find("span", class_="nt")[0].text == '"messages"'
+    assert json.loads(body.text) == exchange.request.json_body  # the first request is whole
+    assert "tr-req" in (body.attrs["class"] or "")
     assert response.summary() == "wire response · 200"
-    assert '"finish_reason": "tool_calls"' in response.find("pre")[0].text
+    assert json.loads(response.find("pre")[0].text)["choices"][0]["finish_reason"] == "tool_calls"
+
+
+def test_json_payloads_are_plain_text_for_the_script_to_colour(ch09: Node) -> None:
+    # Highlighting is done in the browser when a block is opened (traces.js):
+    # the page ships no token markup inside a payload.
+    blocks = ch09.find("pre", class_="tr-json")
+    assert blocks
+    for block in blocks:
+        code = block.find("code")[0]
+        assert [c for c in code.children if not isinstance(c, str)] == [], block.attrs["id"]
+        json.loads(code.text)
 
 
 def test_a_later_request_refers_to_what_the_earlier_one_carried(ch09: Node) -> None:
+    first = live_chapter("ch09_who_retries").scenario("service_is_busy").turns[0].model_call.exchanges[0]
+    sent = live_chapter("ch09_who_retries").scenario("service_is_busy").turns[1].model_call.exchanges[0]
     model = ch09.by_id("ch09_who_retries-service_is_busy-live-turn-2-model")
-    body = model.find("pre", class_="tr-json")[0].text
-    assert "the 2 messages of turn 1's request" in body
-    assert "the same 2 tools as turn 1's request" in body
-    assert '"role": "tool"' in body  # what is new is there whole
-    assert "Order a quantity of an item" not in body
+    pre = model.find("pre", class_="tr-json")[0]
+    body = json.loads(pre.text)
+    # What is new is there whole, as data; nothing in the JSON stands for something else.
+    before = first.request.json_body["messages"]
+    assert body["messages"] == sent.request.json_body["messages"][len(before) :]
+    assert body["messages"][-1]["role"] == "tool"
+    assert "tools" not in body
+    assert "..." not in pre.text
+    # What is repeated is said beside it, as a pointer to where it was shown.
+    refs = model.find("p", class_="tr-refs")[0].find("span", class_="tr-ref")
+    assert [" ".join(r.text.split()) for r in refs] == [
+        f"messages [0]{DASH}[{len(before) - 1}] as sent in turn 1",
+        "tools (2) as sent in turn 1",
+    ]
+    assert {r.find("a")[0].attrs["href"] for r in refs} == {"#ch09_who_retries-service_is_busy-live-turn-1-model"}
+    # And traces.js can rebuild the body as sent from it and the request before.
+    assert pre.attrs["data-tr-base"] == "ch09_who_retries-service_is_busy-live-turn-1-model"
+    assert pre.attrs["data-tr-messages"] == str(len(before))
+    assert json.loads(pre.attrs["data-tr-same"] or "") == ["tools"]
+    assert json.loads(pre.attrs["data-tr-keys"] or "") == list(sent.request.json_body)
+    rebuilt = {
+        key: (
+            before + body["messages"]
+            if key == "messages"
+            else first.request.json_body[key]
+            if key == "tools"
+            else body[key]
+        )
+        for key in json.loads(pre.attrs["data-tr-keys"] or "")
+    }
+    assert rebuilt == sent.request.json_body
+    sent_details = model.find("details", class_="tr-sent")[0]
+    assert sent_details.summary() == "the whole body as sent"
+    links = [a.attrs["href"] for a in sent_details.find("a")]
+    assert links == ["#ch09_who_retries-service_is_busy-live-turn-1-model", "traces/ch09_who_retries.json"]
+
+
+def test_no_placeholder_sits_inside_json_anywhere() -> None:
+    # A long run repeats the most: its notes and bodies refer back every turn.
+    for tree in (parse(page("::: trace ch09_who_retries\n", FixtureSource())), parse(render_traces(long_traces(6)))):
+        for code in [*tree.find("pre", class_="tr-json"), *tree.find("code", class_="highlight")]:
+            assert "... " not in code.text, code.text
+            json.loads(code.text)
+    tree = parse(render_traces(long_traces(3)))
+    note = tree.by_id("long-long_3-mock-turn-3-model").find("p", class_="tr-line")[-1]
+    ref = note.find("span", class_="tr-ref")[0]
+    assert " ".join(ref.text.split()) == f"roles [0]{DASH}[3] as in turn 2"
+    assert ref.find("a")[0].attrs["href"] == "#long-long_3-mock-turn-2-model"
+    assert json.loads(note.find("code")[0].text) == {"messages": 6, "roles": ["ai", "tool"]}
 
 
 def test_a_tool_call_shows_attempts_backoff_result_and_the_message_back(ch09: Node) -> None:
@@ -287,12 +359,20 @@ def test_a_different_number_of_turns_and_ending_are_divergences() -> None:
     assert "no such turn" in rows[0].text
 
 
-def test_a_scenario_without_a_live_run_says_why() -> None:
+def test_a_chapter_without_a_live_run_says_why_once_and_presses_no_live_button() -> None:
     tree = parse(page("::: trace ch09_who_retries\n", FixtureSource(live=False)))
-    missing = tree.find("div", class_="tr-missing")
-    assert len(missing) == len(mock_chapter("ch09_who_retries").scenarios)
-    assert all(m.attrs["data-mode"] == "live" and "no live run: no key yet" in m.text for m in missing)
+    # Said once, in the chapter's head, not once per scenario.
+    assert [s.text for s in tree.find(class_="tr-status")] == ["live: no run · no key yet"]
+    assert not tree.find("div", class_="tr-missing")
     assert not tree.find(class_="tr-compare")
+    [live] = [b for b in tree.find("button") if b.attrs["data-tr-mode"] == "live"]
+    assert live.attrs["aria-pressed"] == "false"
+    assert "disabled" in live.attrs
+    # With a live trace, the same button is pressed and pressable.
+    tree = parse(page("::: trace ch09_who_retries\n", FixtureSource()))
+    [live] = [b for b in tree.find("button") if b.attrs["aria-label"] == "show the live runs of ch09_who_retries"]
+    assert live.attrs["aria-pressed"] == "true"
+    assert "disabled" not in live.attrs
 
 
 def test_a_stale_live_run_shows_the_failed_refresh() -> None:
@@ -325,7 +405,7 @@ def test_long_text_is_cut_in_the_summary_and_whole_inside(ch09: Node) -> None:
     cut = summary.cut(reply.content)
     assert node.summary().endswith(cut)
     assert re.search(r"\.\.\. \(\d+ more characters\)$", cut)
-    cells = [c.text for c in node.find("td", class_="tr-content")]
+    cells = [row.find("td")[-1].text for body in node.find("tbody") for row in body.find("tr")]
     assert any(cell.startswith(reply.content) for cell in cells)
 
 
@@ -343,13 +423,11 @@ def test_the_timeline_splits_each_turn_by_who_the_time_went_to(ch09: Node) -> No
     assert "library" in legend
 
 
-def test_json_is_pretty_printed_highlighted_and_escaped() -> None:
+def test_json_is_pretty_printed_and_escaped() -> None:
     html = str(json_block({"a": [1, True, None], "<b>": "</pre><script>"}))
     tree = parse(f"<pre>{html}</pre>")
     assert tree.text == '{\n  "a": [\n    1,\n    true,\n    null\n  ],\n  "<b>": "</pre><script>"\n}'
-    assert not tree.find("script")
-    assert [n.text for n in tree.find("span", class_="nt")] == ['"a"', '"<b>"']
-    assert [n.text for n in tree.find("span", class_="kc")] == ["true", "null"]
+    assert tree.find("pre")[0].children == [tree.text]  # text only: no element inside
 
 
 def _skeleton(tree: Node) -> list[tuple[str, int]]:
@@ -375,11 +453,18 @@ def test_the_hostile_corpus_is_shown_as_text_and_breaks_nothing() -> None:
     for hostile in HOSTILE[:7]:
         # Shown whole somewhere (in a table cell, a body, a reply), not interpreted.
         assert " ".join(hostile.split()) in " ".join(text.split()), hostile
-    assert "49" not in re.sub(r"[\d.]+ms|\d+ turns?|\[\d+\]", "", text)  # {{ 7*7 }} was not evaluated
+    # {{ 7*7 }} was not evaluated
+    assert "49" not in re.sub(r"[\d.]+ms|\d+ turns?|\[\d+\]|\(\d+ more characters?\)", "", text)
     # The same traces with harmless text have exactly the same element tree.
     tame_tree = parse(page("::: trace hostile\n", _Only(hostile_chapter(tuple(TAME))), extensions=["tables"]))
     assert _skeleton(tree) == _skeleton(tame_tree)
     assert len(tree.find("details")) == len(tame_tree.find("details")) > 10
+
+
+def long_traces(turns: int) -> ChapterTraces:
+    """A chapter ``long`` whose one scenario ran ``turns`` turns (mock)."""
+    run = ChapterRun(chapter="long", mode="mock", scenarios=[long_run(turns)])
+    return ChapterTraces("long", run, None, LiveStatus("missing", reason="no key yet"))
 
 
 class _Only:
@@ -420,3 +505,151 @@ def test_the_timeline_agrees_with_the_tool_line_when_attempt_times_are_unknown()
     assert by_kind["service"] == 323.0
     assert by_kind["waited"] == 50.0
     assert round(by_kind["library"], 1) == 201.2
+
+
+# -- ids, plurals, stories, time -------------------------------------------------
+
+
+def test_every_block_has_an_id_of_its_own_for_its_copy_button() -> None:
+    # Material's copy button names its block `__code_` + the id of the closest
+    # element with one (the <pre> itself when it has one): two blocks under
+    # one id would copy the same text.
+    pages = [
+        page("::: trace ch09_who_retries\n", FixtureSource()),
+        page("::: trace ch05_loop_endings within_token_limit\n\n::: trace ch05_loop_endings\n", FixtureSource()),
+        page("::: trace hostile\n", FixtureSource(), extensions=["tables"]),
+    ]
+    kinds = set()
+    for html in pages:
+        tree = parse(html)
+        ids = [n.attrs["id"] for n in tree.elements() if n.attrs.get("id")]
+        assert len(ids) == len(set(ids))
+        blocks = tree.find("pre")
+        assert blocks
+        assert all(block.attrs.get("id") for block in blocks)
+        kinds |= {(block.attrs["class"] or "").split()[0] for block in blocks}
+    assert kinds == {"tr-json", "tr-text"}
+
+
+def test_counts_read_right_in_the_singular_and_plural() -> None:
+    one = long_run(1)
+    traces = ChapterTraces(
+        "long",
+        ChapterRun(chapter="long", mode="mock", scenarios=[one]),
+        ChapterRun(chapter="long", mode="live", scenarios=[one.model_copy(update={"mode": "live"})]),
+        LiveStatus("current"),
+    )
+    texts = [
+        " ".join(parse(render_traces(traces)).text.split()),
+        " ".join(parse(page("::: trace ch09_who_retries\n", FixtureSource())).text.split()),
+    ]
+    for text in texts:
+        assert "(s)" not in text
+        assert not re.search(r"\b1 (turns|messages|attempts)\b", text), text
+        assert not re.search(r"\b([02-9]|\d\d+) (turn|message)\b(?! \d)", text)
+    assert "scenario long_1 · tools=place_order, price_of" in texts[0]
+    assert "1 turn ·" in texts[0]
+    assert "same tools asked in its one turn" in texts[0]
+    assert "transcript — 3 messages" in texts[0]
+    assert summary.count(1, "message") == "1 message"
+    assert summary.cut("x" * (summary.SUMMARY_LIMIT + 1)).endswith("... (1 more character)")
+    assert summary.count(3, "message") == "3 messages"
+
+
+# What each ch09 scenario's folded summary says, beside its figures: what sets it apart.
+CH09_STORIES = {
+    "service_is_busy": "price_of: 429 (retryable) → waited {wait} → 200",
+    "order_may_have_landed": "place_order: no answer (retryable, not idempotent) → not retried",
+    "arguments_are_wrong": "place_order: rejected (not retryable, caller can fix) · corrected in turn 2",
+    "service_says_no": "price_of: 404 (not retryable)",
+}
+
+
+def test_a_folded_ch09_scenario_tells_its_story() -> None:
+    published = ChapterRun.model_validate_json(
+        (ROOT / "docs" / "traces" / "ch09_who_retries.live.json").read_text("utf-8")
+    )
+    traces = ChapterTraces("ch09_who_retries", mock_chapter("ch09_who_retries"), published, LiveStatus("current"))
+    tree = parse(render_traces(traces))
+    for mode, run, wait in (("mock", traces.mock, "1s"), ("live", published, "50ms")):
+        assert run is not None
+        for scenario in run.scenarios:
+            folded = tree.by_id(f"ch09_who_retries-{scenario.name}-{mode}")
+            story = folded.find("span", class_="tr-story")[0].text
+            assert story == CH09_STORIES[scenario.name].format(wait=wait), (mode, scenario.name)
+            line = " ".join(folded.summary().split())
+            assert line.startswith(f"{mode} scenario {scenario.name} · ")
+            assert f"· ended: {scenario.ending.label} {story}" in line
+    # Four stories, four different summaries: folded, the scenarios no longer read alike.
+    assert len(set(CH09_STORIES.values())) == 4
+
+
+def test_a_service_that_did_not_answer_is_service_time_on_the_timeline() -> None:
+    # The published live trace of order_may_have_landed was recorded without
+    # splitting the tool's time: the order got no answer, so that time was
+    # spent waiting for the service, not in the library.
+    published = ChapterRun.model_validate_json(
+        (ROOT / "docs" / "traces" / "ch09_who_retries.live.json").read_text("utf-8")
+    )
+    turn = published.scenario("order_may_have_landed").turns[0]
+    [tool] = turn.tools
+    assert tool.timing.outside_ms is None
+    by_kind = _by_kind(turn)
+    assert by_kind["service"] == pytest.approx(tool.timing.total_ms)
+    assert by_kind["library"] == pytest.approx(turn.model_call.timing.library_ms)
+
+
+def _by_kind(turn: object) -> dict[str, float]:
+    from primer.book.render import _segments
+
+    kinds: dict[str, float] = {"provider": 0.0, "service": 0.0, "waited": 0.0, "library": 0.0}
+    for segment in _segments(turn):  # type: ignore[arg-type]
+        kinds[segment.kind] += segment.ms
+    return kinds
+
+
+@pytest.mark.slow
+def test_live_tool_time_is_split_as_the_mocks_is(replay_provider: ReplayProvider, httpbin: LocalHttpbin) -> None:
+    # A live run against the loopback servers: the timeout (0.5 s here) and
+    # each attempt are the service's time, measured where the mock's are.
+    from primer.chapters import scenarios_of
+    from primer.runner import run_chapter
+    from tests.servers import live_settings
+    from tests.servers.provider import scenario_file
+
+    for scenario in scenarios_of("ch09_who_retries"):
+        replay_provider.load(scenario_file("ch09_who_retries", scenario.name))
+    settings = live_settings(replay_provider, httpbin, api_key="sk-render-5e1f", service_key="svc-render-8d2a")
+    run = run_chapter("ch09_who_retries", "live", settings=settings)
+    mock = mock_chapter("ch09_who_retries")
+    for name in ("order_may_have_landed", "service_is_busy"):
+        for each in (run.scenario(name), mock.scenario(name)):
+            turn = each.turns[0]
+            [tool] = turn.tools
+            service = sum(a.timing.outside_ms or 0.0 for a in tool.attempts)
+            assert tool.timing.outside_ms == pytest.approx(service, abs=0.01)
+            # The timeline and the tool's line agree.
+            assert _by_kind(turn)["service"] == pytest.approx(service, abs=0.01)
+            assert f"(service {service:.1f}" in summary.tool_line(tool)
+    landed = run.scenario("order_may_have_landed").turns[0].tools[0]
+    assert landed.attempts[0].response is None
+    assert (landed.attempts[0].timing.outside_ms or 0.0) >= 500  # the timeout was the service's
+    assert landed.timing.library_ms < 250
+
+
+def test_the_trace_json_link_is_made_relative_to_its_page() -> None:
+    html = page("::: trace ch09_who_retries\n", FixtureSource())
+    assert 'href="traces/ch09_who_retries.json"' in html
+    for url, href in [
+        ("ch09_who_retries/", "../traces/"),
+        ("", "traces/"),
+        ("a/b.html", "../traces/"),
+        ("a/b/", "../../traces/"),
+    ]:
+        tree = parse(page_relative(html, url))
+        links = [a for a in tree.find("a") if "data-tr-root-relative" in a.attrs]
+        assert len(links) > 1  # the head's, and each "whole body as sent"
+        assert {a.attrs["href"] for a in links} == {f"{href}ch09_who_retries.json"}
+    assert page_relative('<a href="/x.json" data-tr-root-relative="/x.json">', "a/") == (
+        '<a href="/x.json" data-tr-root-relative="/x.json">'
+    )

@@ -1,7 +1,8 @@
 """The committed live traces are the seed pages' live runs, imported as they were.
 
 ``docs/traces/ch09_who_retries.live.json`` and ``docs/traces/ch05_loop_endings.live.json``
-are written by ``tests/fixtures/import_seed_live.py`` from the seed pages. These tests read
+are written by ``tests/fixtures/import_seed_live.py`` from the seed pages
+(``tests/fixtures/seed_pages``). These tests read
 the committed files as the book does and hold them to the seeds' live stories: the summary
 lines the seeds print, the parallel orders, the cut-off reply, the reasoning, and no secret.
 Where a seed line differs, it is one of the seeds' known defects, and only that is allowed.
@@ -30,9 +31,6 @@ TRACES = ROOT / "docs" / PUBLISHED_DIR
 SCRIPT = ROOT / "tests" / "fixtures" / "import_seed_live.py"
 CHAPTERS = sorted(SEED_PAGES)
 
-needs_seeds = pytest.mark.skipif(not SEED_DIR.is_dir(), reason=f"the seed pages are not at {SEED_DIR}")
-
-
 def live_file(chapter: str) -> Path:
     return TRACES / f"{chapter}.live.json"
 
@@ -44,8 +42,6 @@ def runs() -> dict[str, ChapterRun]:
 
 @pytest.fixture(scope="module")
 def seeds() -> dict[str, SeedPage]:
-    if not SEED_DIR.is_dir():
-        pytest.skip(f"the seed pages are not at {SEED_DIR}")
     return {chapter: parse_page(SEED_DIR / page) for chapter, page in SEED_PAGES.items()}
 
 
@@ -97,7 +93,6 @@ def assert_tool_line(seed: str, run: ToolRun) -> None:
         assert ours == seed
 
 
-@needs_seeds
 @pytest.mark.parametrize("chapter", CHAPTERS)
 def test_every_summary_line_of_the_seeds_live_runs_is_reproduced(
     runs: dict[str, ChapterRun], seeds: dict[str, SeedPage], chapter: str
@@ -268,7 +263,6 @@ def test_the_book_shows_them_as_current_or_says_they_are_from_earlier_code(tmp_p
             assert "earlier" in traces.live_status.reason
 
 
-@needs_seeds
 def test_re_importing_the_seeds_gives_the_committed_files_byte_for_byte(tmp_path: Path) -> None:
     # The committed hashes are stamped again: a later code change is staleness, not drift.
     done = subprocess.run(
@@ -281,3 +275,11 @@ def test_re_importing_the_seeds_gives_the_committed_files_byte_for_byte(tmp_path
     assert done.returncode == 0, done.stderr
     for chapter in CHAPTERS:
         assert (tmp_path / live_file(chapter).name).read_bytes() == live_file(chapter).read_bytes()
+
+
+def test_the_import_reads_only_fixtures_the_repository_holds_and_they_hold_no_secret() -> None:
+    assert SEED_DIR.is_relative_to(ROOT / "tests" / "fixtures")
+    for page in SEED_PAGES.values():
+        text = (SEED_DIR / page).read_text(encoding="utf-8")
+        assert "primer-demo-key" not in text
+        assert "Bearer" not in text

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import socket
@@ -16,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.books import ALPHA, BETA, BROKEN, PAGE, SmallBook, edit, make_book
+from tests.books import ALPHA, BETA, BROKEN, PAGE, SmallBook, copy_library, edit, make_book
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 # Longer than several of the server's 0.5 s polling rounds: long enough to see a rebuild that should not happen.
@@ -209,3 +210,58 @@ def test_a_saved_chapter_reloads_the_open_page(tmp_path: Path) -> None:
             raise
         finally:
             browser.close()
+
+
+BUSY = '''"""Chapter busy: the service answers 429 once, and the client waits before trying again."""
+
+from primer.models.mock import ask, call, say
+from primer.scenario import Scenario
+from primer.shop import price_of
+
+busy = Scenario(
+    name="busy",
+    prompt="How much is milk?",
+    tools=[price_of],
+    service=["/status/429", "/get"],
+    mock=[ask(call("price_of", item="milk")), say("Milk is 1.20.")],
+)
+'''
+
+
+def _mock_trace(book: SmallBook) -> dict[str, object]:
+    data = json.loads((book.root / ".cache" / "traces" / "ch_busy.mock.json").read_text())
+    return {"source_hash": data["source_hash"], "simulated": data["scenarios"][0]["simulated_seconds"]}
+
+
+@pytest.mark.slow
+def test_a_library_edit_while_serving_runs_the_new_code_and_caches_it_under_its_own_fingerprint(
+    tmp_path: Path,
+) -> None:
+    # The library is copied into the book, so editing it leaves the repository's alone.
+    book = make_book(tmp_path, {"ch_busy": BUSY}, {"index": "# Busy\n\n::: trace ch_busy\n"})
+    library = copy_library(book.root)
+    # Warm, as an author's checkout is: serve starts by reusing every trace,
+    # so nothing has asked about the library's files before the edit.
+    assert book.build().count() == "traces: ran 1, reused 0"
+    with serving(book) as server:
+        assert server.builds() == ["traces: ran 0, reused 1"]
+        assert "1s simulated" in server.get()
+        line = _rebuilt(
+            server, lambda: edit(library / "clock.py", "self.simulated += seconds", "self.simulated += 2 * seconds")
+        )
+        assert line == "traces: ran 1, reused 0"
+        served = server.get()
+        served_cache = _mock_trace(book)
+        # A comment changes nothing a run does: the fingerprint stays, nothing runs.
+        line = _rebuilt(server, lambda: edit(library / "clock.py", "    def sleep(", "    # Twice.\n    def sleep("))
+        assert line == "traces: ran 0, reused 1"
+    assert "2s simulated" in served
+    assert "1s simulated" not in served
+    # The next build agrees, from the cache the server left...
+    assert book.build().count() == "traces: ran 0, reused 1"
+    assert _mock_trace(book) == served_cache
+    # ...and so does a cold build, from nothing.
+    shutil.rmtree(book.root / ".cache")
+    assert book.build().count() == "traces: ran 1, reused 0"
+    assert _mock_trace(book) == served_cache == {"source_hash": served_cache["source_hash"], "simulated": 2.0}
+    assert "2s simulated" in book.page()

@@ -505,3 +505,28 @@ def test_each_attempt_records_its_request_and_response_and_its_time_at_the_servi
     for attempt in attempts:
         assert attempt.timing.outside_ms == attempt.timing.total_ms
     assert call.outside_ms == pytest.approx(sum(a.timing.total_ms for a in attempts), abs=0.01)
+
+
+def test_credentials_in_the_service_url_are_in_no_message_and_no_record() -> None:
+    # A user and password in the base URL, a key in the query: the service echoes both back.
+    def echo(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(404, json={"url": str(request.url), "said": "pw-7c1e9d0a and abc123, both wrong"})
+
+    client = make_client(echo, base_url="https://user:pw-7c1e9d0a@grocer.test", paths=("/status/404",))
+    call = client.session()
+    with pytest.raises(ServiceFailed) as failed:
+        call.get({"item": "milk", "api_key": "abc123"}, idempotent=True)
+
+    assert failed.value.failure.message == "['https://not-recorded@grocer.test'] answered ['404']"
+    (attempt,) = call.steps
+    assert isinstance(attempt, Attempt)
+    assert attempt.request is not None
+    assert attempt.request.url == "https://not-recorded@grocer.test/status/404?item=milk&api_key=not+recorded"
+    assert attempt.response is not None
+    assert attempt.response.json_body == {
+        "url": "https://not-recorded@grocer.test/status/404?item=milk&api_key=not+recorded",
+        "said": "[secret] and [secret], both wrong",
+    }
+    recorded = json.dumps([step.model_dump(mode="json") for step in call.steps])
+    assert "pw-7c1e9d0a" not in recorded
+    assert "abc123" not in recorded

@@ -47,17 +47,20 @@ def test_every_variable_is_read_and_tidied() -> None:
     assert sorted(settings.secrets()) == sorted([KEY, "svc-key-1234"])
 
 
-def test_empty_variables_count_as_unset() -> None:
-    empty = dict.fromkeys(VARIABLES.values(), "  ")
-    assert Settings.from_env(empty) == Settings.from_env({})
+@pytest.mark.parametrize("variable", VARIABLES.values())
+@pytest.mark.parametrize("empty", ["", "  "])
+def test_an_empty_variable_is_an_error_naming_it(variable: str, empty: str) -> None:
+    # Empty is not unset: PRIMER_MODEL= quietly meaning the default model would hide a mistake.
+    with pytest.raises(ConfigError, match=rf"^{variable} is set but empty\. .* unset it"):
+        Settings.from_env({variable: empty})
 
 
 @pytest.mark.parametrize(
     ("live", "key", "enabled"),
-    [("auto", KEY, True), ("refresh", KEY, True), ("off", KEY, False), ("auto", "", False)],
+    [("auto", KEY, True), ("refresh", KEY, True), ("off", KEY, False), ("auto", None, False)],
 )
-def test_live_needs_a_key_and_not_off(live: str, key: str, enabled: bool) -> None:
-    settings = Settings.from_env({"PRIMER_LIVE": live, "PRIMER_API_KEY": key})
+def test_live_needs_a_key_and_not_off(live: str, key: str | None, enabled: bool) -> None:
+    settings = Settings.from_env({"PRIMER_LIVE": live, **({"PRIMER_API_KEY": key} if key else {})})
     assert settings.live_enabled is enabled
 
 

@@ -20,9 +20,9 @@ from primer.book.atomic import TEMP_SUFFIX, write_if_changed
 from primer.book.build import Book
 from primer.book.chapters import Chapters
 from primer.book.depends import CodeGraph
-from primer.book.pages import check, listing, markers, replace
+from primer.book.pages import check, listing, replace
 from primer.book.pool import run_bounded
-from primer.book.source import ChapterTraces, LiveStatus, Marker
+from primer.book.source import ChapterTraces, LiveStatus, Marker, find_markers
 from primer.book.store import CorruptTrace, TraceStore
 from primer.errors import NotFound
 from primer.settings import Settings
@@ -131,8 +131,8 @@ def test_the_store_round_trips_and_keeps_modes_apart(tmp_path):
     [
         ("{not json", "not valid JSON"),
         ('{"schema_version": 7, "chapter": "ch", "mode": "mock"}', "schema version is 7"),
-        ('{"schema_version": 1, "chapter": "ch", "mode": "mock", "surprise": 1}', "do not fit the trace schema"),
-        ("[]", "schema version is None"),
+        ('{"schema_version": 1, "chapter": "ch", "mode": "mock", "surprise": 1}', "does not fit the trace schema"),
+        ("[]", "it holds an array, where a trace file holds a JSON object"),
     ],
 )
 def test_a_corrupt_file_is_an_error_naming_it(tmp_path, content, reason):
@@ -330,7 +330,7 @@ PAGE = """# Page
 
 
 def test_markers_in_fenced_code_are_examples():
-    assert markers(PAGE) == [Marker("ch_a", None, 3), Marker("ch_a", "two", 15)]
+    assert find_markers(PAGE) == [Marker("ch_a", None, 3), Marker("ch_a", "two", 15)]
 
 
 def test_check_names_the_page_and_what_exists():

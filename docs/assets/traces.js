@@ -1,14 +1,25 @@
 /*
  * The trace pages' little JavaScript. The pages work without it (every run
- * shown, <details> toggled by the browser); with it:
+ * shown, <details> toggled by the browser, payloads as plain text, links
+ * that resolve from the page's own URL); with it:
  * - the "show: mock live" switch, per chapter (remembered across pages in
  *   localStorage) and per scenario (this page only);
  * - a link to a turn or tool call opens the <details> around it, on load, on
  *   hashchange and after Material's instant navigation;
- * - "whole context" is filled in from the run's transcript when opened;
+ * - JSON is coloured when the <details> around it is first opened (the page
+ *   ships it as plain text: highlighting markup was most of its weight);
+ * - "whole context" is filled in from the run's transcript, and "the whole
+ *   body as sent" is rebuilt from the request before, when opened;
+ * - "open all" / "fold all" for a run and for a turn;
+ * - printing prints what is open (Material opens every <details> to print:
+ *   what was folded is marked so the print stylesheet leaves it folded), and
+ *   "print all" prints every run with everything open (but the views that
+ *   repeat what is printed anyway);
  * - the trace JSON link is made relative to the site root.
  * Material re-renders the page body on instant navigation, so setup runs on
  * every document$ emission and binds only to elements not yet bound.
+ * Everything taken from the page is put back as text (textContent,
+ * createElement), never as HTML: the payloads are untrusted.
  */
 (function () {
   "use strict";
@@ -50,13 +61,23 @@
     });
   }
 
+  function element(tag, className, text) {
+    var node = document.createElement(tag);
+    if (className) node.className = className;
+    if (text) node.textContent = text;
+    return node;
+  }
+
+  // -- the switch ---------------------------------------------------------
+
   // Show `value`'s modes in `box` (a chapter or a scenario) and press its buttons.
   function show(box, value) {
     box.setAttribute("data-show", value);
     var own = box.querySelector(":scope > .tr-head > .tr-switch, :scope > .tr-scenario-name > .tr-switch");
     if (!own) return;
     own.querySelectorAll(".tr-mode").forEach(function (button) {
-      var on = parse(value).indexOf(button.getAttribute("data-tr-mode")) >= 0;
+      // A disabled mode (no live run recorded) is never shown as pressed.
+      var on = !button.disabled && parse(value).indexOf(button.getAttribute("data-tr-mode")) >= 0;
       button.setAttribute("aria-pressed", on ? "true" : "false");
     });
   }
@@ -95,6 +116,8 @@
     }
   }
 
+  // -- links --------------------------------------------------------------
+
   // Open every <details> around the element the URL's hash names, and make
   // sure the run it belongs to is shown.
   function reveal(target) {
@@ -130,29 +153,249 @@
     if (target) reveal(target);
   }
 
+  // -- JSON colours ---------------------------------------------------------
+
+  // One token of JSON text: a string (a key when a colon follows), a number,
+  // or a literal. The class names are Pygments', which Material colours.
+  var TOKEN = /("(?:[^"\\]|\\.)*")(\s*:)?|(-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?)|\b(true|false|null)\b/g;
+
+  function highlight(code) {
+    if (code.hasAttribute("data-tr-hl")) return;
+    code.setAttribute("data-tr-hl", "");
+    var text = code.textContent;
+    var out = document.createDocumentFragment();
+    var position = 0;
+    var match;
+    TOKEN.lastIndex = 0;
+    while ((match = TOKEN.exec(text))) {
+      if (match.index > position) out.appendChild(document.createTextNode(text.slice(position, match.index)));
+      var css = match[1] !== undefined ? (match[2] ? "nt" : "s2") : match[3] !== undefined ? "m" : "kc";
+      out.appendChild(element("span", css, match[1] !== undefined ? match[1] : match[0]));
+      if (match[2]) out.appendChild(document.createTextNode(match[2]));
+      position = TOKEN.lastIndex;
+    }
+    if (position < text.length) out.appendChild(document.createTextNode(text.slice(position)));
+    code.textContent = "";
+    code.appendChild(out);
+  }
+
+  // The JSON a <details> shows once open (not what its closed ones hold).
+  function colour(details) {
+    details.querySelectorAll("code.highlight:not([data-tr-hl]), pre.tr-json > code:not([data-tr-hl])").forEach(
+      function (code) {
+        if (code.closest("details") === details) highlight(code);
+      }
+    );
+    requestAnimationFrame(function () {
+      details.querySelectorAll("pre > code").forEach(function (code) {
+        if (code.closest("details") === details) reachable(code);
+      });
+    });
+  }
+
+  // A block taller than its box scrolls: the keyboard must be able to reach it.
+  function reachable(code) {
+    if (code.scrollHeight > code.clientHeight + 1) code.setAttribute("tabindex", "0");
+  }
+
+  // -- filled in when opened ------------------------------------------------
+
   // "whole context": the first N rows of the run's transcript, copied in.
-  function onToggle(event) {
-    var whole = event.target;
-    if (!whole.classList || !whole.classList.contains("tr-whole") || !whole.open || whole.querySelector("table")) return;
+  function fillContext(whole) {
+    if (whole.querySelector("table")) return;
     var source = document.getElementById(whole.getAttribute("data-tr-transcript"));
     var table = source && source.querySelector("table");
     if (!table) return;
     var count = parseInt(whole.getAttribute("data-tr-count"), 10);
     var copy = table.cloneNode(true);
-    copy.querySelectorAll("tbody > tr").forEach(function (row) {
-      if (parseInt(row.getAttribute("data-i"), 10) >= count) row.remove();
+    // Row k of the transcript is message [k]: the first rows are the context.
+    copy.querySelectorAll("tbody > tr").forEach(function (row, index) {
+      if (index >= count) row.remove();
     });
     whole.appendChild(copy);
   }
 
+  // The last request body a model call sent.
+  function requestOf(modelId) {
+    var model = document.getElementById(modelId);
+    var bodies = model ? model.querySelectorAll("pre.tr-req") : [];
+    return bodies.length ? bodies[bodies.length - 1] : null;
+  }
+
+  function put(object, key, value) {
+    // defineProperty: a key named "__proto__" stays a key.
+    Object.defineProperty(object, key, { value: value, enumerable: true, writable: true, configurable: true });
+  }
+
+  // A request body as it was sent: the body shown, with what the request
+  // before carried put back (which may itself have been shown in part).
+  function wholeBody(pre, depth) {
+    var shown = JSON.parse(pre.textContent);
+    var base = pre.getAttribute("data-tr-base");
+    if (!base) return shown;
+    var before = requestOf(base);
+    if (!before || depth > 500) throw new Error("the request before is not on this page");
+    var earlier = wholeBody(before, depth + 1);
+    var taken = parseInt(pre.getAttribute("data-tr-messages"), 10) || 0;
+    var same = JSON.parse(pre.getAttribute("data-tr-same") || "[]");
+    var whole = {};
+    JSON.parse(pre.getAttribute("data-tr-keys") || "[]").forEach(function (key) {
+      if (same.indexOf(key) >= 0) put(whole, key, earlier[key]);
+      else if (key === "messages" && taken) put(whole, key, earlier.messages.slice(0, taken).concat(shown.messages));
+      else put(whole, key, shown[key]);
+    });
+    return whole;
+  }
+
+  function fillBody(sent) {
+    if (sent.querySelector("pre")) return;
+    var pre = sent.previousElementSibling;
+    if (!pre || !pre.classList.contains("tr-req")) return;
+    var text;
+    try {
+      text = JSON.stringify(wholeBody(pre, 0), null, 2);
+    } catch (error) {
+      sent.appendChild(element("p", "tr-note", "It could not be rebuilt here: " + error.message + "."));
+      return;
+    }
+    var out = element("pre", "tr-json highlight");
+    var code = element("code", "", text);
+    out.id = pre.id + "-whole";
+    // Material's copy button, as it made one for the body shown: its
+    // clipboard handler is bound to the document, so a copy works here too.
+    var nav = pre.querySelector(":scope > .md-code__nav");
+    if (nav) {
+      nav = nav.cloneNode(true);
+      nav.querySelectorAll("[data-clipboard-target]").forEach(function (button) {
+        button.setAttribute("data-clipboard-target", "#" + out.id + " > code");
+      });
+      out.appendChild(nav);
+    }
+    out.appendChild(code);
+    sent.appendChild(out);
+    highlight(code);
+    requestAnimationFrame(function () { reachable(code); });
+  }
+
+  function onToggle(event) {
+    var details = event.target;
+    if (details.tagName !== "DETAILS" || !details.open || !details.closest(".tr")) return;
+    if (details.classList.contains("tr-whole")) fillContext(details);
+    if (details.classList.contains("tr-sent")) fillBody(details);
+    if (details.classList.contains("tr-turn")) addAll(details, details.querySelector(":scope > summary"), "turn");
+    colour(details);
+    updateAll();
+  }
+
+  // -- open all / fold all ----------------------------------------------------
+
+  function within(details) {
+    return [details].concat(Array.prototype.slice.call(details.querySelectorAll("details")));
+  }
+
+  function labelAll(button) {
+    var target = document.getElementById(button.getAttribute("aria-controls"));
+    if (!target) return;
+    var closed = within(target).some(function (d) { return !d.open; });
+    button.textContent = closed ? "open all" : "fold all";
+    button.setAttribute("aria-label", (closed ? "open all of " : "fold all of ") + button.getAttribute("data-tr-what"));
+  }
+
+  var pending = false;
+  function updateAll() {
+    if (pending) return;
+    pending = true;
+    requestAnimationFrame(function () {
+      pending = false;
+      document.querySelectorAll(".tr button.tr-all").forEach(labelAll);
+    });
+  }
+
+  // A button that opens (or folds) `details` and everything in it, placed after `where`.
+  function addAll(details, where, what) {
+    if (!where || !details.id || document.querySelector('.tr-all[aria-controls="' + details.id + '"]')) return;
+    var button = element("button", "tr-all");
+    button.type = "button";
+    button.setAttribute("aria-controls", details.id);
+    button.setAttribute("data-tr-what", what);
+    where.insertAdjacentElement("afterend", button);
+    labelAll(button);
+  }
+
+  function onAll(event) {
+    var button = event.target.closest(".tr-all");
+    if (!button) return;
+    var target = document.getElementById(button.getAttribute("aria-controls"));
+    if (!target) return;
+    var all = within(target);
+    var open = all.some(function (d) { return !d.open; });
+    all.forEach(function (d) { d.open = open; });
+    labelAll(button);
+  }
+
+  // -- printing ---------------------------------------------------------------
+
+  var printAll = false;
+  var printedOpen = [];
+
+  // Capture phase: at the window, it runs before Material's listener opens
+  // every <details>, so what the reader had folded is still known.
+  function beforePrint() {
+    var folded = printAll ? ".tr details.tr-whole:not([open]), .tr details.tr-sent:not([open])" : ".tr details:not([open])";
+    document.querySelectorAll(folded).forEach(function (details) {
+      details.setAttribute("data-tr-folded", "");
+    });
+  }
+
+  function afterPrint() {
+    document.querySelectorAll(".tr details[data-tr-folded]").forEach(function (details) {
+      details.removeAttribute("data-tr-folded");
+    });
+    if (!printAll) return;
+    printAll = false;
+    document.documentElement.classList.remove("tr-print-all");
+    printedOpen.forEach(function (details) { details.open = false; });
+    printedOpen = [];
+  }
+
+  function onPrintAll(event) {
+    if (!event.target.closest(".tr-print")) return;
+    printAll = true;
+    document.documentElement.classList.add("tr-print-all");
+    // Not the views that repeat what is printed anyway: the whole context
+    // (the transcript's rows) and the whole body as sent.
+    printedOpen = Array.prototype.slice.call(
+      document.querySelectorAll(".tr details:not([open]):not(.tr-whole):not(.tr-sent)")
+    );
+    printedOpen.forEach(function (details) { details.open = true; });
+    window.print();
+  }
+
+  // -- setup ------------------------------------------------------------------
+
   function setup() {
     var value = remembered();
     document.querySelectorAll(".tr-chapter").forEach(function (chapter) {
-      chapter.querySelectorAll(".tr-switch").forEach(function (element) {
-        element.hidden = false;
+      chapter.querySelectorAll(".tr-switch").forEach(function (node) {
+        node.hidden = false;
       });
       showChapter(chapter, value);
+      var head = chapter.querySelector(":scope > .tr-head");
+      if (head && !head.querySelector(".tr-print")) {
+        var print = element("button", "tr-print", "print all");
+        print.type = "button";
+        print.setAttribute("aria-label", "print all traces of " + chapter.getAttribute("data-tr-chapter") + ", every part open");
+        head.appendChild(print);
+      }
     });
+    document.querySelectorAll(".tr-run > details.tr-scn").forEach(function (run) {
+      var legend = run.parentElement.querySelector(":scope > .tr-timeline > .tr-tl-legend");
+      var name = run.closest(".tr-scenario");
+      var what = "the " + run.parentElement.getAttribute("data-mode") + " run" +
+        (name ? " of " + name.getAttribute("aria-label").replace(/^scenario /, "") : "");
+      if (legend && legend.lastElementChild) addAll(run, legend.lastElementChild, what);
+    });
+    document.querySelectorAll(".tr details[open]").forEach(colour);
     // The path is kept in its own attribute: Material may already have made
     // the href absolute against the page's URL.
     document.querySelectorAll(".tr a[data-tr-root-relative]").forEach(function (link) {
@@ -166,24 +409,12 @@
   // Bound once on the document, so they survive instant navigation.
   document.addEventListener("click", onSwitch);
   document.addEventListener("click", onLink);
+  document.addEventListener("click", onAll);
+  document.addEventListener("click", onPrintAll);
   document.addEventListener("toggle", onToggle, true); // toggle does not bubble
   window.addEventListener("hashchange", revealHash);
-
-  // Material's print$ already opens every <details>; without Material, do it.
-  if (typeof window.print$ === "undefined") {
-    window.addEventListener("beforeprint", function () {
-      document.querySelectorAll(".tr details:not([open])").forEach(function (details) {
-        details.open = true;
-        details.setAttribute("data-tr-printed", "");
-      });
-    });
-    window.addEventListener("afterprint", function () {
-      document.querySelectorAll(".tr details[data-tr-printed]").forEach(function (details) {
-        details.open = false;
-        details.removeAttribute("data-tr-printed");
-      });
-    });
-  }
+  window.addEventListener("beforeprint", beforePrint, true);
+  window.addEventListener("afterprint", afterPrint);
 
   if (typeof window.document$ !== "undefined" && window.document$.subscribe) {
     window.document$.subscribe(setup); // Material: every page, instant or not

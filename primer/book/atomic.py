@@ -11,6 +11,12 @@ output::
     True
     >>> write_if_changed(path, b"{}")      # doctest: +SKIP
     False
+
+A process killed in the middle of a write leaves its temporary file behind
+(``.NAME.PID-RANDOM.tmp``: a dotfile, which MkDocs never publishes and
+``.gitignore`` leaves out). The next write of the same target removes it,
+once it is surely stale: the process named in it has ended, or it is more
+than an hour old. A temporary file of a write still under way is left alone.
 """
 
 from __future__ import annotations
@@ -18,8 +24,10 @@ from __future__ import annotations
 import contextlib
 import filecmp
 import os
+import re
 import stat
 import tempfile
+import time
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -28,6 +36,49 @@ __all__ = ["TEMP_SUFFIX", "write_if_changed"]
 #: Temporary files are dotfiles ending in this, so MkDocs (which leaves out
 #: dotfiles) never publishes one left behind by a killed process.
 TEMP_SUFFIX = ".tmp"
+
+#: A temporary file this old is stale whoever wrote it: no write takes an hour.
+STALE_AFTER = 3600.0
+
+# What mkstemp puts between prefix and suffix, after our "PID-".
+_WRITER = re.compile(r"(?P<pid>[0-9]+)-[a-z0-9_]+")
+
+
+def _alive(pid: int) -> bool:
+    if os.name != "posix":
+        # Elsewhere os.kill would end the process, not probe it: age decides.
+        return True
+    if pid <= 0:
+        return False  # no process has it (and os.kill would signal a group)
+    try:
+        os.kill(pid, 0)  # signal 0: only asks whether the process exists
+    except PermissionError:
+        return True  # another user's process, alive
+    except (OSError, OverflowError):
+        return False  # ended, or no process can have that id
+    return True
+
+
+def _remove_stale(path: Path) -> None:
+    """Remove temporary files of ``path`` left by writers that were killed."""
+    prefix = f".{path.name}."
+    now = time.time()
+    try:
+        entries = list(os.scandir(path.parent))
+    except OSError:
+        return
+    for entry in entries:
+        if not (entry.name.startswith(prefix) and entry.name.endswith(TEMP_SUFFIX)):
+            continue
+        writer = _WRITER.fullmatch(entry.name[len(prefix) : -len(TEMP_SUFFIX)])
+        try:
+            old = now - entry.stat(follow_symlinks=False).st_mtime > STALE_AFTER
+        except OSError:
+            continue  # gone already: its writer finished
+        ended = writer is not None and int(writer["pid"]) != os.getpid() and not _alive(int(writer["pid"]))
+        if old or ended:
+            with contextlib.suppress(OSError):
+                os.unlink(entry.path)
 
 
 def _same(path: Path, data: bytes) -> bool:
@@ -58,7 +109,9 @@ def write_if_changed(path: Path, data: bytes | str | Iterable[bytes], *, durable
     else:
         chunks = data
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=TEMP_SUFFIX)
+    _remove_stale(path)
+    # The writer's pid in the name tells a later write whether it is still under way.
+    fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.{os.getpid()}-", suffix=TEMP_SUFFIX)
     try:
         with os.fdopen(fd, "wb") as out:
             for chunk in chunks:

@@ -4,13 +4,19 @@ Before the pages render, ``Book.prepare`` goes through every chapter::
 
     mock   always: reused if its stored trace was made by the code now on
            disk (same ``source_hash``), run in-process otherwise (milliseconds)
+    verify a frozen live trace whose code changed, key or no key: replay
+           its own recording against the code now (``primer.replay``, no
+           network, milliseconds). Every request the same: re-stamped with
+           the new fingerprint and the day it was verified, otherwise kept
+           byte for byte and shown stale, with where it diverged (a warning)
     live   only with a key (``PRIMER_API_KEY``, ``PRIMER_LIVE`` not ``off``):
-           the frozen trace is refreshed when its code changed, when it holds
-           a failed scenario, or when ``PRIMER_LIVE=refresh``; the runs go
-           through a bounded pool (4 at a time), each with a wall-clock limit
+           the frozen trace is refreshed when what its code sends changed,
+           when it holds a failed scenario, or when ``PRIMER_LIVE=refresh``;
+           the runs go through a bounded pool (4 at a time), each with a
+           wall-clock limit
 
-and logs one line, ``traces: ran N, reused M`` (``, live: K`` when live runs
-are on), counting scenarios.
+and logs one line, ``traces: ran N, reused M`` (``, verified K`` when a
+replay was tried, ``, live: L`` when live runs are on), counting scenarios.
 
 A live refresh is all or nothing per chapter: the chapter's frozen file is
 replaced only when every scenario of the refresh succeeded, because the runs
@@ -49,24 +55,29 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
+from primer.book import live_prose
 from primer.book.chapters import Chapters
 from primer.book.html_cache import HtmlCache
-from primer.book.pages import check, listing, markers, placeholder, replace
+from primer.book.logs import book_logger
+from primer.book.pages import check, listing, malformed, placeholder, replace
 from primer.book.payloads import PayloadStash
 from primer.book.pool import run_bounded
-from primer.book.source import ChapterTraces, LiveStatus
+from primer.book.source import ChapterTraces, LiveStatus, find_markers
 from primer.book.stopwatch import Stopwatch
 from primer.book.store import PUBLISHED_DIR, CorruptTrace, TraceStore
-from primer.errors import ConfigError
+from primer.errors import ChapterError, ConfigError, quoted
 from primer.redact import Redactor
 from primer.runner import run_scenario
 from primer.scenario import Scenario
 from primer.settings import Settings
 from primer.trace import ChapterRun, Ending, ErrorInfo, Mode, ScenarioRun
+
+if TYPE_CHECKING:
+    from primer.replay import ChapterCheck
 
 __all__ = [
     "DEFAULT_TIME_LIMIT",
@@ -76,6 +87,7 @@ __all__ = [
     "LiveRunner",
     "Report",
     "WorkerOutput",
+    "anomalies",
     "failed",
     "run_live",
     "run_mock_chapter",
@@ -93,10 +105,16 @@ LiveRunner = Callable[[Scenario, Settings], ScenarioRun]
 
 
 class WorkerOutput(BaseModel):
-    """What ``primer.book.worker`` prints: the runs, and why a chapter has none."""
+    """What ``primer.book.worker`` prints: the runs, and why a chapter has none.
+
+    With ``--verify``, ``checks`` holds each chapter's replay instead of runs
+    (a ``primer.replay.ChapterCheck`` as JSON: that module is imported only
+    when a replay is needed).
+    """
 
     runs: list[ChapterRun]
     errors: dict[str, str]
+    checks: dict[str, dict[str, Any]] = Field(default_factory=dict)
 
 
 def run_live(scenario: Scenario, settings: Settings) -> ScenarioRun:
@@ -115,6 +133,26 @@ def _differ(before: ChapterTraces | None, after: ChapterTraces | None) -> bool:
 def failed(run: ScenarioRun) -> bool:
     """Whether a scenario run failed (an error in it, or at its provider)."""
     return run.ending.failed
+
+
+def anomalies(run: ScenarioRun) -> list[str]:
+    """What the model did in a run that no tool could act on, one phrase each.
+
+    Tool calls whose arguments are not a JSON object, and tool calls naming a
+    tool the model was not given: the model's doing, not the scenario's.
+    """
+    found: list[str] = []
+    for turn in run.turns:
+        call = turn.model_call
+        declared = {tool.name for tool in call.tools} | set(run.tools)
+        for tool_call in call.reply.tool_calls if call.reply is not None else []:
+            # quoted(): the name is the model's text, shown inert in the log.
+            name = quoted(tool_call.name)
+            if tool_call.name not in declared:
+                found.append(f"asked for {name}, a tool it was not given")
+            if tool_call.raw_arguments is not None:
+                found.append(f"sent {name} arguments that are not a JSON object")
+    return list(dict.fromkeys(found))
 
 
 def _error_run(name: str, mode: Mode, error: BaseException | str, redactor: Redactor) -> ScenarioRun:
@@ -156,6 +194,8 @@ class Report:
 
     ran: int = 0
     reused: int = 0
+    #: Live scenarios verified by replay, or None when no replay was tried.
+    verified: int | None = None
     #: Live scenario runs, or None when live runs are off.
     live: int | None = None
     #: ``chapter / scenario (mode): ending`` of every failed scenario shown.
@@ -163,11 +203,12 @@ class Report:
     off: bool = False
 
     def line(self) -> str:
-        """``traces: ran 2, reused 4`` (``, live: 2`` when live runs are on)."""
+        """``traces: ran 2, reused 4`` (``, verified 4`` after a replay, ``, live: 2`` when live runs are on)."""
         if self.off:
             return "traces: off (PRIMER_TRACES=off), nothing ran"
+        verified = f", verified {self.verified}" if self.verified is not None else ""
         live = f", live: {self.live}" if self.live is not None else ""
-        return f"traces: ran {self.ran}, reused {self.reused}{live}"
+        return f"traces: ran {self.ran}, reused {self.reused}{verified}{live}"
 
 
 @dataclass
@@ -183,6 +224,8 @@ class _Chapter:
     scenarios: list[Scenario] | None = None
     import_error: ScenarioRun | None = None
     stale_library: bool = False
+    #: What a replay of the frozen live trace found: None if none was tried.
+    check: ChapterCheck | None = None
 
 
 class Book:
@@ -208,7 +251,7 @@ class Book:
         self.chapters = chapters or Chapters(imports_cache=cache_dir / "imports.json")
         self.store = TraceStore(docs_dir / PUBLISHED_DIR, cache_dir)
         #: Rendered markers, for the Markdown extension (on disk in ``html_dir``, if given).
-        self.rendered = HtmlCache(html_dir)
+        self.rendered = HtmlCache(html_dir, fingerprint_file=cache_dir / "renderer.json")
         self.payloads = PayloadStash()
         #: This build's own time, per part.
         self.clock = Stopwatch()
@@ -221,7 +264,7 @@ class Book:
         self.live_runner = live_runner
         self.workers = workers
         self.time_limit = time_limit
-        self.log = logger or logging.getLogger(LOGGER_NAME)
+        self.log = book_logger(logger or LOGGER_NAME)
         self.enabled = True
         #: Chapter -> scenario names (None if the chapter cannot be imported).
         self.scenario_names: dict[str, list[str] | None] = {}
@@ -286,12 +329,15 @@ class Book:
         try:
             names = self.chapters.names()
         except Exception as error:  # noqa: BLE001 - a broken package is reported, not fatal
-            self.log.warning(f"traces: the chapters' package {self.chapters.package} could not be imported: {error}")
+            why = redactor.text(str(error))
+            self.log.warning(f"traces: the chapters' package {self.chapters.package} could not be imported: {why}")
             return report
         with self.chapters.snapshot():
             keys = {name: self.chapters.fingerprint(name) for name in names}
         states = [self._mock(_Chapter(name, keys[name]), settings, report) for name in names]
         self._fresh_mock([s for s in states if s.mock is None], settings, report)
+        for state in states:
+            self._verify(state, settings, report)
         jobs = [job for state in states for job in self._live_plan(state, settings, report)]
         self._run_live(states, jobs, settings, report, redactor)
         for state in states:
@@ -315,8 +361,11 @@ class Book:
             state.scenarios = self.chapters.scenarios(state.name)
         except Exception as error:  # noqa: BLE001 - a chapter that fails to import is shown, not fatal
             state.import_error = _error_run("import", "mock", error, Redactor(settings.secrets()))
+            module = self.chapters.module_name(state.name)
             state.import_error.title = (
-                f"The chapter module {self.chapters.module_name(state.name)} could not be imported."
+                f"The chapter module {module} declares its scenarios wrongly."
+                if isinstance(error, ChapterError)
+                else f"The chapter module {module} could not be imported."
             )
             return False
         return True
@@ -376,22 +425,97 @@ class Book:
                 why = output.errors.get(state.name, "the worker gave no trace for it")
                 state.import_error = _error_run("import", "mock", RuntimeError(why), redactor)
 
-    def _live_plan(self, state: _Chapter, settings: Settings, report: Report) -> list[tuple[_Chapter, Scenario]]:
+    def _verify(self, state: _Chapter, settings: Settings, report: Report) -> None:
+        """Replay a frozen live trace whose code changed; re-stamp it if every request is the same."""
         state.frozen = frozen = self._stored(state.name, "live")
+        if frozen is None or frozen.source_hash == state.key:
+            return
+        if settings.live_enabled and (settings.live == "refresh" or any(failed(run) for run in frozen.scenarios)):
+            return  # recorded again whatever a replay says
+        if not self._load(state, settings) or state.scenarios is None:
+            return  # the import error is shown; the live trace stays as it was
+        # Here, not at the top: it loads the openai SDK's HTTP stack, which a
+        # build with nothing to replay does without.
+        from primer.replay import IncompleteRecording, verify_chapter
+
+        path = self.store.path(state.name, "live")
+        try:
+            if state.stale_library or self.chapters.stale_library(state.name):
+                check = self._verify_fresh(state.name, path)
+            else:
+                check = verify_chapter(frozen, state.scenarios)
+        except Exception as error:  # noqa: BLE001 - a replay that breaks is reported, never fatal
+            why = str(error) if isinstance(error, IncompleteRecording) else f"{type(error).__name__}: {error}"
+            why = Redactor(settings.secrets()).text(why)
+            if settings.live_enabled:  # recorded again now: a note, not a failed --strict build
+                self.log.info(f"traces: the live trace {path} could not be verified by replay: {why}")
+            else:
+                self.log.warning(
+                    f"traces: the live trace {path} could not be verified by replay: {why} "
+                    "It is shown as recorded from earlier code; record it again with PRIMER_API_KEY set."
+                )
+            return
+        report.verified = (report.verified or 0) + sum(c.verified for c in check.scenarios)
+        state.check = check
+        if not check.verified:
+            return
+        # Only the stamp changes: the recording (timings, usage, answers) stays the provider's.
+        day = datetime.now(UTC).date().isoformat()
+        state.frozen = frozen.model_copy(update={"source_hash": state.key, "verified_at": day})
+        self._save(state.frozen)
+
+    def _verify_fresh(self, chapter: str, path: Path) -> ChapterCheck:
+        """Replay in a new interpreter: this one runs library code that changed on disk since."""
+        from primer.replay import ChapterCheck, IncompleteRecording
+
+        command = [sys.executable, "-B", "-m", "primer.book.worker", "--verify", str(path), self.chapters.package]
+        self.log.info(f"traces: library code changed since this process started; verifying {chapter} by replay anew")
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+        try:
+            done = subprocess.run(  # noqa: S603 - our own interpreter and module
+                [*command, chapter], capture_output=True, text=True, timeout=self.time_limit, env=env, check=True
+            )
+            output = WorkerOutput.model_validate_json(done.stdout)
+        except (subprocess.SubprocessError, ValueError, OSError) as error:
+            detail = (getattr(error, "stderr", None) or str(error)).strip()[-2000:]
+            raise IncompleteRecording(f"the replay in a new interpreter failed: {detail}") from None
+        if chapter not in output.checks:
+            raise IncompleteRecording(output.errors.get(chapter, "the replay gave no result"))
+        return ChapterCheck.model_validate(output.checks[chapter])
+
+    def _live_plan(self, state: _Chapter, settings: Settings, report: Report) -> list[tuple[_Chapter, Scenario]]:
+        frozen = state.frozen
         when = f" (recorded {frozen.recorded_at})" if frozen and frozen.recorded_at else ""
+        verified = state.check is not None and state.check.verified
+        divergence = state.check.divergence if state.check is not None else None
         if frozen is None:
             reason = "no live run has been recorded yet: set PRIMER_API_KEY and build to record one"
             state.status = LiveStatus("missing", reason)
         elif frozen.source_hash == state.key:
             state.status = LiveStatus("current", "")
+        elif divergence is not None:
+            state.status = LiveStatus(
+                "stale",
+                f"recorded from earlier code{when}, and replayed against the code now it diverged: "
+                f"{divergence.line()}. Set PRIMER_API_KEY to record it again",
+            )
         else:
             state.status = LiveStatus("stale", f"recorded from earlier code{when}: set PRIMER_API_KEY to refresh it")
         state.live = frozen
+        counted = 0 if verified or frozen is None else len(frozen.scenarios)
+        if divergence is not None:
+            action = "it is recorded again now" if settings.live_enabled else "it is shown stale"
+            message = (
+                f"traces: the live trace {self.store.path(state.name, 'live')} no longer matches the code: "
+                f"replayed, {divergence.line()}; {action}"
+            )
+            # Recorded again at once, it will be current: worth a note, not a failed --strict build.
+            (self.log.info if settings.live_enabled else self.log.warning)(message)
         if not settings.live_enabled:
             if settings.api_key is not None and frozen is not None and frozen.source_hash != state.key:
-                state.status = LiveStatus("stale", f"recorded from earlier code{when}; PRIMER_LIVE=off")
-            if frozen is not None:
-                report.reused += len(frozen.scenarios)
+                earlier = state.status.reason if divergence is not None else f"recorded from earlier code{when}"
+                state.status = LiveStatus("stale", f"{earlier}; PRIMER_LIVE=off")
+            report.reused += counted
             return []
         wanted = (
             frozen is None
@@ -400,7 +524,7 @@ class Book:
             or any(failed(run) for run in frozen.scenarios)
         )
         if not wanted and frozen is not None:
-            report.reused += len(frozen.scenarios)
+            report.reused += counted
             return []
         if state.stale_library:
             reason = "library code changed since this server started: the live refresh waits for a new build"
@@ -421,20 +545,27 @@ class Book:
         if not jobs:
             return
 
-        def job(scenario: Scenario) -> Callable[[], ScenarioRun]:
+        def job(scenario: Scenario) -> Callable[[], ScenarioRun | Exception | None]:
             return lambda: self.live_runner(scenario, settings)
 
         limit = self.time_limit
-        runs = run_bounded(
+        # A label is for progress lines only: an outcome is matched to its
+        # scenario by position, so the name recorded is the scenario's own, whole.
+        outcomes = run_bounded(
             [(f"{state.name}/{scenario.name}", job(scenario)) for state, scenario in jobs],
             limit=limit,
             workers=self.workers,
-            on_timeout=lambda label: _error_run(
-                label.split("/")[1], "live", f"no result within the {limit:g}s wall-clock limit", redactor
-            ),
-            on_error=lambda label, error: _error_run(label.split("/")[1], "live", error, redactor),
+            on_timeout=lambda _label: None,
+            on_error=lambda _label, error: error,
             progress=lambda progress: self.log.info(progress.line("traces: live runs")),
         )
+        timed_out = f"no result within the {limit:g}s wall-clock limit"
+        runs = [
+            outcome
+            if isinstance(outcome, ScenarioRun)
+            else _error_run(scenario.name, "live", timed_out if outcome is None else outcome, redactor)
+            for (_, scenario), outcome in zip(jobs, outcomes, strict=True)
+        ]
         recorded = datetime.now(UTC).isoformat(timespec="seconds")
         report.ran += len(runs)
         report.live = (report.live or 0) + len(runs)
@@ -467,8 +598,23 @@ class Book:
             state.live = frozen
             return
         self._save(new)
+        if frozen is not None:
+            self._warn_anomalies(state.name, frozen, runs)
         state.live = new
         state.status = LiveStatus("current", "")
+
+    def _warn_anomalies(self, chapter: str, frozen: ChapterRun, runs: list[ScenarioRun]) -> None:
+        # A refresh replaces a committed trace: a model that now sends what no
+        # tool can act on is worth a look before the new file is committed.
+        before = {run.name: set(anomalies(run)) for run in frozen.scenarios}
+        for run in runs:
+            new = [what for what in anomalies(run) if what not in before.get(run.name, set())]
+            if new:
+                self.log.warning(
+                    f"traces: {chapter} / {run.name} (live): in the refreshed trace the model {'; '.join(new)}, "
+                    f"which the frozen trace did not show. The refresh replaced "
+                    f"{self.store.path(chapter, 'live')}: review the change before committing it."
+                )
 
     def _show(self, state: _Chapter) -> None:
         mock = state.mock
@@ -504,23 +650,39 @@ class Book:
     def page(self, name: str, markdown: str, *, renderer: bool) -> str:
         """A page's Markdown as it goes to the renderer.
 
-        Markers naming what does not exist are warned about. With traces off
+        Markers naming what does not exist, and lines meant as markers that
+        are not valid ones, are warned about (naming page and line). With traces off
         they become a placeholder; without the renderer (``renderer=False``)
         a plain listing of summary lines.
         """
         with self.clock("pages"):
-            self._page_chapters[name] = {marker.chapter for marker in markers(markdown)}
+            self._page_chapters[name] = {marker.chapter for marker in find_markers(markdown)} | {
+                block.chapter for block in live_prose.blocks(markdown)
+            }
             return self._page(name, markdown, renderer=renderer)
 
     def _page(self, name: str, markdown: str, *, renderer: bool) -> str:
         if not self.enabled:
-            return replace(markdown, placeholder)
-        for warning in check(name, markdown, self.scenario_names):
+            # What exists is not known with traces off, but a malformed marker is malformed all the same.
+            for warning in malformed(name, markdown):
+                self.log.warning(f"traces: {warning}")
+            # No live run is shown, so no prose about one.
+            return replace(live_prose.select(markdown, lambda _chapter, _scenario: False), placeholder)
+        for warning in check(name, markdown, self.scenario_names) + live_prose.problems(
+            name, markdown, self.scenario_names
+        ):
             self.log.warning(f"traces: {warning}")
         if renderer:
-            return markdown
+            return markdown  # the extension keeps or drops the live blocks
         shown = set(self.store.chapters())
+        markdown = live_prose.select(markdown, self._has_live)
         return replace(markdown, lambda m: listing(self.store.traces(m.chapter) if m.chapter in shown else None, m))
+
+    def _has_live(self, chapter: str, scenario: str | None) -> bool:
+        if chapter not in self.store.chapters():
+            return False
+        live = self.store.traces(chapter).live
+        return live is not None and (scenario is None or any(s.name == scenario for s in live.scenarios))
 
     def expire(self, built: Mapping[str, Path]) -> list[str]:
         """Date back the built pages that show traces changed since the last build.

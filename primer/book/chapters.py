@@ -12,19 +12,28 @@ before it runs, so the trace shows the code as saved. Library modules
 (``primer`` itself) cannot be reloaded safely (classes would exist twice), so
 ``stale_library`` tells the build which changed, and the build runs the
 chapters that depend on them in a fresh interpreter instead.
+
+"Changed since it was imported" needs the source as it was *when imported*,
+not when first asked about: a file already edited by then would look
+unchanged, its old code would run, and its trace would be stored under the
+new code's fingerprint. So the source of every module of the book's packages
+is kept as it is executed: by a finder on ``sys.meta_path`` for what is
+imported from now on, read at once for what is imported already.
 """
 
 from __future__ import annotations
 
-import hashlib
 import importlib
+import importlib.abc
+import importlib.machinery
 import os
 import sys
+from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
 from types import ModuleType
 
-from primer.book.depends import CodeGraph
+from primer.book.depends import CodeGraph, code_digest
 from primer.chapters import chapter_names, scenarios_of
 from primer.errors import NotFound
 from primer.scenario import Scenario
@@ -34,16 +43,70 @@ __all__ = ["DEFAULT_PACKAGE", "Chapters"]
 #: The book's own chapters.
 DEFAULT_PACKAGE = "primer.chapters"
 
-#: Module name -> digest of the source it was loaded from, for the whole
-#: process: sys.modules is process-wide, and so is what it holds.
-_LOADED: dict[str, str] = {}
+#: Module name -> the source it was executed from, for the whole process:
+#: sys.modules is process-wide, and so is what it holds.
+_LOADED: dict[str, bytes | None] = {}
+#: Top-level packages whose modules' sources are kept.
+_WATCHED: set[str] = set()
 
 
-def _digest(path: Path) -> str:
+def _read(path: str | None) -> bytes | None:
     try:
-        return hashlib.sha256(path.read_bytes()).hexdigest()
+        return Path(path).read_bytes() if path else None
     except OSError:
-        return "missing"
+        return None
+
+
+class _KeepingLoader(importlib.machinery.SourceFileLoader):
+    """The usual loader of a ``.py`` file, keeping the source as it executes the module."""
+
+    def exec_module(self, module: ModuleType) -> None:
+        """Keep the file's content, then run it."""
+        _LOADED[module.__name__] = _read(self.path)
+        super().exec_module(module)
+
+
+class _KeepingFinder(importlib.abc.MetaPathFinder):
+    """Finds the watched packages' modules as Python would, with a ``_KeepingLoader``."""
+
+    def find_spec(
+        self, fullname: str, path: Sequence[str] | None, target: ModuleType | None = None
+    ) -> importlib.machinery.ModuleSpec | None:
+        """The spec ``PathFinder`` gives, its loader swapped when it loads source."""
+        if fullname.partition(".")[0] not in _WATCHED:
+            return None
+        spec = importlib.machinery.PathFinder.find_spec(fullname, path, target)
+        if spec is not None and type(spec.loader) is importlib.machinery.SourceFileLoader:
+            spec.loader = _KeepingLoader(spec.loader.name, spec.loader.path)
+        return spec
+
+
+def _watch(package: str) -> None:
+    """Keep the sources of a top-level package's modules, from now on and those imported already."""
+    top = package.partition(".")[0]
+    if top in _WATCHED:
+        return
+    _WATCHED.add(top)
+    if not any(isinstance(finder, _KeepingFinder) for finder in sys.meta_path):
+        sys.meta_path.insert(0, _KeepingFinder())
+    for name, module in list(sys.modules.items()):
+        if name.partition(".")[0] == top and name not in _LOADED:
+            # Imported moments ago, as this module was: read as they are now.
+            _LOADED[name] = _read(getattr(module, "__file__", None))
+
+
+def _changed(name: str, path: Path) -> bool:
+    """Whether a module's file now differs in code from the source it was executed from."""
+    if name not in _LOADED:
+        return True  # imported unseen: it cannot be known to be current
+    loaded, current = _LOADED[name], _read(str(path))
+    if loaded == current:
+        return False
+    # A comment or a docstring changes nothing that runs (the fingerprint's rule).
+    return loaded is None or current is None or code_digest(loaded) != code_digest(current)
+
+
+_watch("primer")
 
 
 class Chapters:
@@ -51,6 +114,7 @@ class Chapters:
 
     def __init__(self, package: str | None = None, *, imports_cache: Path | None = None) -> None:
         self.package = package or os.environ.get("PRIMER_CHAPTERS", "").strip() or DEFAULT_PACKAGE
+        _watch(self.package)
         # The runner records every trace, so its code is every chapter's code.
         self.graph = CodeGraph([self.package, "primer"], imports_cache=imports_cache)
 
@@ -89,7 +153,7 @@ class Chapters:
                 continue
             name = self.graph.name_of(path)
             # Never imported here: it will be read fresh when it is.
-            if name in sys.modules and _LOADED.setdefault(name, _digest(path)) != _digest(path):
+            if name in sys.modules and _changed(name, path):
                 stale.append(path)
         return stale
 
@@ -115,17 +179,19 @@ class Chapters:
             module = importlib.import_module(name)
             ran = True
         else:
-            current = _digest(Path(module.__file__ or ""))
-            ran = force or _LOADED.get(name, current) != current
+            # Any saved byte: a reload is cheap, and keeps tracebacks' line numbers true.
+            ran = force or _LOADED.get(name) != _read(module.__file__)
             if ran:
                 # No .pyc: a bytecode file appearing in a watched folder would
                 # make `mkdocs serve` rebuild a second time.
                 dont_write, sys.dont_write_bytecode = sys.dont_write_bytecode, True
                 try:
+                    _LOADED.pop(name, None)  # recorded anew as it executes
                     importlib.reload(module)
                 finally:
                     sys.dont_write_bytecode = dont_write
-        _LOADED[name] = _digest(Path(module.__file__ or ""))
+        if name not in _LOADED:  # loaded by other means than the finder: as good as now
+            _LOADED[name] = _read(module.__file__)
         return ran
 
     def scenarios(self, chapter: str) -> list[Scenario]:

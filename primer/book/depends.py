@@ -9,6 +9,12 @@ followed (``primer`` and the chapters' package); the book machinery itself
 (``primer.book``) is left out: rendering a trace differently does not change
 what the run did.
 
+What is hashed is the *normalised* code (``code_digest``): the syntax tree
+without comments, formatting, or the docstrings of modules and functions, so
+an edit that cannot change what a run does runs nothing. Class docstrings
+stay in: a pydantic model's docstring is the description a tool declares to
+the model (``primer.tools``), and so part of what every request sends.
+
     >>> graph = CodeGraph(["primer"])                          # doctest: +SKIP
     >>> graph.files("primer.chapters.ch09_who_retries")        # doctest: +SKIP
     [.../primer/agent.py, .../primer/chapters/ch09_who_retries.py, ...]
@@ -17,10 +23,10 @@ what the run did.
 
 Every build fingerprints every chapter, so what this costs is kept small:
 
-* reading a module's imports means parsing it, the largest part of the
-  cost; a file's imports are kept by the digest of its content, in memory
-  and, with ``imports_cache``, in a JSON file, so a new process parses only
-  what was edited since;
+* reading a module's imports and normalising it means parsing it, the
+  largest part of the cost; both are kept by the digest of the file's bytes,
+  in memory and, with ``imports_cache``, in a JSON file, so a new process
+  parses only what was edited since;
 * ``snapshot()`` lets several fingerprints share one look at the file
   system (which module names are files, and their sizes and times):
   chapters import mostly the same library modules.
@@ -40,7 +46,10 @@ from pathlib import Path
 from primer.book.atomic import write_if_changed
 from primer.trace import SCHEMA_VERSION
 
-__all__ = ["CodeGraph"]
+__all__ = ["CodeGraph", "code_digest"]
+
+#: Bump when what ``code_digest`` hashes, or the cache file's layout, changes.
+_FORMAT = 2
 
 
 def _package_dir(top: str) -> Path | None:
@@ -61,6 +70,46 @@ def _statements(tree: ast.AST) -> Iterator[ast.AST]:
                 todo += [item for item in value if isinstance(item, ast.stmt | ast.excepthandler | ast.match_case)]
 
 
+def _without_docstrings(tree: ast.AST) -> ast.AST:
+    # Modules' and functions' docstrings only: a class docstring may be data
+    # (a tool's description), and a string statement elsewhere is left as is.
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Module | ast.FunctionDef | ast.AsyncFunctionDef) and node.body:
+            first = node.body[0]
+            if (
+                isinstance(first, ast.Expr)
+                and isinstance(first.value, ast.Constant)
+                and isinstance(first.value.value, str)
+            ):
+                node.body = node.body[1:] or [ast.Pass()]
+    return tree
+
+
+def _tree_digest(tree: ast.AST) -> str:
+    # No line numbers or columns: ast.dump leaves attributes out by default.
+    return hashlib.sha256(ast.dump(_without_docstrings(tree)).encode()).hexdigest()
+
+
+def code_digest(source: bytes) -> str:
+    """A digest of Python source that only a change in what the code does can change.
+
+    Comments, blank lines, formatting, and the docstrings of modules and
+    functions are left out; class docstrings are kept (see the module's
+    docstring). Source that does not parse is hashed as it is: running it
+    shows the error, and every edit to it counts.
+
+    >>> code_digest(b"x = 1  # one") == code_digest(b"x = (1)")
+    True
+    >>> code_digest(b"x = 1") == code_digest(b"x = 2")
+    False
+    """
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return "bytes " + hashlib.sha256(source).hexdigest()
+    return _tree_digest(tree)
+
+
 class CodeGraph:
     """The import graph of the packages that make a book, read from source."""
 
@@ -77,10 +126,12 @@ class CodeGraph:
         # Keyed by (mtime_ns, size): a serve session re-reads only what was saved.
         self._digests: dict[Path, tuple[tuple[int, int], str]] = {}
         self._names_of: dict[Path, str] = {}
-        # "module-name digest" -> the names the module imports; loaded from
-        # imports_cache on first use, written back when it grew.
+        # "module-name digest" -> the names the module imports, and digest of
+        # the bytes -> digest of the normalised code; loaded from
+        # imports_cache on first use, written back when they grew.
         self.imports_cache = imports_cache
         self._known: dict[str, list[str]] | None = None
+        self._codes: dict[str, str] = {}
         self._used: set[str] = set()
         self._grown = False
         # Set only inside snapshot(): name -> file, path -> (mtime_ns, size).
@@ -147,22 +198,39 @@ class CodeGraph:
         return ""
 
     def _imports(self, name: str, path: Path) -> list[str]:
+        return self._parsed(name, path)[0]
+
+    def _parsed(self, name: str, path: Path) -> tuple[list[str], str]:
+        """The module's imports and its normalised code's digest, parsed only when not kept."""
+        raw = self._digest(path)
         # The module's name is part of the key: relative imports resolve from it.
-        key = f"{name} {self._digest(path)}"
+        key = f"{name} {raw}"
         known = self._load_imports()
         self._used.add(key)
-        if key in known:
-            return known[key]
+        if key in known and raw in self._codes:
+            return known[key], self._codes[raw]
+        data = path.read_bytes()
+        # Kept under the digest of the bytes parsed, which a save since the
+        # stat above may have changed: an entry never pairs two versions.
+        raw = hashlib.sha256(data).hexdigest()
+        key = f"{name} {raw}"
         try:
-            tree = ast.parse(path.read_bytes(), filename=str(path))
-        except SyntaxError:
-            # The file is still hashed; running it will show the error.
-            found: list[str] = []
+            tree = ast.parse(data, filename=str(path))
+        except (SyntaxError, ValueError):
+            # Still hashed, as bytes; running it will show the error.
+            found, code = [], "bytes " + raw
         else:
             found = self._names(name, path, tree)
+            code = _tree_digest(tree)  # after _names: it strips docstrings in place
+        self._used.add(key)
         known[key] = found
+        self._codes[raw] = code
         self._grown = True
-        return found
+        return found, code
+
+    def code_of(self, name: str, path: Path) -> str:
+        """The digest of a module's normalised code (``code_digest``), from the cache when kept."""
+        return self._parsed(name, path)[1]
 
     def _load_imports(self) -> dict[str, list[str]]:
         if self._known is None:
@@ -172,10 +240,16 @@ class CodeGraph:
                     data = json.loads(self.imports_cache.read_bytes())
                 except (OSError, ValueError):
                     data = {}  # none yet, or unreadable: parsed again and rewritten
-                if isinstance(data, dict):
-                    self._known = {
-                        k: v for k, v in data.items() if isinstance(v, list) and all(isinstance(n, str) for n in v)
-                    }
+                # Another layout (an older one) is not read: parsed again and rewritten.
+                if isinstance(data, dict) and data.get("format") == _FORMAT:
+                    imports, codes = data.get("imports"), data.get("code")
+                    if isinstance(imports, dict) and isinstance(codes, dict):
+                        self._known = {
+                            k: v
+                            for k, v in imports.items()
+                            if isinstance(v, list) and all(isinstance(n, str) for n in v)
+                        }
+                        self._codes = {k: v for k, v in codes.items() if isinstance(v, str)}
         return self._known
 
     def _save_imports(self) -> None:
@@ -183,8 +257,13 @@ class CodeGraph:
             return
         # Only what this process used: entries of files edited away do not pile up.
         kept = {key: names for key, names in sorted(self._known.items()) if key in self._used}
+        raws = {key.rpartition(" ")[2] for key in kept}
+        codes = {raw: code for raw, code in sorted(self._codes.items()) if raw in raws}
         try:
-            write_if_changed(self.imports_cache, json.dumps(kept, separators=(",", ":")))
+            write_if_changed(
+                self.imports_cache,
+                json.dumps({"format": _FORMAT, "imports": kept, "code": codes}, separators=(",", ":")),
+            )
             self._grown = False
         except OSError:
             pass  # a cache: the next process parses again
@@ -213,6 +292,10 @@ class CodeGraph:
 
     def files(self, *modules: str) -> list[Path]:
         """Every followed source file the modules import, transitively, themselves included."""
+        return sorted(self._modules(*modules))
+
+    def _modules(self, *modules: str) -> dict[Path, str]:
+        """The followed source files the modules import, transitively, with their module names."""
         seen: dict[str, Path | None] = {}
         todo = list(modules)
         while todo:
@@ -224,17 +307,18 @@ class CodeGraph:
                 todo += self._imports(name, path)
         if self._paths is None:
             self._save_imports()
-        return sorted({path for path in seen.values() if path is not None})
+        return {path: name for name, path in seen.items() if path is not None}
 
     def fingerprint(self, *modules: str) -> str:
-        """One hash of the modules' dependency files and of the trace schema version.
+        """One hash of the modules' dependency files' normalised code and of the trace schema version.
 
         Files are named relative to their package's parent folder, so the
         hash is the same in every checkout of the project.
         """
-        digest = hashlib.sha256(f"schema {SCHEMA_VERSION}\n".encode())
-        for path in self.files(*modules):
-            digest.update(f"{self._relative(path)} {self._digest(path)}\n".encode())
+        digest = hashlib.sha256(f"schema {SCHEMA_VERSION} code {_FORMAT}\n".encode())
+        found = self._modules(*modules)
+        for path in sorted(found):
+            digest.update(f"{self._relative(path)} {self.code_of(found[path], path)}\n".encode())
         return digest.hexdigest()[:20]
 
     def _digest(self, path: Path) -> str:

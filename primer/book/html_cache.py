@@ -18,7 +18,7 @@ An entry is found by everything the HTML depends on:
   different HTML);
 * **what it shows**, the *key*: a digest of the ``ChapterTraces`` (both runs,
   the live status, the download address) and of the renderer's code (the
-  library's source but the chapters, its templates, Jinja2's and
+  library's normalised source but the chapters, its templates, Jinja2's and
   MarkupSafe's versions), hashed once per process since that is the code a
   process runs.
 
@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -45,12 +44,14 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 from primer.book.atomic import write_if_changed
+from primer.book.depends import code_digest
+from primer.book.logs import book_logger
 from primer.book.render import Anchors
 from primer.book.source import ChapterTraces
 
 __all__ = ["HtmlCache", "renderer_fingerprint", "traces_digest"]
 
-log = logging.getLogger("mkdocs.plugins.primer.book")
+log = book_logger("mkdocs.plugins.primer.book")
 
 #: Bump when the file layout below changes.
 _FORMAT = 1
@@ -58,25 +59,58 @@ _LIBRARY = Path(__file__).resolve().parent.parent
 
 
 @cache
-def renderer_fingerprint() -> str:
+def renderer_fingerprint(kept: Path | None = None) -> str:
     """A digest of the code that turns traces into HTML, as this process loaded it.
 
     That is every module of the library but the chapters (whose code changes
     what a trace holds, which the traces' digest covers, not how it is
-    drawn), the templates, and the versions of Jinja2 and MarkupSafe.
+    drawn), the templates, and the versions of Jinja2 and MarkupSafe. The
+    modules count by their normalised code (``primer.book.depends.code_digest``):
+    a comment or a docstring re-renders nothing. Normalising means parsing
+    every module (some 50 ms).
+
+    ``kept``, a JSON file, holds the last result by a digest of the files'
+    bytes, so a new process parses the modules only when a byte changed.
     """
-    digest = hashlib.sha256(f"html-cache {_FORMAT}\n".encode())
+    versions = []
     for package in ("jinja2", "markupsafe"):
         try:
-            digest.update(f"{package} {version(package)}\n".encode())
+            versions.append(f"{package} {version(package)}\n")
         except PackageNotFoundError:
-            digest.update(f"{package} ?\n".encode())
+            versions.append(f"{package} ?\n")
     sources = [p for p in _LIBRARY.rglob("*.py") if p.relative_to(_LIBRARY).parts[0] != "chapters"]
     templates = list((_LIBRARY / "book" / "templates").iterdir())
-    for path in sorted(sources + templates):
+    files = {path: path.read_bytes() for path in sorted(sources + templates)}
+    raw = hashlib.sha256(f"html-cache {_FORMAT}\n{''.join(versions)}".encode())
+    for path, data in files.items():
+        raw.update(f"{path.relative_to(_LIBRARY).as_posix()} ".encode())
+        raw.update(hashlib.sha256(data).digest())
+    known = _kept_fingerprint(kept, raw.hexdigest())
+    if known is not None:
+        return known
+    digest = hashlib.sha256(f"html-cache {_FORMAT} normalised\n{''.join(versions)}".encode())
+    for path, data in files.items():
         digest.update(f"{path.relative_to(_LIBRARY).as_posix()} ".encode())
-        digest.update(hashlib.sha256(path.read_bytes()).digest())
-    return digest.hexdigest()
+        digest.update((code_digest(data) if path.suffix == ".py" else hashlib.sha256(data).hexdigest()).encode())
+    fingerprint = digest.hexdigest()
+    if kept is not None:
+        try:
+            write_if_changed(kept, json.dumps({"bytes": raw.hexdigest(), "code": fingerprint}))
+        except OSError as error:
+            log.debug("traces: the renderer's fingerprint could not be kept in %s (%s)", kept, error)
+    return fingerprint
+
+
+def _kept_fingerprint(kept: Path | None, raw: str) -> str | None:
+    if kept is None:
+        return None
+    try:
+        data = json.loads(kept.read_bytes())
+    except (OSError, ValueError):
+        return None
+    if isinstance(data, dict) and data.get("bytes") == raw and isinstance(data.get("code"), str):
+        return str(data["code"])
+    return None
 
 
 def traces_digest(traces: ChapterTraces) -> str:
@@ -102,10 +136,15 @@ class _Entry:
 
 
 class HtmlCache:
-    """Rendered trace HTML by slot, in memory and (with ``folder``) on disk."""
+    """Rendered trace HTML by slot, in memory and (with ``folder``) on disk.
 
-    def __init__(self, folder: Path | None = None) -> None:
+    ``fingerprint_file`` keeps the renderer's fingerprint between processes
+    (``renderer_fingerprint``'s ``kept``).
+    """
+
+    def __init__(self, folder: Path | None = None, *, fingerprint_file: Path | None = None) -> None:
         self.folder = folder
+        self.fingerprint_file = fingerprint_file
         self._memory: dict[str, _Entry] = {}
         # chapter -> (the traces last digested, their digest). The build
         # shows one ChapterTraces per chapter, made anew each build around
@@ -159,7 +198,9 @@ class HtmlCache:
             used = "\n".join(sorted(anchors.used))
             page = hashlib.sha256(used.encode()).hexdigest()[:12] if used else "first"
             slot = f"{traces.chapter}-{scenario or 'all'}-{'head' if head else 'body'}-{page}"
-            key = hashlib.sha256(f"{renderer_fingerprint()} {self._digest(traces)}".encode()).hexdigest()
+            key = hashlib.sha256(
+                f"{renderer_fingerprint(self.fingerprint_file)} {self._digest(traces)}".encode()
+            ).hexdigest()
             self._used.add(slot)
             entry = self._memory.get(slot) or self._read(slot)
             if entry is not None and entry.key == key:

@@ -15,17 +15,20 @@ trace that cannot be loaded is shown as an error block naming what exists,
 and logged as a warning, so ``mkdocs build --strict`` fails but the rest of
 the page still renders.
 
+A line meant as a marker that is not a valid one (``:::trace x``,
+``::: traces x``, ``::: trace``: see ``primer.book.source``) is shown as an
+error block with the valid form, and logged, rather than left as text.
+
 Two more options serve the book's hook, which sets them: ``cache``, an
 ``HtmlCache`` asked before rendering (``primer.book.html_cache``), and
-``warn_missing``: with False, a marker naming an unknown chapter or scenario
-still shows its error block but is not logged here, because the hook warns
-about it already, naming the page and what exists.
+``warn_missing``: with False, a marker naming an unknown chapter or scenario,
+or a malformed one, still shows its error block but is not logged here,
+because the hook warns about it already, naming the page and line.
 """
 
 from __future__ import annotations
 
 import importlib
-import logging
 import xml.etree.ElementTree as etree
 from typing import Any
 
@@ -35,8 +38,10 @@ from markdown.blockprocessors import BlockProcessor
 from markdown.extensions import Extension
 
 from primer.book.html_cache import HtmlCache
+from primer.book.live_prose import LiveProse
+from primer.book.logs import book_logger
 from primer.book.render import Anchors, render_error, render_traces
-from primer.book.source import MARKER, ChapterTraces, LiveStatus, TraceSource
+from primer.book.source import ChapterTraces, LiveStatus, Marker, NearMiss, TraceSource, parse_line
 from primer.errors import ConfigError, NotFound, PrimerError
 from primer.runner import run_chapter
 
@@ -44,7 +49,7 @@ __all__ = ["NO_KEY", "MockRunSource", "TraceExtension", "TraceProcessor", "colle
 
 # Under ``mkdocs.`` so MkDocs counts the warnings (``--strict``); elsewhere it
 # is an ordinary logger.
-log = logging.getLogger("mkdocs.plugins.primer.book")
+log = book_logger("mkdocs.plugins.primer.book")
 
 #: Why a standalone page has no live run.
 NO_KEY = "no key yet: live runs are recorded by the book build when PRIMER_API_KEY is set"
@@ -113,21 +118,35 @@ class TraceProcessor(BlockProcessor):
         super().__init__(parser)
         self.extension = extension
 
+    @staticmethod
+    def _first(block: str) -> tuple[int, Marker | NearMiss] | None:
+        # The first line of the block meant as a marker, valid or not.
+        for index, line in enumerate(block.split("\n")):
+            parsed = parse_line(line) if ":::" in line else None
+            if parsed is not None:
+                return index, parsed
+        return None
+
     def test(self, parent: etree.Element, block: str) -> bool:
-        """Whether the block holds a marker line."""
-        return MARKER.search(block) is not None
+        """Whether the block holds a line meant as a marker (a near miss is shown as an error)."""
+        return self._first(block) is not None
 
     def run(self, parent: etree.Element, blocks: list[str]) -> None:
         """Render the first marker of the block; the text around it is parsed as usual."""
         block = blocks.pop(0)
-        match = MARKER.search(block)
-        if match is None:  # test() said yes; be safe if another processor changed it
+        found = self._first(block)
+        if found is None:  # test() said yes; be safe if another processor changed it
             blocks.insert(0, block)
             return
-        before, after = block[: match.start()].rstrip("\n"), block[match.end() :].lstrip("\n")
+        index, marker = found
+        lines = block.split("\n")
+        before, after = "\n".join(lines[:index]).rstrip("\n"), "\n".join(lines[index + 1 :]).lstrip("\n")
         if before:
             self.parser.parseBlocks(parent, [before])
-        html = self.extension.html_for(match["chapter"], match["scenario"])
+        if isinstance(marker, Marker):
+            html = self.extension.html_for(marker.chapter, marker.scenario)
+        else:
+            html = self.extension.html_for_near_miss(marker)
         placeholder = etree.SubElement(parent, "p")
         placeholder.text = self.parser.md.htmlStash.store(html)
         if after:
@@ -140,7 +159,8 @@ class TraceExtension(Extension):
     Config: ``source``, a ``TraceSource`` (or ``"module:name"``); by default
     a ``MockRunSource``. ``cache``, an ``HtmlCache`` (by default none: every
     marker is rendered). ``warn_missing`` (default True): log markers naming
-    an unknown chapter or scenario.
+    an unknown chapter or scenario, and lines meant as markers that are not
+    valid ones (the book's hook warns about those itself, naming page and line).
     """
 
     def __init__(self, **kwargs: Any) -> None:
@@ -149,7 +169,10 @@ class TraceExtension(Extension):
         self.config = {
             "source": ["", "A TraceSource giving each chapter's traces; default: run the mock scenarios."],
             "cache": ["", "An HtmlCache asked before rendering; default: none."],
-            "warn_missing": [True, "Log markers naming an unknown chapter or scenario (the book's hook does)."],
+            "warn_missing": [
+                True,
+                "Log markers naming an unknown chapter or scenario, and malformed markers (the book's hook does).",
+            ],
         }
         super().__init__(**kwargs)
         self.anchors = Anchors()
@@ -183,11 +206,30 @@ class TraceExtension(Extension):
         # an identifier; far above paragraphs (10), which would swallow it.
         # Fenced code is stashed by preprocessors before any block runs.
         md.parser.blockprocessors.register(TraceProcessor(md.parser, self), "primer_trace", 77)
+        # Priority 24: just after fenced code is stashed (25), so a live block
+        # quoted in a code sample stays an example.
+        md.preprocessors.register(LiveProse(md, self.has_live), "primer_live_prose", 24)
 
     def reset(self) -> None:
         """A new document: ids need only be unique within one page."""
         self.anchors = Anchors()
         self._headed = set()
+
+    def html_for_near_miss(self, near: NearMiss) -> str:
+        """The error block for a line meant as a marker that is not a valid one (logged unless the hook does)."""
+        if self.getConfig("warn_missing"):
+            log.warning("%s", near.message)
+        return render_error(near.message, marker=near.text)
+
+    def has_live(self, chapter: str, scenario: str | None) -> bool:
+        """Whether a live block's prose shows: the chapter (or the scenario) has a live run (``live_prose``)."""
+        try:
+            live = self.source.traces(chapter).live
+        except PrimerError as error:
+            if self.getConfig("warn_missing") or not isinstance(error, NotFound):
+                log.warning("::: live %s: %s", chapter, error)
+            return False
+        return live is not None and (scenario is None or any(s.name == scenario for s in live.scenarios))
 
     def html_for(self, chapter: str, scenario: str | None) -> str:
         """The HTML for one marker: the traces, or a visible error block."""

@@ -1,10 +1,11 @@
 """What the build does to a page's Markdown before it is rendered.
 
-* ``markers``: the trace markers of a page, leaving out those inside fenced
-  code (a page that *documents* the marker shows it in a code block, and that
-  is an example, not a request).
-* ``check``: a warning for each marker naming a chapter or scenario that
-  does not exist, naming the page and listing what does exist.
+* ``check``: a warning for each line meant as a marker that is not a valid
+  one, and for each marker naming a chapter or scenario that does not
+  exist, naming the page and line, and the valid form or what does exist.
+  Markers are read by ``primer.book.source.scan``, which leaves out fenced
+  code (a page that *documents* the marker shows it in a code block, and
+  that is an example, not a request).
 * ``replace``: each marker's line swapped for some HTML; with ``listing`` it
   gives the plain, escaped listing of a trace's summary lines the book shows
   when the Markdown extension that renders traces is not configured, and
@@ -14,56 +15,35 @@
 from __future__ import annotations
 
 import html
-import re
 from collections.abc import Callable, Mapping, Sequence
 
-from primer.book.source import MARKER, ChapterTraces, Marker
+from primer.book.source import ChapterTraces, Marker, NearMiss, find_markers, scan
 from primer.summary import chapter_line, ending_line, model_line, scenario_line, tool_line, turn_line
 from primer.trace import ChapterRun, ScenarioRun
 
-__all__ = ["check", "listing", "markers", "placeholder", "replace"]
-
-# An opening fence: three or more backticks or tildes, indented or not (fences
-# nest in lists and admonitions). It closes on a run of the same character at
-# least as long.
-_FENCE = re.compile(r"^[ \t]*(?P<fence>`{3,}|~{3,})")
+__all__ = ["check", "listing", "malformed", "placeholder", "replace"]
 
 
-def _code_lines(markdown: str) -> set[int]:
-    inside: str | None = None
-    lines = set()
-    for number, line in enumerate(markdown.splitlines(), start=1):
-        match = _FENCE.match(line)
-        if inside is None:
-            if match:
-                inside = match["fence"]
-                lines.add(number)
-        else:
-            lines.add(number)
-            if match and match["fence"][0] == inside[0] and len(match["fence"]) >= len(inside):
-                inside = None
-    return lines
+def _near_miss(page: str, near: NearMiss) -> str:
+    return f"{page} line {near.line}: {near.message}"
 
 
-def markers(markdown: str) -> list[Marker]:
-    """The page's trace markers outside fenced code, with their line numbers."""
-    code = _code_lines(markdown)
-    found = []
-    for match in MARKER.finditer(markdown):
-        line = markdown.count("\n", 0, match.start()) + 1
-        if line not in code:
-            found.append(Marker(match["chapter"], match["scenario"], line))
-    return found
+def malformed(page: str, markdown: str) -> list[str]:
+    """Warnings for the page's lines meant as markers that are not valid ones, naming page and line."""
+    return [_near_miss(page, each) for each in scan(markdown) if isinstance(each, NearMiss)]
 
 
 def check(page: str, markdown: str, scenarios: Mapping[str, Sequence[str] | None]) -> list[str]:
-    """Warnings for markers naming what does not exist.
+    """Warnings for lines meant as markers that are not valid ones, and for markers naming what does not exist.
 
     ``scenarios`` maps each chapter to its scenario names (None when they are
     not known, because the chapter could not be imported: its own warning says so).
     """
     warnings = []
-    for marker in markers(markdown):
+    for marker in scan(markdown):
+        if isinstance(marker, NearMiss):
+            warnings.append(_near_miss(page, marker))
+            continue
         where = f"{page} line {marker.line}: the marker `::: trace {marker.chapter}"
         where += f" {marker.scenario}`" if marker.scenario else "`"
         if marker.chapter not in scenarios:
@@ -80,15 +60,15 @@ def check(page: str, markdown: str, scenarios: Mapping[str, Sequence[str] | None
 
 def replace(markdown: str, render: Callable[[Marker], str]) -> str:
     """The page with each marker's line (outside fenced code) replaced by ``render(marker)``."""
-    found = {marker.line: marker for marker in markers(markdown)}
+    found = find_markers(markdown)
     if not found:
         return markdown
-    lines = markdown.splitlines(keepends=True)
-    for number, marker in found.items():
-        ending = "\n" if lines[number - 1].endswith("\n") else ""
+    # Lines as ``scan`` numbers them: split on "\n" only.
+    lines = markdown.split("\n")
+    for marker in found:
         # Blank lines around: the HTML must stand as a block of its own.
-        lines[number - 1] = f"\n{render(marker)}\n{ending}"
-    return "".join(lines)
+        lines[marker.line - 1] = f"\n{render(marker)}\n"
+    return "\n".join(lines)
 
 
 def placeholder(marker: Marker) -> str:

@@ -28,12 +28,13 @@ warning says so.
 
 from __future__ import annotations
 
-import logging
 import re
+
+from primer.book.logs import book_logger
 
 __all__ = ["OPENINGS", "PAYLOAD", "PayloadStash"]
 
-log = logging.getLogger("mkdocs.plugins.primer")
+log = book_logger("mkdocs.plugins.primer")
 
 #: The opening tags of payload blocks. A block holds no ``div`` (the
 #: templates promise it), so the first ``</div>`` after one closes it.

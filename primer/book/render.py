@@ -37,6 +37,7 @@ from markupsafe import Markup
 
 from primer import summary
 from primer.book.source import ChapterTraces, LiveStatus
+from primer.book.stream_view import stream_view
 from primer.errors import NotFound
 from primer.trace import (
     Attempt,
@@ -73,15 +74,11 @@ def _clean(html: str) -> str:
     return html.translate(_CONTROLS)
 
 
-# -- JSON, pretty-printed and highlighted ------------------------------------
+# -- JSON, pretty-printed as plain text --------------------------------------
 
-# One token of json.dumps output: a string (maybe a key, when a colon follows),
-# a number, or a literal. Everything between tokens is punctuation and space.
-_JSON_TOKEN = re.compile(
-    r'(?P<string>"(?:[^"\\]|\\.)*")(?P<key>\s*:)?'
-    r"|(?P<number>-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?)"
-    r"|(?P<literal>\btrue\b|\bfalse\b|\bnull\b)"
-)
+# Payloads are plain escaped text: traces.js colours a block's JSON when the
+# <details> around it is first opened. Highlighting here put a <span> around
+# every token, and that markup was most of a page's weight.
 
 
 def _text(text: str) -> str:
@@ -90,32 +87,14 @@ def _text(text: str) -> str:
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
-def _highlight(text: str) -> Markup:
-    """JSON text as escaped HTML with Pygments' class names, which Material colours."""
-    out: list[str] = []
-    position = 0
-    for match in _JSON_TOKEN.finditer(text):
-        out.append(_text(text[position : match.start()]))
-        if match["string"] is not None:
-            css = "nt" if match["key"] else "s2"
-            out.append(f'<span class="{css}">{_text(match["string"])}</span>{match["key"] or ""}')
-        elif match["number"] is not None:
-            out.append(f'<span class="m">{match["number"]}</span>')
-        else:
-            out.append(f'<span class="kc">{match["literal"]}</span>')
-        position = match.end()
-    out.append(_text(text[position:]))
-    return Markup("".join(out))  # noqa: S704 - every piece above is escaped for element content
-
-
 def json_block(value: Any) -> Markup:
-    """A JSON value pretty-printed (indent 2) and highlighted, for a ``<pre>``."""
-    return _highlight(json.dumps(value, indent=2, ensure_ascii=False, default=str))
+    """A JSON value pretty-printed (indent 2) and escaped, for a ``<pre>``."""
+    return Markup(_text(json.dumps(value, indent=2, ensure_ascii=False, default=str)))  # noqa: S704 - escaped above
 
 
 def json_inline(value: Any) -> Markup:
-    """A JSON value on one line, as the seeds print ``attempt {"number": 1}``."""
-    return _highlight(json.dumps(value, ensure_ascii=False, default=str))
+    """A JSON value on one line, as the seeds print ``attempt {"number": 1}``, escaped."""
+    return Markup(_text(json.dumps(value, ensure_ascii=False, default=str)))  # noqa: S704 - escaped above
 
 
 # -- anchors -----------------------------------------------------------------
@@ -149,7 +128,7 @@ class Anchors:
 
 @dataclass(frozen=True)
 class Segment:
-    """One stretch of a run's timeline: who the time went to, and how long."""
+    """One stretch of a turn on a run's timeline: who the time went to, how long, and what it was."""
 
     kind: Literal["provider", "service", "waited", "library"]
     ms: float
@@ -164,6 +143,51 @@ class TurnTime:
     anchor: str
     total_ms: float
     segments: list[Segment]
+
+    @property
+    def split(self) -> list[tuple[str, float]]:
+        """The turn's time by who spent it, in the legend's order, for the turn's tooltip."""
+        totals = _totals([self])
+        return [(kind, ms) for kind, ms in totals.items() if ms]
+
+
+@dataclass(frozen=True)
+class Ref:
+    """Something a payload repeats from an earlier one: drawn as a pointer beside it, never inside its JSON."""
+
+    #: What is not repeated: ``messages [0]-[1]``, ``tools (2)``, ``roles [0]-[2]`` (an en dash on the page).
+    what: str
+    #: Where it was shown: ``as sent in turn 1``.
+    where: str
+    anchor: str
+
+
+@dataclass(frozen=True)
+class Rebuild:
+    """How traces.js puts a request body back together, whole, as it was sent.
+
+    The body shown holds what is new; the rest is the previous request's
+    (``base``, a model call's anchor): its first ``messages`` messages, and
+    the keys in ``same`` whole. ``keys`` is the order the body had.
+    """
+
+    base: str
+    messages: int
+    same: list[str]
+    keys: list[str]
+
+
+@dataclass(frozen=True)
+class BodyView:
+    """A request or response body: its ``<pre>``'s id, what it shows, what it refers to."""
+
+    anchor: str
+    json: Any
+    text: str | None
+    refs: list[Ref]
+    rebuild: Rebuild | None
+    #: The request body of a model call (``tr-req``): what a later request is rebuilt from.
+    request: bool = False
 
 
 @dataclass(frozen=True)
@@ -183,29 +207,32 @@ class ContextView:
 
 @dataclass(frozen=True)
 class ToolsView:
-    """The declared tools of a model call: a table, or a reference to one."""
+    """The declared tools of a model call: a list, or a reference to one shown before."""
 
     tools: list[DeclaredTool]
     anchor: str
-    #: The turn whose table this refers to, or None when the table is here.
-    same_as: int | None
+    #: Where the list this refers to is (``turn 1``, ``the mock run's turn 1``), or None when it is here.
+    same_as: str | None
+    #: The ids of the schemas' ``<pre>`` blocks, one per tool (when the list is here).
+    schema_anchors: list[str]
 
 
 @dataclass(frozen=True)
 class ExchangeView:
-    """One wire exchange with the body it is drawn with."""
+    """One wire exchange with its bodies as drawn."""
 
     exchange: Exchange
-    body: Any
-    elided: bool
+    request: BodyView
+    response: BodyView | None
 
 
 @dataclass(frozen=True)
 class NoteView:
-    """A note, with lists the previous call's note already showed referred to."""
+    """A note; lists the previous call's note already showed are referred to, not repeated."""
 
     label: str
     data: dict[str, Any]
+    refs: list[Ref]
 
 
 @dataclass(frozen=True)
@@ -218,6 +245,16 @@ class ModelView:
     tools: ToolsView | None
     exchanges: list[ExchangeView]
     notes: list[NoteView]
+    error_anchor: str
+
+
+@dataclass(frozen=True)
+class StepView:
+    """A tool's attempt (with its bodies) or backoff."""
+
+    step: Attempt | Backoff
+    request: BodyView | None
+    response: BodyView | None
 
 
 @dataclass(frozen=True)
@@ -226,6 +263,8 @@ class ToolView:
 
     run: ToolRun
     anchor: str
+    steps: list[StepView]
+    error_anchor: str
 
 
 @dataclass(frozen=True)
@@ -246,9 +285,13 @@ class RunView:
     mode: Mode
     anchor: str
     transcript_anchor: str
+    ended_anchor: str
+    error_anchor: str
     turns: list[TurnView]
     timeline: list[TurnTime]
     totals: dict[str, float]
+    #: What sets the run apart, for its folded summary (``primer.summary.scenario_story``).
+    story: str
 
 
 @dataclass(frozen=True)
@@ -275,7 +318,8 @@ class Comparison:
         """The summary line of the side-by-side view."""
         if not self.differences:
             turns = len(self.rows) - 1
-            return f"mock and live side by side · same tools asked in each of {turns} turns · same ending"
+            asked = "in its one turn" if turns == 1 else f"in each of {turns} turns"
+            return f"mock and live side by side · same tools asked {asked} · same ending"
         return "mock and live side by side · diverge: " + "; ".join(self.differences)
 
 
@@ -301,30 +345,33 @@ def _asked(call: ModelCall) -> list[str]:
 
 
 def _segments(turn: Turn) -> list[Segment]:
-    call, label = turn.model_call, f"turn {turn.number}"
+    call = turn.model_call
     segments = []
     if call.timing.outside_ms:
-        segments.append(Segment("provider", call.timing.outside_ms, f"{label} · model provider"))
-    segments.append(Segment("library", call.timing.library_ms, f"{label} · model call, library"))
+        segments.append(Segment("provider", call.timing.outside_ms, "model provider"))
+    segments.append(Segment("library", call.timing.library_ms, "model call, library"))
     for run in turn.tools:
         for step in run.steps:
             if isinstance(step, Backoff):
-                what = f"{label} · {run.name} backoff before attempt {step.before_attempt}"
+                what = f"{run.name} backoff before attempt {step.before_attempt}"
                 segments.append(Segment("waited", step.seconds * 1000, what))
             else:
-                segments.append(
-                    Segment(
-                        "service",
-                        step.timing.outside_ms or 0.0,
-                        f"{label} · {run.name} attempt {step.number} at the service",
-                    )
-                )
+                what = f"{run.name} attempt {step.number} at the service"
+                segments.append(Segment("service", step.timing.outside_ms or 0.0, what))
+        timing, library = run.timing, run.timing.library_ms
+        sent = [a for a in run.attempts if a.request is not None]
+        if timing.outside_ms is None and sent and not any(a.response for a in sent):
+            # A recording that did not split the tool's time (an imported
+            # one), of a service that never answered: the time went to
+            # waiting for the service, as the mock's virtual clock counts it.
+            segments.append(Segment("service", library, f"{run.name} waiting for the service, no answer"))
+            continue
         # A trace may know the tool's service time but not each attempt's (an
         # imported recording): the timeline still agrees with the tool's line.
-        unattributed = (run.timing.outside_ms or 0.0) - sum(a.timing.outside_ms or 0.0 for a in run.attempts)
+        unattributed = (timing.outside_ms or 0.0) - sum(a.timing.outside_ms or 0.0 for a in run.attempts)
         if unattributed >= 0.05:
-            segments.append(Segment("service", unattributed, f"{label} · {run.name} at the service"))
-        segments.append(Segment("library", run.timing.library_ms, f"{label} · {run.name}, library"))
+            segments.append(Segment("service", unattributed, f"{run.name} at the service"))
+        segments.append(Segment("library", library, f"{run.name}, library"))
     return [s for s in segments if s.ms > 0]
 
 
@@ -354,91 +401,157 @@ def _context(call: ModelCall, previous: TurnView | None, run: ScenarioRun) -> Co
     )
 
 
-def _elide(body: Any, previous: Any, turn: int) -> tuple[Any, bool]:
-    """A request body with what the previous request already carried referred to."""
-    if not (isinstance(body, dict) and isinstance(previous, dict)):
-        return body, False
-    out, elided = dict(body), False
-    messages, before = body.get("messages"), previous.get("messages")
+def _span(count: int) -> str:
+    return "[0]" if count == 1 else f"[0]\N{EN DASH}[{count - 1}]"
+
+
+@dataclass
+class _Previous:
+    """The last model request of a run so far: the body the next one is compared with."""
+
+    body: Any
+    turn: int
+    anchor: str
+
+
+def _request_body(body: Any, previous: _Previous | None) -> tuple[Any, list[Ref], Rebuild | None]:
+    """A model request body with what the previous request already carried taken out and referred to."""
+    if previous is None or not (isinstance(body, dict) and isinstance(previous.body, dict)):
+        return body, [], None
+    shown, refs = dict(body), []
+    taken, same = 0, []
+    where = f"as sent in turn {previous.turn}"
+    messages, before = body.get("messages"), previous.body.get("messages")
     if isinstance(messages, list) and isinstance(before, list) and before and messages[: len(before)] == before:
-        out["messages"] = [
-            f"... [0]-[{len(before) - 1}]: the {len(before)} messages of turn {turn}'s request",
-            *messages[len(before) :],
-        ]
-        elided = True
+        shown["messages"] = messages[len(before) :]
+        taken = len(before)
+        refs.append(Ref(f"messages {_span(taken)}", where, previous.anchor))
     tools = body.get("tools")
-    if isinstance(tools, list) and tools and tools == previous.get("tools"):
-        out["tools"] = f"... the same {len(tools)} tools as turn {turn}'s request"
-        elided = True
-    return out, elided
+    if isinstance(tools, list) and tools and tools == previous.body.get("tools"):
+        del shown["tools"]
+        same.append("tools")
+        refs.append(Ref(f"tools ({len(tools)})", where, previous.anchor))
+    if not refs:
+        return body, [], None
+    return shown, refs, Rebuild(previous.anchor, taken, same, list(body))
 
 
-def _notes(call: ModelCall, previous: ModelCall | None, turn: int | None) -> list[NoteView]:
+def _notes(call: ModelCall, previous: TurnView | None) -> list[NoteView]:
     # A mock's "context ignored" note lists every role sent: the part the
     # previous call's note listed is referred to, or the page would grow
     # with turns squared.
-    before = {note.label: note.data for note in previous.notes} if previous else {}
+    before = {note.label: note.data for note in previous.turn.model_call.notes} if previous else {}
     views = []
     for note in call.notes:
-        data = dict(note.data)
+        data, refs = dict(note.data), []
         earlier = before.get(note.label, {})
         for key, value in note.data.items():
             old = earlier.get(key)
-            if isinstance(value, list) and isinstance(old, list) and len(old) > 1 and value[: len(old)] == old:
-                data[key] = [f"... the {len(old)} of turn {turn}", *value[len(old) :]]
-        views.append(NoteView(note.label, data))
+            if (
+                previous is not None
+                and isinstance(value, list)
+                and isinstance(old, list)
+                and 1 < len(old) < len(value)
+                and value[: len(old)] == old
+            ):
+                data[key] = value[len(old) :]
+                where = f"as in turn {previous.turn.number}"
+                refs.append(Ref(f"{key} {_span(len(old))}", where, previous.model.anchor))
+        views.append(NoteView(note.label, data, refs))
     return views
 
 
-def _run_view(run: ScenarioRun, chapter: str, anchors: Anchors) -> RunView:
+@dataclass
+class _Shared:
+    """What a scenario's runs draw once and refer to after: the declared tools."""
+
+    tools: list[tuple[list[DeclaredTool], str, str, int]] = field(default_factory=list)  # tools, anchor, mode, turn
+
+    def find(self, tools: list[DeclaredTool], mode: str) -> tuple[str, str] | None:
+        for drawn, anchor, drawn_mode, turn in self.tools:
+            if drawn == tools:
+                return anchor, f"turn {turn}" if drawn_mode == mode else f"the {drawn_mode} run, turn {turn}"
+        return None
+
+
+def _body(anchor: str, json_body: Any, text_body: str | None, *, request: bool = False) -> BodyView:
+    return BodyView(anchor, json_body, text_body, [], None, request)
+
+
+def _tool_view(run: ToolRun, anchor: str, anchors: Anchors) -> ToolView:
+    steps = []
+    for step in run.steps:
+        if isinstance(step, Backoff):
+            steps.append(StepView(step, None, None))
+            continue
+        request = response = None
+        if step.request is not None:
+            request = _body(anchors.make(anchor, "req", step.number), step.request.json_body, step.request.text_body)
+        if step.response is not None:
+            body = step.response
+            response = _body(anchors.make(anchor, "res", step.number), body.json_body, body.text_body)
+        steps.append(StepView(step, request, response))
+    return ToolView(run, anchor, steps, anchors.make(anchor, "error"))
+
+
+def _run_view(run: ScenarioRun, chapter: str, anchors: Anchors, shared: _Shared) -> RunView:
     anchor = anchors.make(chapter, run.name, run.mode)
     turns: list[TurnView] = []
     timeline: list[TurnTime] = []
-    shown_tools: tuple[list[DeclaredTool], str, int] | None = None  # tools, anchor, turn drawn in
-    last_body: tuple[Any, int] | None = None
+    previous_request: _Previous | None = None
     for turn in run.turns:
         turn_anchor = anchors.make(anchor, "turn", turn.number)
+        model_anchor = anchors.make(turn_anchor, "model")
         call = turn.model_call
         tools: ToolsView | None = None
         if call.tools:
-            if shown_tools is not None and call.tools == shown_tools[0]:
-                tools = ToolsView(call.tools, shown_tools[1], shown_tools[2])
+            found = shared.find(call.tools, run.mode)
+            if found is not None:
+                tools = ToolsView(call.tools, found[0], found[1], [])
             else:
-                tools = ToolsView(call.tools, anchors.make(turn_anchor, "tools"), None)
-                shown_tools = (call.tools, tools.anchor, turn.number)
+                tools_anchor = anchors.make(turn_anchor, "tools")
+                schemas = [anchors.make(tools_anchor, index) for index in range(1, len(call.tools) + 1)]
+                tools = ToolsView(call.tools, tools_anchor, None, schemas)
+                shared.tools.append((call.tools, tools_anchor, run.mode, turn.number))
         exchanges = []
         for exchange in call.exchanges:
-            body, elided = exchange.request.json_body, False
-            if last_body is not None:
-                body, elided = _elide(body, last_body[0], last_body[1])
-            exchanges.append(ExchangeView(exchange, body, elided))
+            sent = exchange.request
+            body, refs, rebuild = _request_body(sent.json_body, previous_request)
+            request = BodyView(
+                anchors.make(model_anchor, "req", exchange.attempt), body, sent.text_body, refs, rebuild, request=True
+            )
+            response = None
+            if exchange.response is not None:
+                got = exchange.response
+                response = _body(anchors.make(model_anchor, "res", exchange.attempt), got.json_body, got.text_body)
+            exchanges.append(ExchangeView(exchange, request, response))
         if call.exchanges:
-            last_body = (call.exchanges[-1].request.json_body, turn.number)
+            previous_request = _Previous(call.exchanges[-1].request.json_body, turn.number, model_anchor)
         model = ModelView(
             call=call,
-            anchor=anchors.make(turn_anchor, "model"),
+            anchor=model_anchor,
             context=_context(call, turns[-1] if turns else None, run),
             tools=tools,
             exchanges=exchanges,
-            notes=_notes(call, turns[-1].turn.model_call if turns else None, turns[-1].turn.number if turns else None),
+            notes=_notes(call, turns[-1] if turns else None),
+            error_anchor=anchors.make(model_anchor, "error"),
         )
-        turns.append(
-            TurnView(
-                turn=turn,
-                anchor=turn_anchor,
-                model=model,
-                tools=[ToolView(t, anchors.make(turn_anchor, "tool", i)) for i, t in enumerate(turn.tools, 1)],
-            )
-        )
+        tool_views = []
+        for index, tool_run in enumerate(turn.tools, 1):
+            tool_views.append(_tool_view(tool_run, anchors.make(turn_anchor, "tool", index), anchors))
+        turns.append(TurnView(turn=turn, anchor=turn_anchor, model=model, tools=tool_views))
         timeline.append(TurnTime(turn.number, turn_anchor, turn.timing.total_ms, _segments(turn)))
     return RunView(
         run=run,
         mode=run.mode,
         anchor=anchor,
         transcript_anchor=anchors.make(anchor, "transcript"),
+        ended_anchor=anchors.make(anchor, "ended"),
+        error_anchor=anchors.make(anchor, "error"),
         turns=turns,
         timeline=timeline,
         totals=_totals(timeline),
+        story=summary.scenario_story(run),
     )
 
 
@@ -465,7 +578,7 @@ def compare(mock: ScenarioRun, live: ScenarioRun, mock_view: RunView, live_view:
             )
         )
     if len(mock.turns) != len(live.turns):
-        differences.append(f"{len(mock.turns)} turns (mock) but {len(live.turns)} (live)")
+        differences.append(f"{summary.count(len(mock.turns), 'turn')} (mock) but {len(live.turns)} (live)")
     ended = mock.ending.reason != live.ending.reason
     if ended:
         differences.append(f"ended {mock.ending.label} (mock) but {live.ending.label} (live)")
@@ -473,9 +586,9 @@ def compare(mock: ScenarioRun, live: ScenarioRun, mock_view: RunView, live_view:
         CompareRow(
             label="ended",
             mock=summary.ending_line(mock.ending),
-            mock_anchor=f"{mock_view.anchor}-ended",
+            mock_anchor=mock_view.ended_anchor,
             live=summary.ending_line(live.ending),
-            live_anchor=f"{live_view.anchor}-ended",
+            live_anchor=live_view.ended_anchor,
             diverges=ended,
         )
     )
@@ -515,8 +628,9 @@ def _scenarios(traces: ChapterTraces, only: str | None, anchors: Anchors) -> Ite
     for name in names:
         anchor = anchors.make(traces.chapter, name)
         mock, live = _find(traces.mock, name), _find(traces.live, name)
-        mock_view = _run_view(mock, traces.chapter, anchors) if mock else None
-        live_view = _run_view(live, traces.chapter, anchors) if live else None
+        shared = _Shared()
+        mock_view = _run_view(mock, traces.chapter, anchors, shared) if mock else None
+        live_view = _run_view(live, traces.chapter, anchors, shared) if live else None
         comparison = None
         if mock and live and mock_view and live_view:
             comparison = compare(mock, live, mock_view, live_view)
@@ -529,7 +643,7 @@ def _scenarios(traces: ChapterTraces, only: str | None, anchors: Anchors) -> Ite
             live=live_view,
             live_missing=None if live else _live_missing(traces, name),
             comparison=comparison,
-            compare_anchor=f"{anchor}-compare",
+            compare_anchor=anchors.make(anchor, "compare"),
         )
 
 
@@ -544,9 +658,9 @@ def _exchange_json(run: ToolRun, step: Attempt) -> dict[str, Any]:
 
 
 def _grow(ms: float) -> int:
-    # flex-grow in microseconds, at least 1: factors summing below 1 would
-    # leave part of the bar empty.
-    return max(1, round(ms * 1000))
+    # flex-grow in tenths of a millisecond, as the figures are printed; at
+    # least 1: factors summing below 1 would leave part of the bar empty.
+    return max(1, round(ms * 10))
 
 
 @cache
@@ -565,6 +679,8 @@ def _environment() -> Environment:
         attempt_json=_exchange_json,
         is_backoff=lambda step: isinstance(step, Backoff),
         grow=_grow,
+        count=summary.count,
+        stream_view=stream_view,
     )
     return env
 
@@ -590,6 +706,7 @@ def render_traces(
     """
     anchors = anchors if anchors is not None else Anchors()
     anchor = anchors.make(traces.chapter, *([scenario] if scenario else []), "traces")
+    failure_anchor = anchors.make(anchor, "failure") if head and traces.live_status.failure else ""
     scenarios = list(_scenarios(traces, scenario, anchors))
     status: LiveStatus = traces.live_status
     html = (
@@ -598,6 +715,7 @@ def render_traces(
         .render(
             traces=traces,
             anchor=anchor,
+            failure_anchor=failure_anchor,
             scenarios=scenarios,
             status=status,
             download_url=_safe_url(traces.download_url),

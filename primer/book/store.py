@@ -13,9 +13,10 @@ content changed (``primer.book.atomic``). A parsed file is kept in memory
 against its size and modification time, so a ``mkdocs serve`` rebuild after a
 prose edit reads no JSON at all.
 
-A file that is not JSON, not a trace, or of another schema version raises
-``CorruptTrace``, naming the file; the build then runs the chapter again and
-replaces the file.
+A file that is not JSON, not a trace, of another schema version, or that
+holds a number that is not finite (``NaN``, ``Infinity``: JSON readers
+accept them) raises ``CorruptTrace``, naming the file and the field; the
+build then runs the chapter again and replaces the file.
 
 The store is also the renderer's ``TraceSource``: after the build has decided
 what each chapter shows, ``traces(chapter)`` hands it over, with the address
@@ -26,6 +27,8 @@ modes in one file, for readers to download).
 from __future__ import annotations
 
 import json
+import math
+import re
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +37,7 @@ from pydantic import ValidationError
 from primer.book.atomic import write_if_changed
 from primer.book.source import ChapterTraces
 from primer.errors import NotFound, PrimerError
-from primer.trace import SCHEMA_VERSION, ChapterRun, Mode
+from primer.trace import READABLE_VERSIONS, ChapterRun, Mode, versions_read
 
 __all__ = ["PUBLISHED_DIR", "CorruptTrace", "TraceStore"]
 
@@ -51,25 +54,75 @@ class CorruptTrace(PrimerError):
         self.reason = reason
 
 
+def _where(loc: tuple[str | int, ...]) -> str:
+    # As pydantic names a field: scenarios.0.timing.total_ms.
+    return ".".join(str(part) for part in loc) or "the top level"
+
+
 def _reason(error: Exception) -> str:
     if isinstance(error, ValidationError):
         first = error.errors()[0]
-        where = ".".join(str(part) for part in first["loc"]) or "the top level"
-        return f"{error.error_count()} field(s) do not fit the trace schema, first at {where}: {first['msg']}"
+        count = error.error_count()
+        fields = "1 field does not" if count == 1 else f"{count} fields do not"
+        at = "at" if count == 1 else "the first at"
+        return f"{fields} fit the trace schema, {at} {_where(first['loc'])}: {first['msg']}"
     if isinstance(error, json.JSONDecodeError):
-        return f"it is not valid JSON ({error.msg} at line {error.lineno})"
+        # json's messages are made to be followed by a place ("Unterminated
+        # string starting at"): the place is given here instead.
+        what = re.sub(r"(?: starting)? at$", "", error.msg)
+        return f"it is not valid JSON ({what} at line {error.lineno}, column {error.colno})"
+    if isinstance(error, UnicodeDecodeError):
+        return f"it is not UTF-8 text (the byte at offset {error.start} cannot be decoded)"
     return f"{type(error).__name__}: {error}"
+
+
+def _kind(value: Any) -> str:
+    if isinstance(value, list):
+        return "an array"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, bool) or value is None:
+        return f"a bare {json.dumps(value)}"
+    return "a number"
+
+
+def _non_finite(value: Any, loc: tuple[str | int, ...] = ()) -> tuple[tuple[str | int, ...], float] | None:
+    """Where the first NaN or infinity of parsed JSON is, and what it is."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return loc, value
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    for key, item in items:
+        found = _non_finite(item, (*loc, key))
+        if found is not None:
+            return found
+    return None
 
 
 def parse(data: bytes, path: Path) -> ChapterRun:
     """A trace file's content as a ``ChapterRun``; raises ``CorruptTrace``."""
+    constants: list[str] = []
+
+    def constant(token: str) -> float:
+        # NaN, Infinity, -Infinity: not JSON, but Python's reader takes them.
+        constants.append(token)
+        return float(token)
+
     try:
-        raw: Any = json.loads(data)
+        raw: Any = json.loads(data, parse_constant=constant)
     except (json.JSONDecodeError, UnicodeDecodeError) as error:
         raise CorruptTrace(path, _reason(error)) from None
-    version = raw.get("schema_version") if isinstance(raw, dict) else None
-    if version != SCHEMA_VERSION:
-        raise CorruptTrace(path, f"its schema version is {version!r}, and this build reads version {SCHEMA_VERSION}")
+    if not isinstance(raw, dict):
+        raise CorruptTrace(path, f"it holds {_kind(raw)}, where a trace file holds a JSON object")
+    if "schema_version" not in raw:
+        raise CorruptTrace(path, f"it has no schema_version, and this build reads {versions_read()}")
+    version = raw["schema_version"]
+    if isinstance(version, bool) or version not in READABLE_VERSIONS:
+        raise CorruptTrace(path, f"its schema version is {version!r}, and this build reads {versions_read()}")
+    found = _non_finite(raw) if constants else None
+    if found is not None:
+        loc, number = found
+        token = "NaN" if math.isnan(number) else "Infinity" if number > 0 else "-Infinity"
+        raise CorruptTrace(path, f"the field {_where(loc)} holds {token}, and a trace holds only finite numbers")
     try:
         return ChapterRun.model_validate(raw)
     except ValidationError as error:

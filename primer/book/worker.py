@@ -8,6 +8,10 @@ build runs such chapters here, in a new process that reads the code as saved::
 
 Output, on stdout: ``{"runs": [ChapterRun, ...], "errors": {"chapter": "why"}}``,
 a chapter that could not be imported being in ``errors``.
+
+The same holds for verifying a frozen live trace by replay (``primer.replay``)
+after the library changed: ``--verify FILE PACKAGE CHAPTER`` replays the live
+trace in ``FILE`` and prints its ``ChapterCheck`` under ``checks``.
 ``-B`` keeps Python from writing bytecode files into the watched folders.
 """
 
@@ -16,10 +20,13 @@ from __future__ import annotations
 import sys
 import traceback
 from collections.abc import Sequence
+from pathlib import Path
 
 from primer.book.build import WorkerOutput, run_mock_chapter
 from primer.book.chapters import Chapters
+from primer.book.store import parse
 from primer.redact import Redactor
+from primer.replay import verify_chapter
 from primer.settings import Settings
 from primer.trace import ChapterRun
 
@@ -27,8 +34,11 @@ __all__ = ["main"]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run each named chapter of the package in mock mode; print the runs as JSON."""
-    package, *names = sys.argv[1:] if argv is None else argv
+    """Run each named chapter of the package in mock mode (or ``--verify``); print the runs as JSON."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    if args[:1] == ["--verify"]:
+        return _verify(Path(args[1]), args[2], args[3])
+    package, *names = args
     chapters = Chapters(package)
     settings = Settings.from_env()
     redactor = Redactor(settings.secrets())
@@ -40,6 +50,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         except Exception as error:  # noqa: BLE001 - reported to the build, which shows it
             errors[name] = redactor.text("".join(traceback.format_exception(error)))
     sys.stdout.write(WorkerOutput(runs=runs, errors=errors).model_dump_json())
+    return 0
+
+
+def _verify(path: Path, package: str, chapter: str) -> int:
+    output = WorkerOutput(runs=[], errors={})
+    try:
+        frozen = parse(path.read_bytes(), path)
+        output.checks[chapter] = verify_chapter(frozen, Chapters(package).scenarios(chapter)).model_dump(mode="json")
+    except Exception as error:  # noqa: BLE001 - reported to the build, which warns naming the file
+        redactor = Redactor(Settings.from_env().secrets())
+        output.errors[chapter] = redactor.text(f"{type(error).__name__}: {error}")
+    sys.stdout.write(output.model_dump_json())
     return 0
 
 

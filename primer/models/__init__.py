@@ -5,7 +5,7 @@ so tests and the book can use it) and ``live`` (any OpenAI-compatible
 endpoint through the ``openai`` SDK).
 """
 
-from primer.models.base import SAMPLING_PARAMETERS, Model
-from primer.models.mock import MockModel, MockReply, ask, call, cut, say
+from primer.models.base import SAMPLING_PARAMETERS, STREAM, Model
+from primer.models.mock import MockModel, MockReply, Pacing, ask, call, cut, say
 
-__all__ = ["SAMPLING_PARAMETERS", "MockModel", "MockReply", "Model", "ask", "call", "cut", "say"]
+__all__ = ["SAMPLING_PARAMETERS", "STREAM", "MockModel", "MockReply", "Model", "Pacing", "ask", "call", "cut", "say"]

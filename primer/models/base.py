@@ -13,11 +13,15 @@ from typing import Any, Protocol
 from primer.tools import Tool
 from primer.trace import Message, ModelCall
 
-__all__ = ["SAMPLING_PARAMETERS", "Model"]
+__all__ = ["SAMPLING_PARAMETERS", "STREAM", "Model"]
 
 #: Sampling parameters a caller may set; those left unset are recorded as
 #: "defaulted", so a reader sees what the provider chose.
 SAMPLING_PARAMETERS = ("temperature", "max_tokens", "top_p", "stop", "seed", "tool_choice")
+
+#: The setting that asks for the reply as a stream (``{"stream": True}``):
+#: the same reply, in pieces, each timed as it arrives (``primer.streaming``).
+STREAM = "stream"
 
 
 class Model(Protocol):

@@ -18,6 +18,16 @@ itself, because they are what the book is about:
 
       The provider at http://127.0.0.1:8000/v1 refused the key (401): check PRIMER_API_KEY.
 
+* **Streaming**, when the settings say ``"stream": True``. The SDK reads the
+  server-sent events and hands over each chunk; ``primer.streaming``
+  assembles them into the body a whole answer would have had, so the reply
+  is read by the same code either way. The wire keeps every event with its
+  arrival time. A stream that breaks (cut off, an event that is not JSON,
+  no ``[DONE]`` at its end, an event after it) ends the call with an error
+  naming what broke, and a note keeps what had arrived. It is not retried
+  once part of the reply has come: a caller showing the words as they come
+  has shown them already.
+
 Messages go on the wire as the chat-completions API has them: ``human`` is
 ``user``, ``ai`` is ``assistant`` (with ``content: null`` when it only asks
 for tools, and its ``reasoning_content`` sent back when the provider gave
@@ -37,13 +47,14 @@ import openai
 
 from primer.clock import Clock, RealClock
 from primer.errors import ConfigError, quoted
-from primer.models.base import SAMPLING_PARAMETERS
+from primer.models.base import SAMPLING_PARAMETERS, STREAM
 from primer.redact import Redactor
 from primer.service import RetryPolicy, classify_status, retry_delay
 from primer.settings import Settings
+from primer.streaming import Assembler, InvalidChunk
 from primer.tools import Tool, wire_parameters
-from primer.trace import ErrorInfo, Exchange, Failure, Message, ModelCall, Note, Timing, ToolCall, Usage
-from primer.wire import RecordingClient, Wired
+from primer.trace import ErrorInfo, Exchange, Failure, Message, ModelCall, Note, Stream, Timing, ToolCall, Usage
+from primer.wire import RecordingClient, Wired, is_event_stream
 
 __all__ = ["MAX_TIMEOUTS", "MODEL_RETRY_POLICY", "LiveModel", "wire_message", "wire_tool"]
 
@@ -156,6 +167,10 @@ class _Outcome:
     #: What was wrong with a 2xx answer, and what it said it was.
     invalid: str | None = None
     content_type: str | None = None
+    #: What broke in a stream after part of the reply had come.
+    broken: str | None = None
+    #: The reply as far as a broken stream had brought it.
+    partial: dict[str, Any] | None = None
 
 
 class LiveModel:
@@ -184,6 +199,8 @@ class LiveModel:
         self.model = model
         self.clock = clock if clock is not None else RealClock()
         self.redactor = (redactor if redactor is not None else Redactor()).with_secrets(api_key)
+        #: How messages name the provider: its URL without any user, password or key in it.
+        self.shown_url = self.redactor.url(self.base_url)
         self.policy = policy
         if http_client is None:
             http_client = RecordingClient(clock=self.clock, redactor=self.redactor)
@@ -263,6 +280,8 @@ class LiveModel:
                 record.error = ErrorInfo(
                     type=outcome.error_type, message=self.redactor.text(self._explain(outcome, attempt))
                 )
+                if outcome.partial is not None:
+                    record.notes.append(self._partial(outcome.partial))
                 break
             backoff = retry_delay(self.policy, attempt + 1, outcome.retry_after)
             # A model call has no steps of its own: the wait is noted instead.
@@ -282,14 +301,18 @@ class LiveModel:
     def _options(
         self, context: Sequence[Message], tools: Sequence[Tool[Any]], settings: Mapping[str, Any]
     ) -> dict[str, Any]:
+        stream = bool(settings.get(STREAM, False))
         options: dict[str, Any] = {
             "messages": [wire_message(m) for m in context],
             "model": self.model,
-            "stream": False,
+            "stream": stream,
         }
+        if stream:
+            # Without it a stream carries no token counts at all.
+            options["stream_options"] = {"include_usage": True}
         if tools:
             options["tools"] = [wire_tool(t) for t in tools]
-        extra = {key: value for key, value in settings.items() if key not in SAMPLING_PARAMETERS}
+        extra = {key: value for key, value in settings.items() if key not in SAMPLING_PARAMETERS and key != STREAM}
         options.update({key: value for key, value in settings.items() if key in SAMPLING_PARAMETERS})
         if extra:
             # Provider-specific settings go in the body as they are.
@@ -297,39 +320,105 @@ class LiveModel:
         return options
 
     def _attempt(self, options: Mapping[str, Any]) -> _Outcome:
-        name = quoted(self.base_url)
         try:
             raw = self._sdk.chat.completions.with_raw_response.create(**options)
         except openai.APIStatusError as error:
-            status = error.status_code
-            return _Outcome(
-                wired=self.http_client.recorder.take(),
-                failure=classify_status(self.base_url, status, idempotent=True),
-                error_type=f"openai.{type(error).__name__}",
-                status=status,
-                retry_after=_retry_after(error.response.headers),
-                said=_said(error.body),
-            )
+            return self._refused(error)
         except openai.APIConnectionError as error:
-            wired = self.http_client.recorder.take()
-            cause = next((w.error for w in reversed(wired) if w.error is not None), None)
-            timed_out = isinstance(cause, (httpx2.ReadTimeout, httpx2.WriteTimeout, httpx2.PoolTimeout))
-            if isinstance(cause, (httpx2.ConnectError, httpx2.ConnectTimeout)):
-                message = f"{name} could not be reached"
-            elif timed_out:
-                message = f"{name} did not answer within {self.policy.timeout:g}s"
-            else:
-                message = f"{name} broke off the answer"
-            return _Outcome(
-                wired=wired,
-                # A completion changes nothing at the provider: safe to ask again.
-                failure=Failure(message=message, retryable=True, idempotent=True, caller_can_fix=False),
-                error_type=f"openai.{type(error).__name__}",
-                timed_out=timed_out,
-                said=type(cause).__name__ if cause is not None else None,
-            )
-        wired = self.http_client.recorder.take()
+            return self._unanswered(error, self.http_client.recorder.take())
         response = raw.http_response
+        if options.get("stream") and is_event_stream(response.headers):
+            return self._streamed(raw)
+        # Not a stream (not asked for, or the provider answered whole anyway): one body.
+        response.read()
+        return self._whole(response, self.http_client.recorder.take())
+
+    def _refused(self, error: openai.APIStatusError) -> _Outcome:
+        status = error.status_code
+        return _Outcome(
+            wired=self.http_client.recorder.take(),
+            failure=classify_status(self.shown_url, status, idempotent=True),
+            error_type=f"openai.{type(error).__name__}",
+            status=status,
+            retry_after=_retry_after(error.response.headers),
+            said=_said(error.body),
+        )
+
+    def _unanswered(self, error: openai.APIConnectionError, wired: list[Wired]) -> _Outcome:
+        name = quoted(self.shown_url)
+        cause = next((w.error for w in reversed(wired) if w.error is not None), None)
+        timed_out = isinstance(cause, (httpx2.ReadTimeout, httpx2.WriteTimeout, httpx2.PoolTimeout))
+        if isinstance(cause, (httpx2.ConnectError, httpx2.ConnectTimeout)):
+            message = f"{name} could not be reached"
+        elif timed_out:
+            message = f"{name} did not answer within {self.policy.timeout:g}s"
+        else:
+            message = f"{name} broke off the answer"
+        return _Outcome(
+            wired=wired,
+            # A completion changes nothing at the provider: safe to ask again.
+            failure=Failure(message=message, retryable=True, idempotent=True, caller_can_fix=False),
+            error_type=f"openai.{type(error).__name__}",
+            timed_out=timed_out,
+            said=type(cause).__name__ if cause is not None else None,
+        )
+
+    def _streamed(self, raw: Any) -> _Outcome:
+        """Read a stream chunk by chunk through the SDK; the reply it assembles, or what broke."""
+        assembler = Assembler()
+        broke: Exception | None = None
+        # Plain dicts, not the SDK's chunk models: the library reads loosely,
+        # and says what it could not read instead of failing on it.
+        chunks: openai.Stream[dict[str, Any]] = raw.parse(to=openai.Stream[dict[str, Any]])
+        try:
+            for chunk in chunks:
+                assembler.add(chunk)
+        except (openai.APIError, ValueError, InvalidChunk) as error:
+            # APIConnectionError (cut off, stalled), APIError (an error event),
+            # a JSONDecodeError (an event that is not JSON), InvalidChunk.
+            broke = error
+        finally:
+            chunks.close()  # the wire keeps the exchange when its body closes
+        wired = self.http_client.recorder.take()
+        stream = _stream_of(wired)
+        arrived = len(stream.events) if stream is not None else 0
+        if isinstance(broke, openai.APIConnectionError) and not assembler.chunks:
+            # Nothing of the reply came: as for a whole answer, safe to ask again.
+            return self._unanswered(broke, wired)
+        problem = _stream_problem(broke, stream, self.policy.timeout) if stream is not None else None
+        if problem is None:
+            try:
+                return _Outcome(wired=wired, data=_checked(assembler.completion()))
+            except InvalidReply as invalid:
+                problem, broke = f"sent chunks that make up no reply: {invalid}", invalid
+        name = quoted(self.shown_url)
+        said = _said(broke.body) if isinstance(broke, openai.APIError) else None
+        return _Outcome(
+            wired=wired,
+            failure=Failure(message=f"{name} {problem}", retryable=False, idempotent=True, caller_can_fix=False),
+            error_type=type(broke).__name__ if broke is not None else "InvalidStream",
+            status=wired[-1].exchange.response.status if wired and wired[-1].exchange.response else None,
+            said=said,
+            broken=problem,
+            partial={**assembler.completion(), "events": arrived} if assembler.chunks else None,
+        )
+
+    def _partial(self, partial: dict[str, Any]) -> Note:
+        """What a broken stream had brought: the reply so far, redacted like a reply."""
+        message = partial["choices"][0]["message"]
+        data: dict[str, Any] = {"events": partial["events"]}
+        for key in ("content", "reasoning_content"):
+            if message.get(key):
+                data[key] = self.redactor.text(message[key])
+        if message.get("tool_calls"):
+            data["tool_calls"] = [
+                {"name": self.redactor.text(call["function"]["name"]), "arguments": call["function"]["arguments"]}
+                for call in message["tool_calls"]
+            ]
+        return Note(label="received before the stream failed", data=self.redactor.json(data))
+
+    def _whole(self, response: httpx2.Response, wired: list[Wired]) -> _Outcome:
+        name = quoted(self.shown_url)
         try:
             data = _completion(response.content)
         except InvalidReply as problem:
@@ -379,8 +468,11 @@ class LiveModel:
 
     def _tool_call(self, index: int, call: Mapping[str, Any]) -> ToolCall:
         parsed = _tool_call(index, call)
+        # The id and name go back to the provider and into the trace like the rest.
         return parsed.model_copy(
             update={
+                "id": self.redactor.text(parsed.id),
+                "name": self.redactor.text(parsed.name),
                 "arguments": self.redactor.json(parsed.arguments),
                 "raw_arguments": None if parsed.raw_arguments is None else self.redactor.text(parsed.raw_arguments),
             }
@@ -389,9 +481,17 @@ class LiveModel:
     # -- what went wrong, in a sentence ----------------------------------------------
 
     def _explain(self, outcome: _Outcome, attempts: int) -> str:
-        at = f"The provider at {self.base_url}"
+        at = f"The provider at {self.shown_url}"
         times = f" over {attempts} attempts" if attempts > 1 else ""
         status = outcome.status
+        if outcome.broken is not None:
+            text = (
+                f"{at} {outcome.broken}: the fault is the provider's, and what had arrived is kept in the "
+                "trace; run again later, or try another PRIMER_MODEL."
+            )
+            if outcome.said:
+                text += f" It said: {quoted(outcome.said)}."
+            return text
         if outcome.invalid is not None:
             answered = f"{at} answered {status} {outcome.invalid}"
             if outcome.invalid == _NOT_JSON:
@@ -430,6 +530,34 @@ class LiveModel:
         return f"{at} closed the connection before a whole answer{times}: run again later."
 
 
+def _stream_of(wired: list[Wired]) -> Stream | None:
+    response = wired[-1].exchange.response if wired else None
+    return response.stream if response is not None else None
+
+
+def _stream_problem(broke: Exception | None, stream: Stream, timeout: float) -> str | None:  # noqa: PLR0911 - one sentence per way a stream breaks
+    """What broke in a stream, in words that name it; None when nothing did."""
+    events = stream.events
+    count = f"{len(events)} event{'s' * (len(events) != 1)}"
+    if isinstance(broke, openai.APITimeoutError):
+        return f"stopped sending events for {timeout:g}s after {count}"
+    if isinstance(broke, openai.APIConnectionError):
+        return f"broke off the stream after {count}"
+    if isinstance(broke, openai.APIError):
+        return f"sent an error in the stream (event {len(events)})"
+    if isinstance(broke, ValueError):
+        number = next((n for n, e in enumerate(events, 1) if e.text is not None and not e.done), len(events))
+        return f"sent an event that is not JSON (event {number} of {len(events)})"
+    if isinstance(broke, InvalidChunk):
+        return f"sent an event that is not a chat completion chunk: it {broke}"
+    done = next((n for n, e in enumerate(events, 1) if e.done), None)
+    if done is None:
+        return f"ended the stream after {count} without [DONE], so the reply may be cut short"
+    if done < len(events):
+        return f"sent an event after [DONE] (event {done + 1} of {len(events)})"
+    return None
+
+
 def _retry_after(headers: httpx2.Headers) -> str | None:
     # OpenAI also sends milliseconds; either way it is the provider's wish.
     millis = headers.get("retry-after-ms")
@@ -457,6 +585,11 @@ def _completion(content: bytes) -> dict[str, Any]:
         data = json.loads(content)
     except ValueError:
         raise InvalidReply(_NOT_JSON) from None
+    return _checked(data)
+
+
+def _checked(data: Any) -> dict[str, Any]:
+    """A chat completion (whole, or assembled from a stream), checked as far as the library reads it."""
     if not isinstance(data, dict):
         raise InvalidReply("with JSON that is not a chat completion")
     choices = data.get("choices")

@@ -5,29 +5,76 @@ the declared tools and did not read the context, so a reader of a mock trace
 is never misled into thinking the model chose its answer::
 
     model = MockModel([ask(call("price_of", item="milk")), say("Milk is 1.20.")])
+
+Asked to stream (``{"stream": True}`` in the settings), it sends the same
+reply as a stream of chat completion chunks, on its clock: the first after
+``Pacing.first`` seconds, the next ones ``Pacing.every`` seconds apart, text a
+few words at a time and tool-call arguments a few characters at a time. On a
+``VirtualClock`` the waits are simulated, so a mock stream takes no real time
+and its events arrive at the same offsets every run::
+
+    say("Milk is 1.20.", pacing=Pacing(first=0.4, every=0.05))
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import itertools
+import json
+import re
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from primer.clock import Clock, RealClock
 from primer.errors import ScriptExhausted
+from primer.models.base import STREAM
+from primer.streaming import DONE
 from primer.tools import Tool
-from primer.trace import ErrorInfo, Message, ModelCall, Note, Timing, ToolCall
+from primer.trace import ErrorInfo, Message, ModelCall, Note, Stream, StreamEvent, Timing, ToolCall
 
-__all__ = ["MockModel", "MockReply", "ask", "call", "cut", "say"]
+__all__ = ["DEFAULT_PACING", "MockModel", "MockReply", "Pacing", "ask", "call", "cut", "say"]
+
+
+@dataclass(frozen=True)
+class Pacing:
+    """How a scripted reply streams: when its events come and how big their pieces are."""
+
+    #: Seconds before the first event: the time to first token.
+    first: float = 0.3
+    #: Seconds between one event and the next; a sequence is used in turn, over and over.
+    every: float | tuple[float, ...] = 0.03
+    #: Words of text per event.
+    words: int = 1
+    #: Characters of a tool call's arguments per event.
+    characters: int = 6
+
+    def __post_init__(self) -> None:
+        every = self.every if isinstance(self.every, tuple) else (self.every,)
+        if self.first < 0 or not every or any(delay < 0 for delay in every) or self.words < 1 or self.characters < 1:
+            raise ValueError(
+                f"{self!r} cannot pace a stream: waits must be zero or more seconds, and at least one word "
+                "and one character must go in each event."
+            )
+
+    def delays(self) -> Iterator[float]:
+        """The wait before each event, in order: ``first``, then ``every`` over and over."""
+        yield self.first
+        yield from itertools.cycle(self.every if isinstance(self.every, tuple) else (self.every,))
+
+
+#: How a reply streams when its script does not say.
+DEFAULT_PACING = Pacing()
 
 
 @dataclass(frozen=True)
 class MockReply:
-    """One scripted reply: text, tool calls and a finish reason."""
+    """One scripted reply: text, tool calls and a finish reason (and how it streams, if asked to)."""
 
     text: str | None = None
     calls: tuple[tuple[str, dict[str, Any]], ...] = ()
     finish_reason: str = "stop"
+    #: How the reply streams when the call asks for a stream (the model's pacing if None).
+    pacing: Pacing | None = None
 
 
 def call(name: str, **arguments: Any) -> tuple[str, dict[str, Any]]:
@@ -35,19 +82,19 @@ def call(name: str, **arguments: Any) -> tuple[str, dict[str, Any]]:
     return (name, arguments)
 
 
-def ask(*calls: tuple[str, dict[str, Any]], text: str | None = None) -> MockReply:
+def ask(*calls: tuple[str, dict[str, Any]], text: str | None = None, pacing: Pacing | None = None) -> MockReply:
     """A reply that asks for tools (several calls run in that order)."""
-    return MockReply(text=text, calls=tuple(calls), finish_reason="tool_calls")
+    return MockReply(text=text, calls=tuple(calls), finish_reason="tool_calls", pacing=pacing)
 
 
-def say(text: str) -> MockReply:
+def say(text: str, *, pacing: Pacing | None = None) -> MockReply:
     """A reply that answers in text and asks for nothing."""
-    return MockReply(text=text, finish_reason="stop")
+    return MockReply(text=text, finish_reason="stop", pacing=pacing)
 
 
-def cut() -> MockReply:
-    """An empty reply cut short by the token limit (``finish_reason = length``)."""
-    return MockReply(text=None, finish_reason="length")
+def cut(text: str | None = None, *, pacing: Pacing | None = None) -> MockReply:
+    """A reply cut short by the token limit (``finish_reason = length``): empty, or the text it got to."""
+    return MockReply(text=text, finish_reason="length", pacing=pacing)
 
 
 @dataclass
@@ -58,6 +105,8 @@ class MockModel:
     clock: Clock = field(default_factory=RealClock)
     #: Which scenario the script belongs to, for the error when it runs out.
     scenario: str = "this scenario"
+    #: How a reply streams when its script does not say.
+    pacing: Pacing = DEFAULT_PACING
     _used: int = 0
 
     def complete(
@@ -103,5 +152,56 @@ class MockModel:
                 ],
             )
             record.finish_reason = scripted.finish_reason
+            if settings.get(STREAM):
+                pacing = scripted.pacing or self.pacing
+                record.stream = self._stream(record.reply, scripted.finish_reason, pacing, turn)
+                record.notes.append(
+                    Note(
+                        label="stream simulated by the mock model",
+                        data={
+                            "events": len(record.stream.events),
+                            "first_s": pacing.first,
+                            "every_s": pacing.every,
+                            "virtual_clock": True,
+                        },
+                    )
+                )
         record.timing = Timing(total_ms=(self.clock.now() - started) * 1000)
         return record
+
+    def _stream(self, reply: Message, finish_reason: str, pacing: Pacing, turn: int) -> Stream:
+        """The reply as a provider would stream it, each event after its scripted wait on the clock."""
+        events = []
+        offset = 0.0
+        pieces = _chunks(reply, finish_reason, pacing, f"mock-{turn}")
+        for delay, data in zip(pacing.delays(), pieces, strict=False):
+            self.clock.sleep(delay)
+            # The offset is the scripted one, not the clock's reading, so it is the same every run.
+            offset += delay
+            events.append(StreamEvent(at_ms=offset * 1000, data=data))
+        # [DONE] follows the last chunk at once, as providers send it.
+        events.append(StreamEvent(at_ms=offset * 1000, text=DONE))
+        return Stream(events=events)
+
+
+def _chunks(reply: Message, finish_reason: str, pacing: Pacing, stream_id: str) -> Iterator[dict[str, Any]]:
+    """The reply in chat completion chunks: text by words, each call named then its arguments in pieces."""
+
+    def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+        choice = {"index": 0, "delta": delta, "finish_reason": finish}
+        return {"id": stream_id, "object": "chat.completion.chunk", "model": "mock", "choices": [choice]}
+
+    first: dict[str, Any] = {"role": "assistant"}
+    words = re.findall(r"\s*\S+\s*", reply.content or "")
+    for start in range(0, len(words), pacing.words):
+        yield chunk({**first, "content": "".join(words[start : start + pacing.words])})
+        first = {}
+    for index, tool_call in enumerate(reply.tool_calls):
+        named = {"index": index, "id": tool_call.id, "type": "function"}
+        yield chunk({**first, "tool_calls": [{**named, "function": {"name": tool_call.name, "arguments": ""}}]})
+        first = {}
+        arguments = json.dumps(tool_call.arguments, ensure_ascii=False)
+        for start in range(0, len(arguments), pacing.characters):
+            piece = arguments[start : start + pacing.characters]
+            yield chunk({"tool_calls": [{"index": index, "function": {"arguments": piece}}]})
+    yield chunk(first, finish_reason)

@@ -13,6 +13,14 @@ Each POST /v1/chat/completions is answered by, in this order:
 3. a pending answer directive: ``fail``, ``not_json``, ``drop`` or ``reply``, first in first out;
 4. the next loaded recorded exchange for the same conversation, else strictly the next one.
 
+A request with ``"stream": true`` gets its answer (a recorded exchange or a ``reply``) as
+server-sent events, the way OpenAI streams: text, reasoning and each tool call's arguments
+split into fragments (``stream_pacing`` sets their size, the waits before and between events,
+and whether several tool calls' fragments interleave), the usage in a last chunk when
+``stream_options.include_usage`` asks for it, then ``data: [DONE]``. ``break_stream`` makes
+the next stream misbehave: no ``[DONE]``, a malformed event, an event after ``[DONE]``, or the
+connection dropped mid-stream. Error answers (``fail``, ``not_json``, ``drop``) are not streamed.
+
 Every request is recorded in ``requests`` without its API key: only whether one was sent.
 """
 
@@ -57,6 +65,115 @@ ERRORS: dict[int, tuple[str, str, str | None]] = {
 
 DEFAULT_USAGE: Mapping[str, Any] = {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
 ToolCallSpec = tuple[str, str | Mapping[str, Any]]
+
+#: How a stream misbehaves: it ends without ``[DONE]``; event ``after`` (counted from 0) is not
+#: JSON; an event follows ``[DONE]``; the connection drops after ``after`` events.
+StreamFault = Literal["no_done", "malformed", "after_done", "drop"]
+#: What a malformed event carries: JSON cut off mid-object.
+MALFORMED_EVENT = '{"choices": [{"index": 0, "delta": {"content": "cut of'
+
+
+@dataclass(frozen=True)
+class StreamPacing:
+    """How streamed answers are served: waits in seconds, fragment size in characters."""
+
+    first: float = 0.0
+    every: float = 0.0
+    fragment: int = 4
+    #: Send several tool calls' fragments in turn (call 0, call 1, call 0, ...) instead of one call after another.
+    interleave: bool = False
+
+
+@dataclass
+class _StreamBreak:
+    fault: StreamFault
+    after: int
+    times: int
+
+
+def _pieces(text: str, size: int) -> list[str]:
+    return [text[start : start + size] for start in range(0, len(text), size)]
+
+
+def completion_chunks(
+    body: Mapping[str, Any], *, fragment: int = 4, interleave: bool = False, include_usage: bool = False
+) -> list[dict[str, Any]]:
+    """A ``chat.completion`` body as the ``chat.completion.chunk`` events a provider streams it in.
+
+    A first chunk gives the role; reasoning, then text, in ``fragment``-character pieces; each
+    tool call named in one chunk (index, id, name) and its arguments in pieces after it (with
+    ``interleave``, the calls take turns); a chunk with the finish reason; with
+    ``include_usage``, a last chunk with no choices and the usage.
+    """
+    base = {
+        "id": body.get("id", "replay-completion"),
+        "object": "chat.completion.chunk",
+        "created": body.get("created", 0),
+        "model": body.get("model", ""),
+    }
+
+    def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+        return {**base, "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}]}
+
+    choice = body["choices"][0]
+    message = choice.get("message") or {}
+    chunks = [chunk({"role": "assistant", "content": ""})]
+    for key in ("reasoning_content", "content"):
+        if isinstance(message.get(key), str):
+            chunks += [chunk({key: piece}) for piece in _pieces(message[key], fragment)]
+    sequences = []
+    for index, tool_call in enumerate(message.get("tool_calls") or []):
+        function = tool_call["function"]
+        arguments = function.get("arguments") or ""
+        if not isinstance(arguments, str):
+            arguments = json.dumps(arguments)
+        head = {"index": index, "id": tool_call.get("id"), "type": "function"}
+        sequence = [chunk({"tool_calls": [{**head, "function": {"name": function["name"], "arguments": ""}}]})]
+        sequence += [
+            chunk({"tool_calls": [{"index": index, "function": {"arguments": piece}}]})
+            for piece in _pieces(arguments, fragment)
+        ]
+        sequences.append(sequence)
+    if interleave:
+        for step in range(max((len(sequence) for sequence in sequences), default=0)):
+            chunks += [sequence[step] for sequence in sequences if step < len(sequence)]
+    else:
+        chunks += [item for sequence in sequences for item in sequence]
+    chunks.append(chunk({}, choice.get("finish_reason")))
+    if include_usage and body.get("usage") is not None:
+        chunks.append({**base, "choices": [], "usage": body["usage"]})
+    return chunks
+
+
+def stream_events(
+    answer: bytes, request: Any, pacing: StreamPacing, fault: _StreamBreak | None
+) -> tuple[list[str], bool]:
+    """The data of each event for one streamed answer, and whether to drop the connection after them."""
+    try:
+        body = json.loads(answer)
+    except ValueError:
+        body = None
+    options = request.get("stream_options") if isinstance(request, Mapping) else None
+    include_usage = isinstance(options, Mapping) and options.get("include_usage") is True
+    if isinstance(body, Mapping) and isinstance(body.get("choices"), list) and body["choices"]:
+        chunks = completion_chunks(
+            body, fragment=pacing.fragment, interleave=pacing.interleave, include_usage=include_usage
+        )
+        events = [json.dumps(item, ensure_ascii=False) for item in chunks]
+    else:
+        # Not a completion (an error, say): one event carrying it, as gateways send errors mid-stream.
+        events = [answer.decode("utf-8", errors="replace")]
+    events.append("[DONE]")
+    if fault is None:
+        return events, False
+    if fault.fault == "no_done":
+        return events[:-1], False
+    if fault.fault == "malformed":
+        events[min(fault.after, len(events) - 2)] = MALFORMED_EVENT
+        return events, False
+    if fault.fault == "after_done":
+        return [*events, events[-2]], False
+    return events[: fault.after], True
 
 
 @dataclass(frozen=True)
@@ -162,6 +279,8 @@ class ReplayProvider:
         self._exchanges: list[_Exchange] = []
         self._directives: list[_Directive] = []
         self._delays: list[_Directive] = []
+        self._breaks: list[_StreamBreak] = []
+        self.pacing = StreamPacing()
         self._requests: list[RecordedRequest] = []
         self._connections: set[socket.socket] = set()
         self._stopping = threading.Event()
@@ -232,6 +351,7 @@ class ReplayProvider:
             self._exchanges.clear()
             self._directives.clear()
             self._delays.clear()
+            self._breaks.clear()
             self._requests.clear()
 
     # -- what the server will answer -------------------------------------------------
@@ -305,6 +425,31 @@ class ReplayProvider:
         directive = _Directive("delay", _times(times), seconds=seconds)
         with self._lock:
             self._delays.append(directive)
+
+    def stream_pacing(
+        self, *, first: float = 0.0, every: float = 0.0, fragment: int = 4, interleave: bool = False
+    ) -> None:
+        """How streamed answers are served from now on (see ``StreamPacing``)."""
+        if first < 0 or every < 0 or fragment < 1:
+            raise ValueError("waits must be zero or more seconds, and fragments at least one character")
+        self.pacing = StreamPacing(first, every, fragment, interleave)
+
+    def break_stream(self, fault: StreamFault, *, after: int = 2, times: int = 1) -> None:
+        """Make the next ``times`` streamed answers misbehave (see ``StreamFault``)."""
+        if times < 1 or after < 0:
+            raise ValueError("times must be at least 1 and after at least 0")
+        with self._lock:
+            self._breaks.append(_StreamBreak(fault, after, times))
+
+    def _take_break(self) -> _StreamBreak | None:
+        with self._lock:
+            if not self._breaks:
+                return None
+            head = self._breaks[0]
+            head.times -= 1
+            if head.times == 0:
+                self._breaks.pop(0)
+            return head
 
     @staticmethod
     def completion(
@@ -479,6 +624,13 @@ def _make_handler(provider: ReplayProvider) -> type[BaseHTTPRequestHandler]:
                 self._answer(500, {}, _encode(error_body(message, "server_error")))
             elif isinstance(answer, _Directive) and answer.kind == "drop":
                 self.close_connection = True  # http.server then closes the socket unanswered
+            elif (
+                answer.status == 200
+                and isinstance(body, Mapping)
+                and body.get("stream") is True
+                and (not isinstance(answer, _Directive) or answer.kind == "reply")
+            ):
+                self._stream(answer.headers, answer.body, body)
             else:
                 self._answer(answer.status, answer.headers, answer.body)
 
@@ -505,6 +657,36 @@ def _make_handler(provider: ReplayProvider) -> type[BaseHTTPRequestHandler]:
                         return False
                     time.sleep(min(left, 0.02))  # unexpected pipelined bytes: don't spin
             return True
+
+        def _stream(self, headers: Mapping[str, str], answer: bytes, request: Any) -> None:
+            """Send the answer as server-sent events, one HTTP chunk each, paced."""
+            fault = provider._take_break()
+            events, drop = stream_events(answer, request, provider.pacing, fault)
+            try:
+                self.send_response(200)
+                for name, value in headers.items():
+                    if name.lower() not in ("content-type", "content-length"):
+                        self.send_header(name, value)
+                self.send_header("content-type", "text/event-stream; charset=utf-8")
+                self.send_header("cache-control", "no-cache")
+                self.send_header("transfer-encoding", "chunked")
+                self.end_headers()
+                for number, data in enumerate(events):
+                    wait = provider.pacing.first if number == 0 else provider.pacing.every
+                    if wait and provider._stopping.wait(wait):
+                        break  # stopping: hang up
+                    payload = f"data: {data}\n\n".encode()
+                    self.wfile.write(f"{len(payload):x}\r\n".encode() + payload + b"\r\n")
+                    self.wfile.flush()
+                if drop:
+                    # No last chunk: the client sees the connection end mid-body.
+                    self.close_connection = True
+                    self.connection.shutdown(socket.SHUT_RDWR)
+                    return
+                self.wfile.write(b"0\r\n\r\n")
+                self.wfile.flush()
+            except OSError:
+                self.close_connection = True  # the client is gone; nothing to tell it
 
         def _answer(self, status: int, headers: Mapping[str, str], body: bytes) -> None:
             try:

@@ -1,0 +1,46 @@
+"""Links a trace block makes relative to the site root, made relative to the page.
+
+The renderer does not know which page a trace lands on, so the trace JSON
+link is written root-relative (``traces/ch09_who_retries.json``) and marked
+``data-tr-root-relative``. Followed as it stands from
+``/ch09_who_retries/``, it would resolve to ``/ch09_who_retries/traces/...``:
+the hook, which knows the page, rewrites each such ``href`` against the
+page's URL, so the link works without JavaScript::
+
+    html = page_relative(html, "ch09_who_retries/")
+    # href="../traces/ch09_who_retries.json"
+
+The attribute stays: ``traces.js`` resolves the same path against the site
+root after Material's instant navigation has swapped a page in.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+
+__all__ = ["page_relative"]
+
+# An href and, later in the same tag, the same path marked root-relative.
+_LINK = re.compile(r'href="(?P<path>[^"#?:]*)"(?P<between>[^<>]*?) data-tr-root-relative="(?P=path)"')
+
+
+def page_relative(html: str, page_url: str) -> str:
+    """``html`` with each root-relative trace link made relative to the page at ``page_url``.
+
+    ``page_url`` is the page's URL relative to the site root, as MkDocs gives
+    it (``ch09_who_retries/``, ``a/b.html``, ``""`` for the home page).
+    Absolute paths and URLs (which the pattern cannot match: no ``:``) are
+    left alone.
+    """
+    if "data-tr-root-relative" not in html:
+        return html
+    folder = posixpath.dirname(page_url) or "."
+
+    def relative(match: re.Match[str]) -> str:
+        path = match["path"]
+        if path.startswith("/"):
+            return match[0]
+        return f'href="{posixpath.relpath(path, folder)}"{match["between"]} data-tr-root-relative="{path}"'
+
+    return _LINK.sub(relative, html)

@@ -1,0 +1,61 @@
+r"""Make untrusted text safe to print in a terminal or a log.
+
+A model's reply, a tool's result, a service's answer and an exception's
+message are untrusted: printed raw, an escape sequence retitles the
+terminal or clears it, a carriage return hides what came before, and a
+newline starts a line that looks like the program's own log::
+
+    >>> inert("fine\x1b]0;pwned\x07\nINFO    -  Documentation built")
+    'fine\\x1b]0;pwned\\x07\\nINFO    -  Documentation built'
+
+``inert`` shows each such character as a visible escape instead, so the
+text stays on its line and drives nothing. Printable text, accents, CJK and
+emoji included, is left as it is.
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["inert"]
+
+# What a terminal or a log reader would act on rather than show:
+# - C0 controls (ESC starts every escape sequence; BEL ends an OSC one; \n and
+#   \r make lines), DEL, and C1 controls (0x9b is a one-byte CSI);
+# - what Python's splitlines, and so MkDocs' log formatter, treats as a line
+#   break besides \n: \v, \f, \x1c-\x1e, \x85, U+2028, U+2029 (the ranges
+#   above cover all but the last two);
+# - the bidirectional overrides, embeddings, isolates and marks, which
+#   reorder what is shown ("Trojan Source");
+# - lone surrogates, which cannot even be encoded to print.
+_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
+
+_NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def _escape(match: re.Match[str]) -> str:
+    char = match.group()
+    if char in _NAMED:
+        return _NAMED[char]
+    code = ord(char)
+    # C0 as C and Python spell it; the rest as \uXXXX, which JSON reads too:
+    # those never appear raw in JSON outside a string, so JSON text made
+    # inert is still JSON, and decodes to the same data.
+    return f"\\x{code:02x}" if code < 0x20 else f"\\u{code:04x}"
+
+
+def inert(text: str) -> str:
+    r"""``text`` with every control, line-breaking or reordering character shown as an escape.
+
+    The result holds no control character at all, so it prints as one line
+    that changes nothing in the terminal: ``\x1b`` for ESC, ``\n``,
+    ``\r`` and ``\t`` by name, ``\u2028`` and ``\u202e`` for the Unicode
+    line separator and the right-to-left override. Backslashes are kept as
+    they are, so ``inert(inert(text)) == inert(text)``: the escapes are for
+    reading, not for decoding.
+
+    To print several lines of one's own, make each line inert on its own::
+
+        print("\n".join(inert(line) for line in lines))
+    """
+    return _UNSAFE.sub(_escape, text) if _UNSAFE.search(text) else text

@@ -1,0 +1,175 @@
+"""Fingerprints of normalised code: comments, docstrings and formatting change nothing a trace shows.
+
+A chapter's traces are keyed by ``CodeGraph.fingerprint`` and the rendered
+HTML by ``renderer_fingerprint``; both hash the code's syntax tree, not its
+bytes. What can change a run (code, and class docstrings, which are the
+descriptions tools declare to the model) must change them.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from primer.book.depends import CodeGraph, code_digest
+from primer.grocery import PriceOf
+from primer.tools import tool
+from tests.books import ALPHA, copy_library, edit, make_book
+
+LIB = '''"""A library module."""
+
+import json  # for dumps
+
+
+def value() -> int:
+    """The value."""
+    return 1
+
+
+class Args:
+    """The tool's description, sent to the model."""
+
+    count: int
+'''
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("import json  # for dumps\n", "import json\n"),
+        ("def value() -> int:\n", "\n\ndef value() -> int:\n"),
+        ('    """The value."""\n', '    """The value, documented better."""\n'),
+        ('"""A library module."""\n', '"""A library module, described again."""\n'),
+        ("    return 1\n", "    return (\n        1\n    )\n"),
+    ],
+    ids=["comment", "blank-lines", "function-docstring", "module-docstring", "formatting"],
+)
+def test_what_cannot_change_a_run_keeps_the_digest(old: str, new: str) -> None:
+    assert code_digest(LIB.replace(old, new).encode()) == code_digest(LIB.encode())
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("    return 1\n", "    return 2\n"),
+        ('    """The tool\'s description, sent to the model."""\n', '    """Another description."""\n'),
+        ("    count: int\n", "    count: int = 0\n"),
+    ],
+    ids=["code", "class-docstring", "field"],
+)
+def test_what_can_change_a_run_changes_the_digest(old: str, new: str) -> None:
+    assert code_digest(LIB.replace(old, new).encode()) != code_digest(LIB.encode())
+
+
+def test_a_class_docstring_is_what_a_tool_declares() -> None:
+    # Why class docstrings count: this is the description the model is sent.
+    assert tool(PriceOf)(lambda args, ctx: "").description == PriceOf.__doc__
+
+
+def test_source_that_does_not_parse_is_hashed_as_bytes() -> None:
+    assert code_digest(b"def broken(:\n") != code_digest(b"def broken(:  \n")
+    assert code_digest(b"def broken(:\n").startswith("bytes ")
+
+
+@pytest.fixture
+def package(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[str, Path]:
+    name = f"pkg_fp_{os.getpid()}_{time.monotonic_ns()}"
+    root = tmp_path / name
+    (root / "chapters").mkdir(parents=True)
+    (root / "__init__.py").write_text("")
+    (root / "lib.py").write_text(LIB)
+    (root / "chapters" / "__init__.py").write_text("")
+    (root / "chapters" / "ch_one.py").write_text("from .. import lib\nVALUE = lib.value()\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    return name, root
+
+
+def test_a_chapters_fingerprint_ignores_comments_and_docstrings_of_what_it_imports(
+    package: tuple[str, Path], tmp_path: Path
+) -> None:
+    name, root = package
+    cache = tmp_path / "imports.json"
+    module = f"{name}.chapters.ch_one"
+    key = CodeGraph([name], imports_cache=cache).fingerprint(module)
+    edit(root / "lib.py", "import json  # for dumps\n", "import json  # for json.dumps, and nothing else\n")
+    edit(root / "lib.py", '    """The value."""\n', '    """The value: one."""\n')
+    assert CodeGraph([name], imports_cache=cache).fingerprint(module) == key
+    edit(root / "lib.py", "    return 1\n", "    return 2\n")
+    assert CodeGraph([name], imports_cache=cache).fingerprint(module) != key
+
+
+def test_a_new_process_takes_normalised_digests_from_the_cache(
+    package: tuple[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import ast
+
+    name, _root = package
+    cache = tmp_path / "imports.json"
+    module = f"{name}.chapters.ch_one"
+    key = CodeGraph([name, "primer"], imports_cache=cache).fingerprint(module)
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise AssertionError("parsed again, though no byte changed")
+
+    monkeypatch.setattr(ast, "parse", refuse)
+    assert CodeGraph([name, "primer"], imports_cache=cache).fingerprint(module) == key
+
+
+# -- the rendered HTML's key ------------------------------------------------------------
+
+
+def fingerprint_of(root: Path, kept: Path | None = None) -> str:
+    """``renderer_fingerprint`` in a new process that imports the library copy in ``root``."""
+    code = (
+        "import sys; from pathlib import Path; from primer.book.html_cache import renderer_fingerprint as f; "
+        "print(f(*map(Path, sys.argv[1:])))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, *([str(kept)] if kept else [])],
+        env={**os.environ, "PYTHONPATH": str(root)},
+        cwd=root,  # `python -c` puts the working folder first on the path
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    )
+    return done.stdout.strip()
+
+
+@pytest.mark.slow
+def test_the_renderers_fingerprint_ignores_comments_and_is_kept_between_processes(tmp_path: Path) -> None:
+    library = copy_library(tmp_path)
+    kept = tmp_path / "renderer.json"
+    key = fingerprint_of(tmp_path, kept)
+    assert kept.is_file()
+    assert fingerprint_of(tmp_path, kept) == key
+    edit(
+        library / "book" / "render.py",
+        "from __future__ import annotations\n",
+        "from __future__ import annotations\n\n# A note.\n",
+    )
+    assert fingerprint_of(tmp_path, kept) == key
+    assert fingerprint_of(tmp_path) == key, "the same without the kept file: it is a cache"
+    edit(library / "book" / "render.py", "# A note.\n", "NOTE = 1\n")
+    assert fingerprint_of(tmp_path, kept) != key
+
+
+@pytest.mark.slow
+def test_a_comment_in_the_renderer_re_renders_no_marker(tmp_path: Path) -> None:
+    book = make_book(tmp_path, {"ch_alpha": ALPHA}, {"index": "# A\n\n::: trace ch_alpha\n"})
+    library = copy_library(book.root)
+    assert book.build().returncode == 0
+    edit(
+        library / "book" / "render.py",
+        "from __future__ import annotations\n",
+        "from __future__ import annotations\n\n# A note.\n",
+    )
+    done = book.build("--verbose")
+    assert done.count() == "traces: ran 0, reused 2"
+    [share] = done.lines("the machinery's share")
+    assert "markers rendered 0, reused 1" in share

@@ -1,0 +1,642 @@
+"""Malformed input is reported, never dropped or mangled silently.
+
+A careless author's markers, a chapter with two scenarios of one name, a
+scenario name with a ``/``, a trace file holding ``NaN``, a write killed half
+way, a ``PRIMER_*`` variable set to nothing, a corrupt trace file, and a live
+refresh in which the model misbehaved: each through the real build, the real
+command line or the real store, each with a message that names what to fix.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import markdown
+import pytest
+import yaml
+from mkdocs.commands.build import build
+from mkdocs.config import load_config
+from mkdocs.exceptions import Abort
+
+from primer.book.atomic import STALE_AFTER, TEMP_SUFFIX, write_if_changed
+from primer.book.build import Book, anomalies
+from primer.book.chapters import Chapters
+from primer.book.source import MARKER_FORM, Marker, NearMiss, find_markers, parse_line
+from primer.book.store import CorruptTrace, TraceStore
+from primer.errors import ChapterError
+from primer.scenario import Scenario
+from primer.settings import VARIABLES, Settings
+from primer.trace import ChapterRun, Ending, ScenarioRun
+from tests.books import BETA, make_book
+from tests.servers import live_settings
+from tests.servers.provider import ReplayProvider
+from tests.servers.service import LocalHttpbin
+
+REPO = Path(__file__).resolve().parents[1]
+
+# -- markers ------------------------------------------------------------------
+
+#: Lines an author might write meaning a marker, and what is wrong with each.
+NEAR_MISSES = {
+    "::: trace": "it names no chapter",
+    ":::trace ch_alpha": "a space must follow `:::`",
+    "::: traces ch_alpha": "the word is `trace`, not `traces`",
+    "::: Trace ch_alpha": "the word is `trace`, not `Trace`",
+    "::: trace ch_alpha asks_price again": "it has 3 words after `trace`",
+    "::: trace ch_alpha asks-price": "`asks-price` is not a name",
+    "::: trace ch-alpha": "`ch-alpha` is not a name",
+    "  ::: trace ch_alpha": "it is indented",
+}
+
+
+@pytest.mark.parametrize(("line", "problem"), NEAR_MISSES.items())
+def test_a_line_meant_as_a_marker_is_a_near_miss_saying_what_is_wrong(line: str, problem: str) -> None:
+    found = parse_line(line, 7)
+    assert isinstance(found, NearMiss)
+    assert found.line == 7
+    assert problem in found.message
+    assert f"`{MARKER_FORM}`" in found.message
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "::: package.module",  # mkdocstrings' identifiers are not ours
+        "::: tracemalloc",
+        "::: trace.module",
+        "    ::: trace ch_alpha",  # indented code: an example
+        "Prose about ::: trace ch_alpha in a sentence.",
+        "::::: tabs",
+    ],
+)
+def test_other_lines_are_left_alone(line: str) -> None:
+    assert parse_line(line) is None
+
+
+def test_valid_markers_are_markers() -> None:
+    assert parse_line("::: trace ch_alpha", 3) == Marker("ch_alpha", None, 3)
+    assert parse_line("::: trace ch_alpha asks_price \t", 4) == Marker("ch_alpha", "asks_price", 4)
+
+
+BAD_PAGE = """# Careless
+
+Prose.
+
+{near_misses}
+
+::: trace ch_alpha asks_price
+
+An example, in a fence, is not a mistake:
+
+```
+::: traces ch_alpha
+:::trace
+```
+"""
+
+
+def _bad_page() -> tuple[str, dict[str, int]]:
+    near_misses = "\n\n".join(NEAR_MISSES)
+    page = BAD_PAGE.format(near_misses=near_misses)
+    lines = {line: page.split("\n").index(line) + 1 for line in NEAR_MISSES}
+    return page, lines
+
+
+@pytest.mark.slow
+def test_every_near_miss_fails_the_strict_build_naming_page_line_and_the_valid_form(tmp_path: Path) -> None:
+    page, lines = _bad_page()
+    book = make_book(tmp_path, pages={"index": "# Home\n\n::: trace ch_beta\n", "careless": page})
+
+    done = book.build("--strict")
+    assert done.returncode != 0, done.log
+    warnings = done.lines("WARNING")
+    # One warning per near miss, the hook's: the renderer, which cannot name
+    # the page, leaves them to it. Nothing for the valid marker or the fence.
+    assert len(warnings) == len(NEAR_MISSES), done.log
+    for line, problem in NEAR_MISSES.items():
+        [warning] = [w for w in warnings if f"docs/careless.md line {lines[line]}:" in w]
+        assert problem in warning
+        assert f"`{line.strip()}` looks like a trace marker" in warning
+        assert f"The valid form is `{MARKER_FORM}`" in warning
+    # The page shows each as an error block, not as text, and the valid marker's trace.
+    shown = book.page("careless")
+    assert shown.count("tr-failed-title") == len(NEAR_MISSES)
+    assert "scenario asks_price" in shown
+    assert "::: traces ch_alpha" in shown, "the fenced example stays as written"
+
+    # With traces off the markers become placeholders; the near misses are still warned about.
+    off = book.build("--strict", PRIMER_TRACES="off")
+    assert off.returncode != 0
+    assert len(off.lines("docs/careless.md line")) == len(NEAR_MISSES), off.log
+
+    # Valid markers and near misses in code fences pass --strict.
+    (book.docs / "careless.md").write_text(
+        "# Fine\n\n::: trace ch_alpha\n\n::: trace ch_alpha asks_price\n\n```\n::: trace\n:::trace x\n```\n"
+    )
+    fine = book.build("--strict")
+    assert fine.returncode == 0, fine.log
+    assert not fine.lines("WARNING"), fine.log
+
+
+@pytest.mark.slow
+def test_without_the_renderer_near_misses_are_warned_about_too(tmp_path: Path) -> None:
+    book = make_book(tmp_path, pages={"index": "# Home\n\n:::trace ch_beta\n"}, renderer=False)
+    done = book.build("--strict")
+    assert done.returncode != 0
+    [warning] = done.lines("WARNING")
+    assert "docs/index.md line 3:" in warning
+    assert "a space must follow `:::`" in warning
+
+
+def test_the_extension_alone_warns_once_per_near_miss(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.WARNING)
+    text = "Prose.\n\n::: traces ch01_one_call\n\n:::trace ch01_one_call\n\n```\n::: trace\n```\n"
+    html = markdown.markdown(text, extensions=["primer.book.markdown", "fenced_code"])
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(warnings) == 2, warnings
+    assert "`::: traces ch01_one_call` looks like a trace marker" in warnings[0]
+    assert "a space must follow `:::`" in warnings[1]
+    assert all(MARKER_FORM in w for w in warnings)
+    assert html.count('role="alert"') == 2
+    assert "<code>::: trace\n</code>" in html, "the fenced example is code"
+
+    # The hook's configuration: shown on the page, logged by the hook instead.
+    caplog.clear()
+    html = markdown.markdown(
+        text,
+        extensions=["primer.book.markdown", "fenced_code"],
+        extension_configs={"primer.book.markdown": {"warn_missing": False}},
+    )
+    assert html.count('role="alert"') == 2
+    assert not caplog.records
+
+
+def test_one_parser_reads_the_books_own_pages() -> None:
+    # Every marker of the real book is valid: none of its lines is a near miss.
+    for page in sorted((REPO / "docs").glob("*.md")):
+        text = page.read_text(encoding="utf-8")
+        assert [parse_line(line) for line in text.split("\n") if isinstance(parse_line(line), NearMiss)] == []
+        assert all(isinstance(m, Marker) for m in find_markers(text))
+
+
+# -- duplicate scenario names -------------------------------------------------
+
+DUPLICATE = '''"""Chapter dup: two scenarios, one name."""
+
+from primer.models.mock import say
+from primer.scenario import Scenario
+
+greets = Scenario(name="greets", prompt="Greet me.", tools=[], mock=[say("Hi.")])
+
+waves = Scenario(name="waves", prompt="Wave.", tools=[], mock=[say("*waves*")])
+
+greets_again = Scenario(name="greets", prompt="Greet me again.", tools=[], mock=[say("Hi again.")])
+'''
+
+
+def _duplicate_message(module: str, path: Path) -> str:
+    return (
+        f"The chapter module {module} ({path}) declares two scenarios named 'greets': "
+        "`greets` (line 6) and `greets_again` (line 10). Pages, traces and the command line find a "
+        "scenario by its name: give each its own."
+    )
+
+
+def test_two_scenarios_of_one_name_are_an_error_naming_both_through_the_cli(tmp_path: Path) -> None:
+    extra = tmp_path / "more_chapters"
+    extra.mkdir()
+    (extra / "ch_dup.py").write_text(DUPLICATE)
+    # The real command line, with one more folder of chapters in primer.chapters' path.
+    script = (
+        "import sys, primer.chapters as chapters; chapters.__path__.append(sys.argv[1]); "
+        "from primer.cli import main; raise SystemExit(main(sys.argv[2:]))"
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PRIMER_")}
+    for args in (["run", "ch_dup"], ["list"]):
+        done = subprocess.run(
+            [sys.executable, "-c", script, str(extra), *args],
+            cwd=REPO,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+        assert done.returncode == 2, done.stderr
+        assert done.stderr.strip() == f"error: {_duplicate_message('primer.chapters.ch_dup', extra / 'ch_dup.py')}"
+
+
+@pytest.mark.slow
+def test_two_scenarios_of_one_name_show_the_error_and_fail_strict(tmp_path: Path) -> None:
+    page = "# Dup\n\n::: trace ch_dup\n\n::: trace ch_beta\n"
+    book = make_book(tmp_path, {"ch_dup": DUPLICATE, "ch_beta": BETA}, {"index": page})
+    done = book.build()
+    assert done.returncode == 0, done.log
+    expected = _duplicate_message(f"{book.package}.ch_dup", book.chapter("ch_dup"))
+    [warning] = done.lines("WARNING")
+    assert "ch_dup" in warning
+    assert expected in warning
+    shown = book.page()
+    assert "declares its scenarios wrongly" in shown
+    assert "`greets_again` (line 10)" in shown
+    assert "scenario greets" in shown, "the other chapter is not held up"
+    published = json.loads((book.root / "site" / "traces" / "ch_dup.json").read_text())
+    assert [s["name"] for s in published["mock"]["scenarios"]] == ["import"], "no half of the chapter is shown"
+    assert book.build("--strict").returncode != 0
+
+
+def test_a_scenario_bound_to_two_names_is_a_duplicate_too(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    book = make_book(tmp_path, {"ch_alias": BETA + "\nsame = greets\n"})
+    monkeypatch.syspath_prepend(str(book.root))
+    with pytest.raises(ChapterError, match=r"`greets` \(line 6\) and `same` \(line 8\)"):
+        Chapters(book.package).scenarios("ch_alias")
+
+
+# -- names are never cut --------------------------------------------------------
+
+SLASHED = '''"""Chapter slashed: scenario names that hold a slash."""
+
+from primer.models.mock import say
+from primer.scenario import Scenario
+
+raises = Scenario(name="price/of/milk", prompt="Milk?", tools=[], mock=[say("1.20")])
+slow = Scenario(name="a/b c", prompt="Slow?", tools=[], mock=[say("slow")])
+fine = Scenario(name="fine", prompt="Fine?", tools=[], mock=[say("fine")])
+'''
+
+
+def _build_in_process(
+    book_root: Path, caplog: pytest.LogCaptureFixture, *, strict: bool = False
+) -> list[logging.LogRecord]:
+    caplog.clear()
+    config = load_config(str(book_root / "mkdocs.yml"), strict=strict)
+    config.plugins.on_startup(command="build", dirty=False)
+    try:
+        build(config)
+    finally:
+        config.plugins.on_shutdown()
+    return [r for r in caplog.records if r.name.startswith("mkdocs")]
+
+
+@pytest.mark.slow
+def test_a_live_run_that_raises_or_times_out_keeps_its_whole_name(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    book = make_book(tmp_path, {"ch_slashed": SLASHED}, {"index": "# S\n\n::: trace ch_slashed\n"})
+    monkeypatch.syspath_prepend(str(book.root))
+
+    def live(scenario: Scenario, settings: Settings) -> ScenarioRun:
+        if scenario.name == "price/of/milk":
+            raise ConnectionError("the provider hung up")
+        if scenario.name == "a/b c":
+            time.sleep(1.0)
+        return ScenarioRun(name=scenario.name, mode="live", ending=Ending(reason="no_tool_calls"))
+
+    key = str((book.root / "mkdocs.yml").resolve())
+    registered = Book(
+        book.docs,
+        book.root / ".cache" / "traces",
+        chapters=Chapters(book.package),
+        settings=Settings(api_key="sk-test-0123456789abcdef"),
+        live_runner=live,
+        time_limit=0.3,
+    )
+    Book.register(key, registered)
+    caplog.set_level(logging.INFO, logger="mkdocs")
+    try:
+        records = _build_in_process(book.root, caplog)
+    finally:
+        Book.register(key, None)
+    published = json.loads((book.root / "site" / "traces" / "ch_slashed.json").read_text())
+    mock = [s["name"] for s in published["mock"]["scenarios"]]
+    live_runs = {s["name"]: s for s in published["live"]["scenarios"]}
+    assert mock == ["price/of/milk", "a/b c", "fine"]
+    assert list(live_runs) == mock, "every live run pairs with its mock run"
+    assert "ConnectionError" in live_runs["price/of/milk"]["ending"]["detail"]
+    assert "wall-clock limit" in live_runs["a/b c"]["ending"]["detail"]
+    warnings = [r.getMessage() for r in records if r.levelno == logging.WARNING]
+    assert any("ch_slashed / price/of/milk (live)" in w for w in warnings), warnings
+    assert any("ch_slashed / a/b c (live)" in w for w in warnings), warnings
+
+
+# -- numbers that are not finite --------------------------------------------------
+
+
+def _run_json(total: str) -> bytes:
+    scenario = ScenarioRun(name="s", mode="mock", ending=Ending(reason="no_tool_calls"))
+    text = ChapterRun(chapter="ch", mode="mock", scenarios=[scenario]).model_dump_json()
+    return text.replace('"total_ms":0.0', f'"total_ms":{total}', 1).encode()
+
+
+@pytest.mark.parametrize("token", ["NaN", "Infinity", "-Infinity"])
+def test_a_non_finite_number_is_a_corrupt_file_naming_file_and_field(tmp_path: Path, token: str) -> None:
+    store = TraceStore(tmp_path / "live", tmp_path / "cache")
+    path = store.path("ch", "mock")
+    path.parent.mkdir()
+    path.write_bytes(_run_json(token))
+    with pytest.raises(CorruptTrace) as caught:
+        store.load("ch", "mock")
+    assert str(caught.value) == (
+        f"The trace file {path} could not be read: the field scenarios.0.timing.total_ms holds {token}, "
+        "and a trace holds only finite numbers."
+    )
+
+
+def test_a_non_finite_number_anywhere_is_found(tmp_path: Path) -> None:
+    # In a recorded body too, which the schema does not type; and an overflow is infinite.
+    store = TraceStore(tmp_path / "live", tmp_path / "cache")
+    path = store.path("ch", "mock")
+    path.parent.mkdir()
+    path.write_bytes(_run_json("0").replace(b'"settings":{}', b'"settings":{"temperature":[1, NaN]}', 1))
+    with pytest.raises(CorruptTrace, match=r"the field scenarios\.0\.settings\.temperature\.1 holds NaN"):
+        store.load("ch", "mock")
+    path.write_bytes(_run_json("1e999"))
+    with pytest.raises(CorruptTrace, match=r"at scenarios\.0\.timing\.total_ms: Input should be a finite number"):
+        store.load("ch", "mock")
+
+
+@pytest.mark.slow
+def test_a_trace_file_with_nan_is_reported_and_run_again(tmp_path: Path) -> None:
+    book = make_book(tmp_path)
+    assert book.build().returncode == 0
+    cache = book.root / ".cache" / "traces" / "ch_alpha.mock.json"
+    raw = json.loads(cache.read_text())
+    raw["scenarios"][1]["turns"][0]["timing"]["total_ms"] = float("nan")
+    cache.write_text(json.dumps(raw))  # Python writes NaN, as a careless tool would
+
+    done = book.build("--strict")
+    assert done.returncode != 0
+    [warning] = done.lines("WARNING")
+    assert str(cache) in warning
+    assert "the field scenarios.1.turns.0.timing.total_ms holds NaN" in warning
+    assert "runs again and the file is replaced" in warning
+    assert done.count() == "traces: ran 2, reused 1"
+    assert "NaN" not in cache.read_text()
+    assert "nanms" not in book.page()
+    assert book.build("--strict").returncode == 0
+
+
+# -- stale temporary files ----------------------------------------------------------
+
+
+def _killed_writer(path: Path) -> Path:
+    """Write ``path`` in a process killed half way; the temporary file it left."""
+    before = set(path.parent.iterdir())
+    script = textwrap.dedent(
+        f"""
+        import os, signal, sys
+        from pathlib import Path
+        sys.path.insert(0, {str(REPO)!r})
+        from primer.book.atomic import write_if_changed
+
+        def chunks():
+            yield b"x" * 1000
+            os.kill(os.getpid(), signal.SIGKILL)
+            yield b"never"
+
+        write_if_changed(Path({str(path)!r}), chunks())
+        """
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, check=False, timeout=60)
+    assert done.returncode == -signal.SIGKILL
+    [left] = set(path.parent.iterdir()) - before
+    return left
+
+
+@pytest.mark.skipif(os.name != "posix", reason="killed with SIGKILL")
+def test_a_killed_writes_temporary_file_goes_on_the_next_write_of_its_target(tmp_path: Path) -> None:
+    path = tmp_path / "ch.live.json"
+    other = tmp_path / "other.json"
+    write_if_changed(path, "old")
+    write_if_changed(other, "other")
+    left = _killed_writer(path)
+    others = _killed_writer(other)
+    assert left.name.startswith(".ch.live.json.")
+    assert left.name.endswith(TEMP_SUFFIX)
+    # A write under way in a living process (this one's parent, say) is left alone.
+    busy = tmp_path / f".ch.live.json.{os.getppid()}-busy1234{TEMP_SUFFIX}"
+    busy.write_text("half")
+
+    assert write_if_changed(path, "old") is False
+    assert left.exists(), "no write, nothing removed"
+    assert write_if_changed(path, "new") is True
+    assert path.read_text() == "new"
+    assert not left.exists()
+    assert busy.exists()
+    assert others.exists(), "another target's leftovers wait for its own next write"
+
+    # Whoever wrote it, an hour-old temporary file is stale.
+    old = time.time() - STALE_AFTER - 60
+    os.utime(busy, (old, old))
+    write_if_changed(path, "newer")
+    assert not busy.exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([path.name, other.name, others.name])
+
+
+def test_git_ignores_temporary_files() -> None:
+    if shutil.which("git") is None or not (REPO / ".git").exists():
+        pytest.skip("not a git checkout")
+    temp = f"docs/traces/.ch09_who_retries.live.json.4242-abcd1234{TEMP_SUFFIX}"
+    ignored = subprocess.run(
+        ["git", "check-ignore", "--quiet", temp], cwd=REPO, check=False, capture_output=True, timeout=30
+    )
+    assert ignored.returncode == 0
+    kept = subprocess.run(
+        ["git", "check-ignore", "--quiet", "docs/traces/ch09_who_retries.live.json"],
+        cwd=REPO,
+        check=False,
+        capture_output=True,
+        timeout=30,
+    )
+    assert kept.returncode == 1, "the trace itself is committed"
+
+
+# -- empty settings -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("variable", VARIABLES.values())
+def test_an_empty_variable_stops_the_cli_naming_it(variable: str) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PRIMER_")}
+    done = subprocess.run(
+        [sys.executable, "-m", "primer", "run", "ch01_one_call"],
+        cwd=REPO,
+        env={**env, variable: ""},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 2
+    assert done.stdout == ""
+    assert re.fullmatch(rf"error: {variable} is set but empty\. [^\n]* unset it [^\n]*\.\n", done.stderr), done.stderr
+
+
+@pytest.mark.slow
+def test_an_empty_variable_is_a_build_warning_naming_it(tmp_path: Path) -> None:
+    book = make_book(tmp_path)
+    done = book.build("--strict", PRIMER_MODEL="")
+    assert done.returncode != 0
+    [warning] = done.lines("WARNING")
+    assert "PRIMER_MODEL is set but empty. Give it a value, or unset it for the default (gpt-4o-mini)." in warning
+    assert "Live runs are off for this build." in warning
+
+
+def test_the_publish_workflow_unsets_repository_variables_it_does_not_have(tmp_path: Path) -> None:
+    # GitHub expands a variable or secret that is not defined to "": the
+    # refresh step must not hand those to the build as empty values.
+    workflow = yaml.safe_load((REPO / ".github" / "workflows" / "publish.yml").read_text(encoding="utf-8"))
+    [step] = [s for s in workflow["jobs"]["refresh"]["steps"] if s.get("name") == "Refresh live traces"]
+    probe = f'{sys.executable} -c "from primer.settings import Settings; print(Settings.from_env().model)"'
+    script = f"mkdocs() {{ {probe}; }}\n{step['run']}"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PRIMER_")}
+    env.update({name: "" for name in step["env"] if name not in ("PRIMER_API_KEY", "PRIMER_LIVE")})
+    env.update(PRIMER_API_KEY="sk-test-0123456789abcdef", PRIMER_LIVE="auto", RUNNER_TEMP=str(tmp_path))
+    done = subprocess.run(
+        ["bash", "-c", script], cwd=REPO, env=env, capture_output=True, text=True, timeout=60, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "gpt-4o-mini"
+
+
+# -- corrupt files ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("content", "reason"),
+    [
+        (
+            '{"schema_version": 1, "chapter": "ch", "mo',
+            "it is not valid JSON (Unterminated string at line 1, column 40)",
+        ),
+        ("{not json", "it is not valid JSON (Expecting property name enclosed in double quotes at line 1, column 2)"),
+        ("[]", "it holds an array, where a trace file holds a JSON object"),
+        ("null", "it holds a bare null, where a trace file holds a JSON object"),
+        ('{"chapter": "ch"}', "it has no schema_version, and this build reads versions 1 and 2"),
+        ('{"schema_version": 7}', "its schema version is 7, and this build reads versions 1 and 2"),
+        ('{"schema_version": "1"}', "its schema version is '1', and this build reads versions 1 and 2"),
+        (
+            '{"schema_version": 1, "chapter": "ch", "mode": "mock", "surprise": 1}',
+            "1 field does not fit the trace schema, at surprise: Extra inputs are not permitted",
+        ),
+        (
+            '{"schema_version": 1, "chapter": "ch", "mode": "both", "surprise": 1}',
+            "2 fields do not fit the trace schema, the first at mode: Input should be 'mock' or 'live'",
+        ),
+    ],
+)
+def test_corrupt_file_messages_read_correctly(tmp_path: Path, content: str, reason: str) -> None:
+    store = TraceStore(tmp_path / "live", tmp_path / "cache")
+    path = store.path("ch", "mock")
+    path.parent.mkdir()
+    path.write_text(content)
+    with pytest.raises(CorruptTrace) as caught:
+        store.load("ch", "mock")
+    assert str(caught.value) == f"The trace file {path} could not be read: {reason}."
+
+
+# -- a refresh in which the model misbehaved ---------------------------------------------
+
+REFRESHED = '''"""Chapter refreshed: one price asked for."""
+
+from primer.grocery import PRICES, PriceOf
+from primer.models.mock import ask, call, say
+from primer.scenario import Scenario
+from primer.tools import ToolContext, tool
+
+
+@tool(PriceOf)
+def price_of(args: PriceOf, ctx: ToolContext) -> str:
+    """Look the price up on the shelf list."""
+    return PRICES[args.item]
+
+
+asks_price = Scenario(
+    name="asks_price",
+    prompt="How much is milk?",
+    tools=[price_of],
+    mock=[ask(call("price_of", item="milk")), say("Milk is 1.20.")],
+)
+'''
+
+
+def test_anomalies_are_what_no_tool_could_act_on() -> None:
+    from primer.trace import Message, ModelCall, ToolCall, Turn
+
+    reply = Message(
+        role="ai",
+        tool_calls=[
+            ToolCall(id="1", name="price_of", raw_arguments="{milk"),
+            ToolCall(id="2", name="teleport\x1b[2J"),
+            ToolCall(id="3", name="price_of", arguments={"item": "milk"}),
+        ],
+    )
+    turn = Turn(number=1, model_call=ModelCall(kind="live", context=[], reply=reply))
+    run = ScenarioRun(name="s", mode="live", tools=["price_of"], turns=[turn], ending=Ending(reason="no_tool_calls"))
+    assert anomalies(run) == [
+        "sent ['price_of'] arguments that are not a JSON object",
+        "asked for ['teleport\\x1b[2J'], a tool it was not given",
+    ]
+
+
+@pytest.mark.slow
+def test_a_refresh_that_brings_a_model_anomaly_says_so(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+    replay_provider: ReplayProvider,
+    httpbin: LocalHttpbin,
+) -> None:
+    book = make_book(tmp_path, {"ch_refreshed": REFRESHED}, {"index": "# R\n\n::: trace ch_refreshed\n"})
+    monkeypatch.syspath_prepend(str(book.root))
+    settings = live_settings(
+        replay_provider, httpbin, api_key="sk-test-0123456789abcdef", service_key="svc-test-0123456789"
+    )
+    key = str((book.root / "mkdocs.yml").resolve())
+    registered = Book(book.docs, book.root / ".cache" / "traces", chapters=Chapters(book.package), settings=settings)
+    Book.register(key, registered)
+    caplog.set_level(logging.INFO, logger="mkdocs")
+    frozen = book.docs / "traces" / "ch_refreshed.live.json"
+
+    def answers(*tool_calls: tuple[str, object]) -> None:
+        replay_provider.reply(ReplayProvider.completion(tool_calls=list(tool_calls)))  # type: ignore[arg-type]
+        replay_provider.reply(ReplayProvider.completion("Milk is 1.20."))
+
+    def anomaly_warnings(records: list[logging.LogRecord]) -> list[str]:
+        return [r.getMessage() for r in records if r.levelno == logging.WARNING and "refreshed trace" in r.getMessage()]
+
+    try:
+        # Recorded first with a well-behaved model.
+        answers(("price_of", {"item": "milk"}))
+        records = _build_in_process(book.root, caplog)
+        assert frozen.exists()
+        assert not [r for r in records if r.levelno >= logging.WARNING], [r.getMessage() for r in records]
+
+        # Refreshed: now the model sends broken arguments and names a tool it was not given.
+        registered.settings = settings.model_copy(update={"live": "refresh"})
+        answers(("price_of", "{'item': milk"), ("teleport", {"to": "moon"}))
+        with pytest.raises(Abort):  # a warning: --strict does not publish it unseen
+            _build_in_process(book.root, caplog, strict=True)
+        [warning] = anomaly_warnings([r for r in caplog.records if r.name.startswith("mkdocs")])
+        assert warning.startswith("traces: ch_refreshed / asks_price (live): in the refreshed trace the model ")
+        assert "sent ['price_of'] arguments that are not a JSON object" in warning
+        assert "asked for ['teleport'], a tool it was not given" in warning
+        assert "which the frozen trace did not show" in warning
+        assert str(frozen) in warning
+        replaced = ChapterRun.model_validate_json(frozen.read_text())
+        assert anomalies(replaced.scenario("asks_price")), "the refresh did replace the trace"
+
+        # Refreshed again with the same behaviour: the frozen trace had it, nothing new to say.
+        answers(("price_of", "{'item': milk"), ("teleport", {"to": "moon"}))
+        assert anomaly_warnings(_build_in_process(book.root, caplog)) == []
+    finally:
+        Book.register(key, None)

@@ -1,0 +1,306 @@
+"""A book build verifies its frozen live traces by replay when their code changed.
+
+Each test builds, with ``mkdocs build`` and no key, a book made of the real
+chapters, the committed live traces of ch05 and ch09, and a *copy* of the
+library (``tests.books.copy_library``), which the test then edits as a
+maintainer would: a comment, a refactor, a new system prompt. What the build
+says, what the page says and what happens to the frozen files is checked.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pydantic import SecretStr
+
+from primer.book.build import Book
+from primer.book.chapters import Chapters
+from primer.chapters import chapter_names, scenarios_of
+from primer.scenario import Scenario
+from primer.settings import Settings
+from primer.trace import ScenarioRun
+from tests.books import HOOK, RENDERER, SmallBook, copy_library, edit
+
+pytestmark = pytest.mark.slow
+
+REPO = Path(__file__).resolve().parent.parent
+LIVE = ("ch05_loop_endings", "ch09_who_retries")
+#: Every scenario of the book, run in mock mode by every cold build.
+MOCK = sum(len(scenarios_of(name)) for name in chapter_names())
+VERIFIED = sum(len(scenarios_of(name)) for name in LIVE)
+PAGE = "# Live\n\n::: trace ch05_loop_endings\n\n::: trace ch09_who_retries\n"
+
+
+def live_book(root: Path) -> tuple[SmallBook, Path]:
+    """The real chapters and their committed live traces, on a copy of the library."""
+    library = copy_library(root)
+    traces = root / "docs" / "traces"
+    traces.mkdir(parents=True)
+    for chapter in LIVE:
+        (traces / f"{chapter}.live.json").write_bytes((REPO / "docs" / "traces" / f"{chapter}.live.json").read_bytes())
+    (root / "docs" / "index.md").write_text(PAGE)
+    (root / "mkdocs.yml").write_text(
+        f"site_name: Live\ntheme:\n  name: mkdocs\nhooks:\n  - {HOOK}\nmarkdown_extensions:\n  - {RENDERER}\n"
+    )
+    return SmallBook(root, "primer.chapters"), library
+
+
+def frozen(book: SmallBook, chapter: str) -> Path:
+    return book.docs / "traces" / f"{chapter}.live.json"
+
+
+def published(book: SmallBook, chapter: str) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads((book.root / "site" / "traces" / f"{chapter}.json").read_text())
+    return data
+
+
+def settled(book: SmallBook) -> dict[str, bytes]:
+    """Build once (verifying the committed traces if the library changed since they were stamped)."""
+    first = book.build("--strict")
+    assert first.returncode == 0, first.log
+    for chapter in LIVE:
+        assert published(book, chapter)["live_status"]["state"] == "current"
+    return {chapter: frozen(book, chapter).read_bytes() for chapter in LIVE}
+
+
+def verify(book: SmallBook, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "primer", "verify", *args],
+        cwd=book.root,
+        env=book.env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+def test_a_comment_or_docstring_edit_runs_nothing_and_the_live_traces_stay_current(tmp_path: Path) -> None:
+    book, library = live_book(tmp_path)
+    before = settled(book)
+    edit(library / "redact.py", "import json\n", "import json  # for the JSON forms of a secret\n")
+    edit(
+        library / "loop.py",
+        '"""Go round while the model asks for tools;',
+        '"""Go round, while the model asks for tools;',
+    )
+    edit(library / "agent.py", "from primer.clock import Clock\n", "from primer.clock import Clock\n\n")
+    done = book.build("--strict")
+    assert done.returncode == 0, done.log
+    assert done.count() == f"traces: ran 0, reused {MOCK + VERIFIED}"
+    for chapter in LIVE:
+        assert frozen(book, chapter).read_bytes() == before[chapter]
+        assert published(book, chapter)["live_status"]["state"] == "current"
+
+
+def test_a_refactor_that_sends_the_same_requests_is_verified_and_re_stamped(tmp_path: Path) -> None:
+    book, library = live_book(tmp_path)
+    before = {chapter: json.loads(data) for chapter, data in settled(book).items()}
+    # A new helper in the loop: the same calls, in the same order.
+    edit(
+        library / "loop.py",
+        "def _failed(agent: Agent) -> Ending | None:\n",
+        "def _ask(agent: Agent, context: list[Message]) -> Turn:\n"
+        "    return agent.ask(context)\n\n\n"
+        "def _failed(agent: Agent) -> Ending | None:\n",
+    )
+    edit(library / "loop.py", "        turn = agent.ask(context)\n", "        turn = _ask(agent, context)\n")
+    done = book.build("--strict")
+    assert done.returncode == 0, done.log
+    assert done.count() == f"traces: ran {MOCK}, reused 0, verified {VERIFIED}"
+    today = datetime.now(UTC).date().isoformat()
+    for chapter in LIVE:
+        after = json.loads(frozen(book, chapter).read_text())
+        assert after["source_hash"] != before[chapter]["source_hash"]
+        assert after["verified_at"] == today
+        # Only the stamp changed: the provider's answers, timings and usage are as recorded.
+        unstamped = ("source_hash", "verified_at")
+        assert {k: v for k, v in after.items() if k not in unstamped} == {
+            k: v for k, v in before[chapter].items() if k not in unstamped
+        }
+        assert published(book, chapter)["live_status"]["state"] == "current"
+    assert f"verified by replay {today}" in book.page()
+    # Verified once, current after: the next build replays nothing.
+    assert book.build().count() == f"traces: ran 0, reused {MOCK + VERIFIED}"
+
+
+def test_a_changed_system_prompt_fails_verify_says_stale_and_fails_strict(tmp_path: Path) -> None:
+    book, library = live_book(tmp_path)
+    before = settled(book)
+    edit(library / "scenario.py", "You answer briefly and plainly.", "You answer tersely and plainly.")
+
+    checked = verify(book)
+    assert checked.returncode == 1, checked.stderr
+    diverged = [line for line in checked.stdout.splitlines() if ": diverged: " in line]
+    assert len(diverged) == VERIFIED
+    assert diverged[0] == (
+        "ch05_loop_endings within_token_limit: diverged: within_token_limit, turn 1, model request, attempt 1: "
+        'body messages[0].content was "You answer briefly and plainly. Use the tools you are given.", '
+        'and is now "You answer tersely and plainly. Use the tools you are given."'
+    )
+    assert "ch01_one_call plain_question: no live trace" in checked.stdout
+
+    strict = book.build("--strict")
+    assert strict.returncode != 0
+    warnings = strict.lines("no longer matches the code")
+    assert len(warnings) == len(LIVE)
+    assert str(frozen(book, "ch09_who_retries")) in warnings[1]
+    assert "body messages[0].content" in warnings[1]
+
+    done = book.build()
+    assert done.returncode == 0, done.log
+    assert done.count() == f"traces: ran 0, reused {MOCK + VERIFIED}, verified 0"
+    status = published(book, "ch09_who_retries")["live_status"]
+    assert status["state"] == "stale"
+    assert "service_is_busy, turn 1, model request, attempt 1: body messages[0].content was" in status["reason"]
+    assert "service_is_busy, turn 1, model request, attempt 1: body messages[0].content was" in book.page()
+    for chapter in LIVE:
+        assert frozen(book, chapter).read_bytes() == before[chapter], "a failed verification never rewrites"
+
+
+def test_a_changed_field_description_is_named_by_verify(tmp_path: Path) -> None:
+    book, library = live_book(tmp_path)
+    settled(book)
+    edit(
+        library / "grocery.py",
+        "from pydantic import BaseModel, ConfigDict,",
+        "from pydantic import BaseModel, ConfigDict, Field,",
+    )
+    edit(library / "grocery.py", "    quantity: int\n", '    quantity: int = Field(description="How many, 1 to 12.")\n')
+    checked = verify(book, "ch09_who_retries")
+    assert checked.returncode == 1
+    lines = checked.stdout.splitlines()
+    assert lines[0] == (
+        "ch09_who_retries service_is_busy: diverged: service_is_busy, turn 1, model request, attempt 1: "
+        'body tools[0].function.parameters.properties.quantity.description was absent, and is now "How many, 1 to 12."'
+    )
+    # Only ch09 declares place_order: ch05's requests are the same.
+    assert verify(book, "ch05_loop_endings").returncode == 0
+
+
+def test_a_recording_shorter_than_the_new_run_is_named_as_such(tmp_path: Path) -> None:
+    book, library = live_book(tmp_path)
+    before = settled(book)
+    # The loop asks once more after the answer: a request no recording holds.
+    edit(
+        library / "loop.py",
+        '        if not context[-1].tool_calls:\n            return Ending(reason="no_tool_calls")\n',
+        "        if not context[-1].tool_calls:\n            agent.ask(context)\n"
+        '            return Ending(reason="no_tool_calls")\n',
+    )
+    done = book.build()
+    assert done.returncode == 0, done.log
+    reason = published(book, "ch09_who_retries")["live_status"]["reason"]
+    assert "service_is_busy: the recording ran out after turn 2: the code now sends a 3rd model request" in reason
+    assert frozen(book, "ch09_who_retries").read_bytes() == before["ch09_who_retries"]
+
+
+@pytest.mark.parametrize(
+    ("damage", "said"),
+    [
+        (lambda data: "{not json at all", "is not valid JSON"),
+        (lambda data: re.sub('"schema_version": [0-9]+', '"schema_version": 7', data), "its schema version is 7"),
+        (
+            # The timeout's failure no longer says what happened: nothing to replay it as.
+            lambda data: data.replace("did not answer in time, and the call may have been received", "went wrong"),
+            "could not be verified by replay",
+        ),
+    ],
+    ids=["corrupt", "unknown-schema", "incomplete-recording"],
+)
+def test_a_bad_frozen_file_is_named_and_never_rewritten(tmp_path: Path, damage: Any, said: str) -> None:
+    book, _library = live_book(tmp_path)
+    settled(book)
+    path = frozen(book, "ch09_who_retries")
+    # Stamped by other code, so the build tries to verify it.
+    text = path.read_text().replace(json.loads(path.read_text())["source_hash"], "0" * 20)
+    path.write_text(damage(text))
+    before = path.read_bytes()
+    done = book.build()
+    assert done.returncode == 0, done.log
+    [warning] = [line for line in done.lines(said) if "WARNING" in line]
+    assert str(path) in warning
+    assert path.read_bytes() == before
+    assert not list(path.parent.glob("*.tmp*")), "nothing half-written is left"
+
+
+# -- with a key: a verified trace is not paid for again ----------------------------------
+
+
+class Counting:
+    """A live runner that must not be needed: counts calls, answers with a failure."""
+
+    def __init__(self) -> None:
+        self.calls: list[str] = []
+
+    def __call__(self, scenario: Scenario, settings: Settings) -> ScenarioRun:
+        self.calls.append(scenario.name)
+        raise RuntimeError("no network in tests")
+
+
+def keyed_book(tmp_path: Path, runner: Counting) -> Book:
+    docs = tmp_path / "docs"
+    (docs / "traces").mkdir(parents=True)
+    data = (REPO / "docs" / "traces" / "ch05_loop_endings.live.json").read_text()
+    stamp = json.loads(data)["source_hash"]
+    (docs / "traces" / "ch05_loop_endings.live.json").write_text(data.replace(stamp, "0" * 20))
+    return Book(
+        docs,
+        tmp_path / ".cache",
+        chapters=Chapters(),
+        settings=Settings(api_key=SecretStr("sk-test-0123456789")),
+        live_runner=runner,
+    )
+
+
+def test_with_a_key_a_verified_trace_is_re_stamped_instead_of_recorded_again(tmp_path: Path) -> None:
+    runner = Counting()
+    book = keyed_book(tmp_path, runner)
+    report = book.prepare()
+    assert report.verified == len(scenarios_of("ch05_loop_endings"))
+    # Chapters without a live trace are recorded; ch05 is not: its replay verified it.
+    assert not any(name in runner.calls for name in ("within_token_limit", "tokens_exhausted"))
+    assert book.store.traces("ch05_loop_endings").live_status.state == "current"
+
+
+def test_with_a_key_a_diverged_trace_is_recorded_again_without_a_warning_about_it(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    runner = Counting()
+    book = keyed_book(tmp_path, runner)
+    path = tmp_path / "docs" / "traces" / "ch05_loop_endings.live.json"
+    path.write_text(path.read_text().replace("You answer briefly and plainly.", "You once answered otherwise."))
+    caplog.set_level("INFO")
+    book.prepare()
+    assert {"within_token_limit", "tokens_exhausted"} <= set(runner.calls)
+    [note] = [r for r in caplog.records if "no longer matches the code" in r.getMessage()]
+    assert note.levelname == "INFO"
+    assert "it is recorded again now" in note.getMessage()
+
+
+def test_a_library_edit_while_serving_is_replayed_with_the_new_code(tmp_path: Path) -> None:
+    from tests.test_serve import serving
+
+    book, library = live_book(tmp_path)
+    before = settled(book)
+    with serving(book) as server:
+        assert server.builds() == [f"traces: ran 0, reused {MOCK + VERIFIED}"]
+        start = len(server.lines)
+        # This server imported the library before the edit: a replay in it would send the
+        # old prompt and verify. It must replay in a new interpreter, and diverge.
+        edit(library / "scenario.py", "You answer briefly and plainly.", "You answer tersely and plainly.")
+        server.wait_for("verified 0", after=start, timeout=120)
+        log = server.lines[start:]
+        assert sum("verifying" in line and "anew" in line for line in log) == len(LIVE)
+        assert any("no longer matches the code" in line and "body messages[0].content" in line for line in log)
+        page = server.get()
+    assert "service_is_busy, turn 1, model request, attempt 1: body messages[0].content was" in page
+    for chapter in LIVE:
+        assert frozen(book, chapter).read_bytes() == before[chapter]
