@@ -4,6 +4,11 @@ python -m primer run ch09_who_retries
 python -m primer run ch09_who_retries --scenario service_is_busy --json
 python -m primer list
 python -m primer verify [ch09_who_retries]
+python -m primer export otlp ch09_who_retries [--mode mock|live] [-o FILE] [--endpoint URL]
+python -m primer export inspect ch09_who_retries [--mode mock|live] [-o FILE]
+
+The chapters are those of the package ``PRIMER_CHAPTERS`` names
+(``primer.chapters`` by default), found by ``primer.locator``.
 """
 
 from __future__ import annotations
@@ -14,9 +19,10 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from primer.chapters import chapter_names, scenarios_of
 from primer.errors import NotFound, PrimerError
 from primer.inert import inert
+from primer.locator import ChapterLocator
+from primer.script_check import unused_warnings
 from primer.settings import Settings
 from primer.summary import chapter_line, ending_line, model_line, scenario_line, tool_line, turn_line
 from primer.trace import ChapterRun
@@ -51,6 +57,20 @@ def _parser() -> argparse.ArgumentParser:
     )
     verify.add_argument("chapter", nargs="?", help="one chapter (default: every chapter)")
     verify.add_argument("--traces", default="docs/traces", help="the frozen live traces' folder (docs/traces)")
+    export = commands.add_parser("export", help="write a chapter's traces for OpenTelemetry tools or Inspect AI")
+    formats = export.add_subparsers(dest="format", required=True)
+    otlp = formats.add_parser("otlp", help="OTLP JSON (GenAI spans, a trace per scenario), or sent to an endpoint")
+    inspect = formats.add_parser("inspect", help="an Inspect AI eval log (a sample per scenario)")
+    for each in (otlp, inspect):
+        each.add_argument("chapter", help="a chapter module name, such as ch09_who_retries")
+        each.add_argument(
+            "--mode", choices=["mock", "live"], default="mock", help="mock: run it now; live: the frozen live trace"
+        )
+        each.add_argument("--traces", default="docs/traces", help="the frozen live traces' folder (docs/traces)")
+    target = otlp.add_mutually_exclusive_group()
+    target.add_argument("-o", "--output", help="write to this file (default: print it)")
+    target.add_argument("--endpoint", help="send over OTLP/HTTP to this URL, such as http://127.0.0.1:4318/v1/traces")
+    inspect.add_argument("-o", "--output", help="write to this file: .json, or .eval (default: CHAPTER.MODE.json)")
     return parser
 
 
@@ -59,29 +79,87 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     0 when every scenario ran, 1 when one ended in ``scenario_error`` or
     ``provider_failure`` (its line is still printed), 2 for a usage error.
+    A mock script with replies the run never used is a warning on stderr.
     """
     args = _parser().parse_args(argv)
-    if args.command == "verify":
-        return _verify(args.chapter, Path(args.traces))
     try:
+        settings = Settings.from_env(warn=_warning)
+        chapters = ChapterLocator(settings.chapters_package())
+        if args.command == "verify":
+            return _verify(chapters, args.chapter, Path(args.traces))
+        if args.command == "export":
+            return _export(args, chapters, settings)
         if args.command == "list":
-            chapters = [f"{name}: {', '.join(s.name for s in scenarios_of(name))}" for name in chapter_names()]
-            return _write(*chapters)
+            names = chapters.names()
+            return _write(*(f"{name}: {', '.join(s.name for s in chapters.scenarios(name))}" for name in names))
         from primer.runner import run_chapter
 
-        settings = Settings.from_env()
-        run = run_chapter(args.chapter, args.mode, only=args.scenario, settings=settings)
+        run = run_chapter(args.chapter, args.mode, only=args.scenario, settings=settings, chapters=chapters)
     except PrimerError as error:
         _error(str(error))
         return 2
     lines = run.model_dump_json(indent=2).split("\n") if args.json else summary_lines(run)
     status = _write(*lines)
+    for scenario in run.scenarios:
+        for warning in unused_warnings(scenario):
+            _warning(f"{run.chapter} {warning}")
     broken = [s for s in run.scenarios if s.ending.failed]
     for scenario in broken:
         detail = scenario.ending.detail or scenario.ending.label
         _error(f"{run.chapter} {scenario.name}: {detail}")
     # A scenario that broke is the author's to fix: say so to scripts and CI too.
     return status or (1 if broken else 0)
+
+
+def _export(args: argparse.Namespace, chapters: ChapterLocator, settings: Settings) -> int:
+    """``export``: the chapter's traces as OTLP or an Inspect log; 1 if an endpoint refused them."""
+    from primer.errors import ExportFailed
+
+    run = _exported_run(args.chapter, args.mode, Path(args.traces), chapters, settings)
+    if args.format == "inspect":
+        from primer.export.inspect_log import write
+
+        path = write(run, Path(args.output or f"{run.chapter}.{run.mode}.json"))
+        return _write(f"wrote {path}: {len(run.scenarios)} samples ({run.mode} runs of {run.chapter})")
+    from primer.export.otlp import chapter_json, send, shown_url, traces_url
+
+    if args.endpoint is not None:
+        try:
+            traces_url(args.endpoint)
+        except ValueError as error:
+            _error(str(error))
+            return 2
+    if args.endpoint is None:
+        text = chapter_json(run)
+        if args.output is None:
+            return _write(text.rstrip("\n"))
+        Path(args.output).write_text(text, encoding="utf-8")
+        return _write(f"wrote {args.output}: {len(run.scenarios)} traces ({run.mode} runs of {run.chapter})")
+    try:
+        sent = send([run], args.endpoint)
+    except ExportFailed as error:
+        _error(str(error))
+        return 1
+    return _write(f"sent {sent} spans in {len(run.scenarios)} traces to {shown_url(args.endpoint)}")
+
+
+def _exported_run(chapter: str, mode: str, folder: Path, chapters: ChapterLocator, settings: Settings) -> ChapterRun:
+    """What ``export`` exports: a mock run made now, or the frozen live trace (no key needed)."""
+    if chapter not in chapters.names():
+        raise NotFound(f"There is no chapter {chapter!r}. The chapters are: {', '.join(chapters.names())}.")
+    if mode == "mock":
+        from primer.runner import run_chapter
+
+        return run_chapter(chapter, "mock", settings=settings, chapters=chapters)
+    from primer.replay import read_trace
+
+    path = folder / f"{chapter}.live.json"
+    if not path.is_file():
+        raise NotFound(
+            f"There is no live trace of {chapter} at {path}: run this from the book's root, give --traces FOLDER, "
+            "or export the mock run (--mode mock)."
+        )
+    return read_trace(path)
 
 
 def _write(*lines: str) -> int:
@@ -105,17 +183,21 @@ def _error(message: str) -> None:
     print(f"error: {inert(message)}", file=sys.stderr)
 
 
-def _verify(chapter: str | None, folder: Path) -> int:
+def _warning(message: str) -> None:
+    print(f"warning: {inert(message)}", file=sys.stderr)
+
+
+def _verify(locator: ChapterLocator, chapter: str | None, folder: Path) -> int:
     """``verify``: one line per scenario; 1 if any diverged or could not be replayed, 2 for a usage error."""
     from primer.replay import read_trace, verify_chapter
 
     try:
-        names = [chapter] if chapter else chapter_names()
-        if chapter is not None and chapter not in chapter_names():
-            raise NotFound(f"There is no chapter {chapter!r}. The chapters are: {', '.join(chapter_names())}.")
+        if chapter is not None:
+            locator.require(chapter)
+        names = [chapter] if chapter else locator.names()
         if not folder.is_dir():
             raise NotFound(f"There is no folder {folder}: run this from the book's root, or give --traces FOLDER.")
-        chapters = [(name, scenarios_of(name)) for name in names]
+        chapters = [(name, locator.scenarios(name)) for name in names]
     except PrimerError as error:
         _error(str(error))
         return 2

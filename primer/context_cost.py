@@ -13,13 +13,19 @@ again. Count what a run sent, turn by turn, from its trace::
 
 Characters are a rough stand-in for tokens that a mock run can count too;
 a live run also has the provider's own count of input tokens per turn.
+
+A provider's prompt cache reuses the *start* of a context it was sent
+before. ``repeated_characters`` counts, per turn, the characters at the start
+of the context that an earlier turn of the run began with too, message for
+message: what a cache could reuse. A live run also has the provider's own count of cached
+input tokens (``cached_tokens``); chapter 17 compares the two.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from primer.trace import ScenarioRun
+from primer.trace import Message, ScenarioRun
 
 __all__ = ["ContextCost", "TurnCost", "context_cost"]
 
@@ -37,6 +43,10 @@ class TurnCost:
     characters: int
     #: Input tokens as the provider counted them; None for a mock run.
     input_tokens: int | None
+    #: Characters at the start of the context that an earlier turn began with too, in the same order.
+    repeated_characters: int = 0
+    #: Input tokens the provider read from its cache; None when it did not say (and for a mock run).
+    cached_tokens: int | None = None
 
 
 @dataclass(frozen=True)
@@ -58,6 +68,11 @@ class ContextCost:
         return sum(turn.characters for turn in self.turns)
 
     @property
+    def repeated_characters(self) -> int:
+        """Characters each turn repeated from the start of an earlier turn's context, over the run."""
+        return sum(turn.repeated_characters for turn in self.turns)
+
+    @property
     def input_tokens(self) -> int | None:
         """Input tokens over the run, when the provider counted every turn."""
         counts = [turn.input_tokens for turn in self.turns]
@@ -70,6 +85,7 @@ def context_cost(run: ScenarioRun) -> ContextCost:
     """Count what each turn of a scenario run sent to the model."""
     turns: list[TurnCost] = []
     previous = 0
+    earlier: list[list[Message]] = []
     for turn in run.turns:
         call = turn.model_call
         sent = len(call.context)
@@ -80,7 +96,20 @@ def context_cost(run: ScenarioRun) -> ContextCost:
                 new_messages=sent - previous,
                 characters=sum(len(message.written()) for message in call.context),
                 input_tokens=call.usage.input_tokens if call.usage is not None else None,
+                repeated_characters=max((_repeated(old, call.context) for old in earlier), default=0),
+                cached_tokens=call.usage.cached_tokens if call.usage is not None else None,
             )
         )
         previous = sent
+        earlier.append(call.context)
     return ContextCost(turns=turns, transcript_messages=len(run.transcript))
+
+
+def _repeated(before: list[Message], now: list[Message]) -> int:
+    """Characters of the messages ``now`` starts with that ``before`` started with too."""
+    same = 0
+    for old, new in zip(before, now, strict=False):
+        if old != new:
+            break
+        same += len(new.written())
+    return same

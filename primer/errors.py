@@ -9,19 +9,28 @@ The tree::
     ├── ToolFailed             a tool call did not succeed; carries a Failure
     │   ├── ArgumentsRejected  the model's arguments were wrong: it can fix them
     │   └── ServiceFailed      the service answered badly or not at all
-    └── ScriptExhausted        a mock model ran out of scripted replies
+    ├── ScriptExhausted        a mock model ran out of scripted replies
+    ├── ScriptDisobeys         a scripted reply breaks what the request asked for
+    ├── MissingExtra           an optional part needs packages not installed (names the extra)
+    └── ExportFailed           an export's receiver did not take the traces
 """
 
 from __future__ import annotations
 
-from primer.trace import Failure
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # at run time only where one is made: a build with traces off loads no trace model
+    from primer.trace import Failure
 
 __all__ = [
     "ArgumentsRejected",
     "ChapterError",
     "ConfigError",
+    "ExportFailed",
+    "MissingExtra",
     "NotFound",
     "PrimerError",
+    "ScriptDisobeys",
     "ScriptExhausted",
     "ServiceFailed",
     "ToolFailed",
@@ -58,6 +67,25 @@ class ScriptExhausted(PrimerError):
     """A mock model was asked for more replies than its script holds."""
 
 
+class ScriptDisobeys(PrimerError):
+    """A mock model's scripted reply does what the request forbade (``primer.tool_choice.disobeyed``)."""
+
+
+class MissingExtra(PrimerError, ImportError):
+    """An optional part of the library needs packages that are not installed: names the extra to install."""
+
+    def __init__(self, part: str, extra: str, cause: ImportError) -> None:
+        super().__init__(
+            f"{part} needs the optional packages of trace-book[{extra}], and {cause.name or 'one'} is not "
+            f"installed: install them with pip install 'trace-book[{extra}]' (or -e '.[{extra}]' in a checkout)."
+        )
+        self.extra = extra
+
+
+class ExportFailed(PrimerError):
+    """The receiver of an export (an OTLP endpoint) did not take the traces."""
+
+
 class ToolFailed(PrimerError):
     """A tool call did not succeed. ``failure`` says whether to retry."""
 
@@ -70,6 +98,8 @@ class ArgumentsRejected(ToolFailed):
     """The tool refused the arguments; the caller (the model) can fix them."""
 
     def __init__(self, message: str) -> None:
+        from primer.trace import Failure
+
         super().__init__(Failure(message=message, retryable=False, idempotent=False, caller_can_fix=True))
 
 

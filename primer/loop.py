@@ -8,6 +8,15 @@ only in what they take as the signal to stop, which is the point of chapter 5:
   like an answer.
 * ``until_answer`` reads the finish reason: ``stop`` is an answer,
   ``length`` is tokens exhausted (not an answer), ``tool_calls`` goes round.
+  But a reply's tool calls are run whatever its finish reason says:
+  OpenAI-compatible servers answer ``stop`` *with* tool calls when
+  ``tool_choice`` names a function (chapter 12), and a call left unanswered
+  would leave the context one the provider rejects.
+
+A ``tool_choice`` that forces a call (``required``, or a named function) is
+relaxed to ``auto`` once a turn has made the calls it forced
+(``primer.tool_choice.relaxed``): forced on every turn, the model could never
+answer.
 
 Both stop at a turn limit, when the model call itself failed, and when a
 tool raised an exception it did not mean to (a bug in the scenario's code is
@@ -19,6 +28,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from primer.agent import Agent
+from primer.tool_choice import forced, relaxed
 from primer.trace import Ending, Message, Turn
 
 __all__ = ["DEFAULT_MAX_TURNS", "Loop", "until_answer", "until_no_tool_calls"]
@@ -46,6 +56,14 @@ def _broken(turn: Turn) -> Ending | None:
     return None
 
 
+def _run_tools(agent: Agent, turn: Turn, context: list[Message]) -> Ending | None:
+    """Run the turn's calls; a forced tool choice has had its call, so the model decides from now on."""
+    agent.run_tools(turn, context)
+    if forced(agent.settings):
+        agent.settings = relaxed(agent.settings)
+    return _broken(turn)
+
+
 def until_no_tool_calls(agent: Agent, context: list[Message], max_turns: int = DEFAULT_MAX_TURNS) -> Ending:
     """Go round while the model asks for tools; stop when it asks for none."""
     for _ in range(max_turns):
@@ -54,26 +72,25 @@ def until_no_tool_calls(agent: Agent, context: list[Message], max_turns: int = D
             return failed
         if not context[-1].tool_calls:
             return Ending(reason="no_tool_calls")
-        agent.run_tools(turn, context)
-        if broken := _broken(turn):
+        if broken := _run_tools(agent, turn, context):
             return broken
     return Ending(reason="turn_limit", detail=f"stopped after {max_turns} turns")
 
 
 def until_answer(agent: Agent, context: list[Message], max_turns: int = DEFAULT_MAX_TURNS) -> Ending:
-    """Go round until the finish reason says the model has answered."""
+    """Go round until the finish reason says the model has answered; run any tool calls first."""
     for _ in range(max_turns):
         turn = agent.ask(context)
         if failed := _failed(agent):
             return failed
         finish = turn.model_call.finish_reason
-        if finish == "stop":
-            return Ending(reason="answer_received", finish_reason=finish)
         if finish == "length":
             return Ending(reason="tokens_exhausted", finish_reason=finish)
         if finish == "content_filter":
             return Ending(reason="refused", finish_reason=finish)
-        agent.run_tools(turn, context)
-        if broken := _broken(turn):
+        # "stop" with tool calls is not an answer yet: the calls need theirs.
+        if finish == "stop" and not context[-1].tool_calls:
+            return Ending(reason="answer_received", finish_reason=finish)
+        if broken := _run_tools(agent, turn, context):
             return broken
     return Ending(reason="turn_limit", detail=f"stopped after {max_turns} turns")

@@ -544,7 +544,7 @@ def verify_scenario(scenario: Scenario, recorded: ScenarioRun, settings: Setting
 
     Raises ``IncompleteRecording`` if the recording cannot be replayed.
     """
-    player = _Player(scenario.name, _tape(recorded), Redactor(settings.secrets()))
+    player = _Player(scenario.name, _tape(recorded), settings.redactor())
     environment = live_environment(
         scenario,
         settings,

@@ -8,6 +8,7 @@ and an exception inside it ends that scenario (recorded), not the run.
 
 from __future__ import annotations
 
+import dataclasses
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -15,15 +16,18 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from primer.agent import Agent
-from primer.chapters import load_chapter, scenarios_of
+from primer.approval import ScriptedApprover
 from primer.clock import Clock, RealClock, VirtualClock
-from primer.errors import ConfigError, NotFound
+from primer.errors import ConfigError
+from primer.locator import ChapterLocator
 from primer.mock_service import GroceryService
 from primer.models.base import Model
 from primer.models.mock import MockModel
+from primer.offsets import place
 from primer.redact import Redactor
 from primer.scenario import Scenario
-from primer.service import RetryPolicy, ServiceClient, ServiceScript
+from primer.script_check import note_unused
+from primer.service import RetryPolicy, ServiceClient, ServiceScript, numbered_keys
 from primer.settings import DEFAULT_SERVICE_KEY, Settings
 from primer.trace import ChapterRun, Ending, ErrorInfo, Message, Mode, ScenarioRun, Timing
 
@@ -62,9 +66,12 @@ def mock_environment(scenario: Scenario, settings: Settings) -> Environment:
         base_url=MOCK_SERVICE_URL,
         clock=clock,
         transport=GroceryService(clock).transport(),
+        policy=scenario.policy or RetryPolicy(),
         token=DEFAULT_SERVICE_KEY,
         script=ServiceScript(scenario.service),
         redactor=redactor,
+        # Idempotency keys that are the same every run, as the rest of a mock trace is.
+        new_key=numbered_keys(scenario.name),
     )
     return Environment(MockModel(scenario.mock, clock, scenario=scenario.name), service, clock, redactor)
 
@@ -91,7 +98,7 @@ def live_environment(
     from primer.wire import RecordingClient
 
     clock = clock if clock is not None else RealClock()
-    redactor = Redactor(settings.secrets())
+    redactor = settings.redactor()
     http_client = None
     if model_transport is not None:
         http_client = RecordingClient(clock=clock, redactor=redactor, transport=model_transport)
@@ -100,7 +107,7 @@ def live_environment(
         base_url=settings.service_url,
         clock=clock,
         transport=service_transport,
-        policy=RetryPolicy(timeout=settings.service_timeout),
+        policy=dataclasses.replace(scenario.policy or RetryPolicy(), timeout=settings.service_timeout),
         token=settings.service_key.get_secret_value(),
         script=ServiceScript(scenario.service),
         redactor=redactor,
@@ -128,9 +135,13 @@ def run_scenario(
         service=env.service,
         settings=scenario.settings,
         redactor=env.redactor,
+        # The person asked before a tool with side effects runs is scripted, mock and live (chapter 14).
+        approver=ScriptedApprover(scenario.approvals, scenario=scenario.name) if scenario.approvals else None,
     )
     context = [Message(role="system", content=scenario.system), Message(role="human", content=scenario.prompt)]
     started = env.clock.now()
+    # Only a live run has a moment: a mock run is the same whenever it runs.
+    began = datetime.now(UTC) if mode == "live" else None
     error: ErrorInfo | None = None
     try:
         ending = scenario.loop(agent, context, scenario.max_turns)
@@ -144,19 +155,26 @@ def run_scenario(
         )
     finally:
         env.close()
-    return ScenarioRun(
+    run = ScenarioRun(
         name=scenario.name,
         mode=mode,
         title=scenario.about or None,
         tools=[t.name for t in scenario.tools],
         settings=dict(scenario.settings),
         timing=Timing(total_ms=(env.clock.now() - started) * 1000),
+        started_at=began,
         simulated_seconds=round(getattr(env.clock, "simulated", 0.0), 6),
         turns=agent.turns,
         transcript=context,
         ending=ending,
         error=error,
     )
+    # Every part was stamped with the clock's reading: offsets from the scenario's start.
+    place(run, started * 1000)
+    if mode == "mock":
+        # A script the run did not use up tells a longer story than the trace: say so.
+        note_unused(run, scenario.mock, scenario.approvals)
+    return run
 
 
 def run_chapter(
@@ -165,16 +183,17 @@ def run_chapter(
     *,
     only: str | None = None,
     settings: Settings | None = None,
+    chapters: ChapterLocator | None = None,
     **overrides: Any,
 ) -> ChapterRun:
-    """Run a chapter's scenarios (or one of them) in one mode."""
+    """Run a chapter's scenarios (or one of them) in one mode.
+
+    The chapter is looked for in ``chapters``, by default the package the
+    settings name (``PRIMER_CHAPTERS``, else ``primer.chapters``).
+    """
     settings = settings or Settings()
-    scenarios = scenarios_of(load_chapter(chapter))
-    if only is not None:
-        names = [s.name for s in scenarios]
-        if only not in names:
-            raise NotFound(f"Chapter {chapter} has no scenario {only!r}. Its scenarios are: {', '.join(names)}.")
-        scenarios = [s for s in scenarios if s.name == only]
+    chapters = chapters or ChapterLocator(settings.chapters_package())
+    scenarios = [chapters.scenario(chapter, only)] if only is not None else chapters.scenarios(chapter)
     return ChapterRun(
         chapter=chapter,
         mode=mode,

@@ -22,10 +22,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from primer.approval import Decision
 from primer.errors import ChapterError
 from primer.loop import DEFAULT_MAX_TURNS, Loop, until_no_tool_calls
 from primer.models.base import STREAM
 from primer.models.mock import MockReply
+from primer.service import RetryPolicy
+from primer.tool_choice import choice_problems
 from primer.tools import Tool
 
 __all__ = ["SYSTEM", "Scenario"]
@@ -49,11 +52,19 @@ class Scenario:
     #: ``"stream": True`` to have the replies streamed.
     settings: Mapping[str, Any] = field(default_factory=dict)
     #: The service paths the tool's attempts go to, in order (httpbin's
-    #: ``/status/429`` makes it busy, ``/delay/10`` makes it slow).
-    service: Sequence[str] = ("/get",)
+    #: ``/status/429`` makes it busy, ``/delay/10`` makes it slow); none:
+    #: each attempt goes to httpbin's endpoint for its method (``/get``, ``/post``).
+    service: Sequence[str] = ()
+    #: The service client's retry policy, when not the default (chapter 8's
+    #: ``attempt_deadline``, chapter 13's ``trust_idempotency_keys``). Live,
+    #: ``PRIMER_SERVICE_TIMEOUT`` sets its ``timeout``.
+    policy: RetryPolicy | None = None
     max_turns: int = DEFAULT_MAX_TURNS
     #: One line saying what the scenario shows.
     about: str = ""
+    #: The approver's answers, in order, for tools that ``needs_approval``
+    #: (``approve()``, ``refuse("why")``): the person is scripted, mock and live.
+    approvals: Sequence[Decision] = ()
 
     def __post_init__(self) -> None:
         stream = self.settings.get(STREAM, False)
@@ -62,6 +73,9 @@ class Scenario:
                 f"Scenario {self.name!r} sets {STREAM!r} to {stream!r}: set it to True to stream the replies, "
                 "or leave it out."
             )
+        problems = choice_problems(self.settings, [tool.name for tool in self.tools])
+        if problems:
+            raise ChapterError(f"Scenario {self.name!r}: {'; '.join(problems)}.")
 
     @property
     def streams(self) -> bool:

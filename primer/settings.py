@@ -9,6 +9,13 @@
 ``PRIMER_TRACES``           ``on`` (default) or ``off``: the whole machinery
 ``PRIMER_MODEL_TIMEOUT``    seconds to wait for the provider's answer (60)
 ``PRIMER_SERVICE_TIMEOUT``  seconds to wait for the service's answer (2)
+``PRIMER_CHAPTERS``         the chapters' package (``primer.chapters``)
+
+Every ``PRIMER_*`` variable is read here and nowhere else (their names are
+in ``primer.variables``, with the one switch a build reads before loading
+anything: ``PRIMER_TRACES=off``). A name that is none of these
+(``PRIMER_API_KY``) is reported with the closest known one: a typo would
+otherwise quietly leave a setting at its default.
 
 Every problem is a ``ConfigError`` naming the variable, and never repeating
 a secret's value: an error message may end up in a log. A variable set to
@@ -18,34 +25,29 @@ nothing (or to spaces) is one of them: unset it to get the default, since
 
 from __future__ import annotations
 
+import logging
 import math
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, SecretStr, ValidationInfo, field_validator
 
 from primer.errors import ConfigError
-from primer.redact import MIN_SECRET_LENGTH
+from primer.locator import DEFAULT_PACKAGE
+from primer.redact import MIN_SECRET_LENGTH, Redactor
+from primer.variables import VARIABLES, unknown_variables
 
 __all__ = ["DEFAULT_SERVICE_KEY", "VARIABLES", "Settings"]
 
 DEFAULT_SERVICE_KEY = "primer-demo-key"
 
-#: The environment variable behind each setting, for messages.
-VARIABLES = {
-    "api_key": "PRIMER_API_KEY",
-    "base_url": "PRIMER_BASE_URL",
-    "model": "PRIMER_MODEL",
-    "service_url": "PRIMER_SERVICE_URL",
-    "service_key": "PRIMER_SERVICE_KEY",
-    "live": "PRIMER_LIVE",
-    "traces": "PRIMER_TRACES",
-    "model_timeout": "PRIMER_MODEL_TIMEOUT",
-    "service_timeout": "PRIMER_SERVICE_TIMEOUT",
-}
+
+#: Where an unknown ``PRIMER_*`` name is reported when the caller gives no other place.
+log = logging.getLogger("primer.settings")
+_PACKAGE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*")
 
 
 def _url(variable: str, value: str) -> str:
@@ -97,6 +99,15 @@ def _secret(variable: str, value: str) -> str:
     return value
 
 
+def _package(where: str, value: Any) -> str:
+    name = str(value).strip()
+    if not _PACKAGE.fullmatch(name):
+        raise ConfigError(
+            f"{where} must name a Python package such as primer.chapters or mybook.chapters, not {value!r}."
+        )
+    return name
+
+
 def _seconds(variable: str, value: Any) -> float:
     try:
         seconds = float(value)
@@ -129,6 +140,8 @@ class Settings(BaseModel):
     #: Seconds to wait for the service (the seeds' 2 s, which is what makes
     #: httpbin's ``/delay/10`` a timeout).
     service_timeout: float = 2.0
+    #: The chapters' package (``chapters_package`` says which one a book uses).
+    chapters: str = DEFAULT_PACKAGE
 
     @field_validator("base_url", "service_url", mode="before")
     @classmethod
@@ -158,15 +171,29 @@ class Settings(BaseModel):
         choices = ("auto", "off", "refresh") if field == "live" else ("on", "off")
         return _choice(VARIABLES[field], str(value), choices)
 
+    @field_validator("chapters", mode="before")
+    @classmethod
+    def _check_package(cls, value: Any) -> str:
+        return _package("PRIMER_CHAPTERS", value)
+
     @field_validator("model_timeout", "service_timeout", mode="before")
     @classmethod
     def _check_seconds(cls, value: Any, info: ValidationInfo) -> float:
         return _seconds(VARIABLES[info.field_name or ""], value)
 
     @classmethod
-    def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
-        """Read and validate the ``PRIMER_*`` variables; one set but empty is an error naming it."""
+    def from_env(
+        cls, environ: Mapping[str, str] | None = None, *, warn: Callable[[str], object] | None = None
+    ) -> Settings:
+        """Read and validate the ``PRIMER_*`` variables; one set but empty is an error naming it.
+
+        A ``PRIMER_*`` name that is not one of them is passed to ``warn``
+        (by default a warning of the ``primer.settings`` logger), with the
+        closest known name: see ``unknown_variables``.
+        """
         env = os.environ if environ is None else environ
+        for message in cls.unknown_variables(env):
+            (warn or log.warning)(message)
 
         def get(field: str) -> str | None:
             variable = VARIABLES[field]
@@ -181,6 +208,31 @@ class Settings(BaseModel):
         # same way as a value given directly (Settings(base_url=...)).
         values = {field: value for field in VARIABLES if (value := get(field)) is not None}
         return cls(**values)
+
+    @classmethod
+    def without_live(cls, environ: Mapping[str, str] | None = None) -> Settings:
+        """The settings a build can still use when ``from_env`` failed: live runs off.
+
+        Each variable that is valid on its own is kept (``PRIMER_TRACES``,
+        ``PRIMER_CHAPTERS``, ...), the key never: whatever was wrong, this
+        build runs no live scenario.
+        """
+        env = os.environ if environ is None else environ
+        values: dict[str, Any] = {}
+        for field, variable in VARIABLES.items():
+            if field == "api_key" or not env.get(variable, "").strip():
+                continue
+            try:
+                cls(**{field: env[variable].strip()})
+            except (ConfigError, ValueError):
+                continue
+            values[field] = env[variable].strip()
+        return cls(**values)
+
+    @staticmethod
+    def unknown_variables(environ: Mapping[str, str]) -> list[str]:
+        """One sentence for each ``PRIMER_*`` name no setting reads (``primer.variables.unknown_variables``)."""
+        return unknown_variables(environ)
 
     @classmethod
     def _unset(cls, field: str) -> str:
@@ -205,3 +257,19 @@ class Settings(BaseModel):
         if self.api_key is not None:
             values.append(self.api_key.get_secret_value())
         return values
+
+    def redactor(self) -> Redactor:
+        """A redactor that keeps every secret of these settings out of what it is given."""
+        return Redactor(self.secrets())
+
+    def chapters_package(self, configured: str | None = None) -> str:
+        """The chapters' package a book uses: ``PRIMER_CHAPTERS`` if set, else ``configured``, else the default.
+
+        ``configured`` is what the book's own configuration names (the trace
+        extension's ``chapters`` option in ``mkdocs.yml``): the environment
+        wins, as it does over every setting, so one build can point a book
+        at another package without editing its configuration.
+        """
+        if "chapters" in self.model_fields_set or not configured:
+            return self.chapters
+        return _package("The trace extension's chapters option", configured)

@@ -5,10 +5,16 @@ Off the shelf list: local, instant, and never failing::
     lowest_stock_item, shelf_price_of
 
 Through the service: an HTTP call that can be busy, slow or refuse, made
-with the retry rules of ``primer.service``. A lookup is idempotent (safe to
-repeat); an order is not (repeating it orders twice)::
+with the retry rules of ``primer.service``. A lookup is a ``GET`` and
+idempotent (safe to repeat); an order is a ``POST`` and not idempotent
+(repeating it orders twice), so it carries an idempotency key::
 
     price_of, place_order, place_order_for_reference
+
+``place_order_by_get`` sends the order as a ``GET`` instead, as chapter 9's
+recorded live run did. HTTP promises that a GET is safe to repeat, and
+proxies and clients may repeat one on their own: a real shop takes orders by
+POST. It is kept so that recording still tells the truth about its code.
 
 Each is declared from its pydantic model in ``primer.grocery``, so the
 ``price_of`` off the shelf and the one through the service look the same to
@@ -27,6 +33,7 @@ __all__ = [
     "check_quantity",
     "lowest_stock_item",
     "place_order",
+    "place_order_by_get",
     "place_order_for_reference",
     "price_of",
     "shelf_price_of",
@@ -62,13 +69,21 @@ def check_quantity(args: PlaceOrder) -> None:
 
 def _order(args: PlaceOrder, ctx: ToolContext) -> Any:
     check_quantity(args)
-    return ctx.require_service().get({"item": args.item.value, "quantity": args.quantity}, idempotent=False)
+    return ctx.require_service().post({"item": args.item.value, "quantity": args.quantity}, idempotent=False)
 
 
 @tool(PlaceOrder)
 def place_order(args: PlaceOrder, ctx: ToolContext) -> str:
-    """Send the order to the service; an order is not idempotent."""
+    """POST the order to the service; an order is not idempotent."""
     _order(args, ctx)
+    return f"ordered {args.quantity} x {args.item.value}"
+
+
+@tool(PlaceOrder)
+def place_order_by_get(args: PlaceOrder, ctx: ToolContext) -> str:
+    """Send the order as a GET, as chapter 9's live run recorded it (see the module's docstring)."""
+    check_quantity(args)
+    ctx.require_service().get({"item": args.item.value, "quantity": args.quantity}, idempotent=False)
     return f"ordered {args.quantity} x {args.item.value}"
 
 

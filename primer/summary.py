@@ -95,7 +95,18 @@ def _outcome(call: ModelCall) -> list[str]:
 
 
 def _settings(settings: dict[str, Any]) -> list[str]:
-    return [f"{key}={value}" for key, value in settings.items()]
+    return [f"{key}={_setting(value)}" for key, value in settings.items()]
+
+
+def _setting(value: Any) -> str:
+    """A setting as a summary line shows it: a named function or a response format by type and name."""
+    if isinstance(value, dict):
+        # tool_choice=function:price_of, response_format=json_schema:price_answer (chapter 12).
+        named = value.get(str(value.get("type")))
+        if isinstance(named, dict) and isinstance(named.get("name"), str):
+            return f"{value['type']}:{named['name']}"
+        return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    return str(value)
 
 
 def chapter_line(run: ChapterRun) -> str:
@@ -137,6 +148,9 @@ def tool_line(run: ToolRun) -> str:
     parts = [f"tool {run.name}", timing_text(run.timing, "service")]
     if run.arguments:
         parts.append("given: " + ", ".join(f"{k}={_plain(v)}" for k, v in run.arguments.items()))
+    if run.approval is not None:
+        # Asked before it ran (chapter 14): the answer decides whether anything was sent.
+        parts.append(f"approval: {'approved' if run.approval.approved else 'refused'}")
     attempts = len(run.attempts)
     if attempts > 1:
         parts.append(f"attempts: {attempts}")
@@ -185,7 +199,9 @@ def _eventful(run: ToolRun) -> bool:
 
 def _tool_story(run: ToolRun) -> str:
     steps = [f"waited {_seconds(step.seconds)}" if isinstance(step, Backoff) else _attempt(step) for step in run.steps]
-    if not steps and run.failure is not None:
+    if not steps and run.approval is not None and not run.approval.approved:
+        steps = ["not approved, not run"]
+    elif not steps and run.failure is not None:
         steps = [f"raised ({_classified(run.failure)})"]
     last = run.attempts[-1] if run.attempts else None
     if last is not None and last.failure is not None and last.failure.retryable:

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from primer.errors import ArgumentsRejected, quoted
+from primer.errors import ArgumentsRejected, ChapterError, quoted
 from primer.trace import DeclaredTool
 
 if TYPE_CHECKING:
@@ -52,10 +52,34 @@ class ToolContext:
 
 @dataclass(frozen=True)
 class Tool(Generic[A]):
-    """A tool: a name, a description, an argument model and the function."""
+    """A tool: a name, a description, an argument model and the function.
+
+    ``needs_approval``: the call has side effects, so a person is asked
+    before it runs (``primer.approval``). ``untrusted_output``: the result
+    carries text others wrote, so it is sent back marked as data
+    (``primer.untrusted``). Neither changes what the model is declared.
+    """
 
     args: type[A]
     function: Callable[[A, ToolContext], str]
+    needs_approval: bool = False
+    untrusted_output: bool = False
+    #: Declared ``strict`` (chapter 12): the provider keeps the arguments to
+    #: the schema, which must then be closed (``primer.structured``).
+    strict: bool = False
+
+    def __post_init__(self) -> None:
+        if self.strict:
+            # Imported here: primer.structured builds on this module.
+            from primer.structured import strict_problems
+
+            problems = strict_problems(wire_parameters(self.schema()), self.name)
+            if problems:
+                raise ChapterError(
+                    f"The tool {self.name!r} is declared strict, but its schema is not closed: "
+                    f"{'; '.join(problems)}. Give {self.args.__qualname__} model_config = "
+                    "ConfigDict(extra='forbid') and no defaults, or declare it without strict=True."
+                )
 
     @property
     def name(self) -> str:
@@ -101,11 +125,19 @@ def _schema_json(args: type[BaseModel]) -> str:
     return json.dumps(args.model_json_schema())
 
 
-def tool(args: type[A]) -> Callable[[Callable[[A, ToolContext], str]], Tool[A]]:
+def tool(
+    args: type[A], *, needs_approval: bool = False, untrusted_output: bool = False, strict: bool = False
+) -> Callable[[Callable[[A, ToolContext], str]], Tool[A]]:
     """Declare a tool from its argument model (used as a decorator)."""
 
     def wrap(function: Callable[[A, ToolContext], str]) -> Tool[A]:
-        return Tool(args=args, function=function)
+        return Tool(
+            args=args,
+            function=function,
+            needs_approval=needs_approval,
+            untrusted_output=untrusted_output,
+            strict=strict,
+        )
 
     return wrap
 

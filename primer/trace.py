@@ -23,21 +23,37 @@ A streamed reply keeps its events with their arrival times (``at_ms``, from
 the moment the request was handed over); time to first token and to last
 token are derived from them (``Stream``), never stored.
 
+Every turn, model call, exchange, tool run, attempt and backoff also says
+when it began: ``start_ms``, milliseconds since its scenario began (on the
+virtual clock in mock mode, measured live), so a trace can be drawn on a
+timeline; a live scenario also keeps the moment it began (``started_at``).
+
 Version 2 added the streams (``WireResponse.stream``, ``ModelCall.stream``).
 A version-1 file holds none and means the same thing read as version 2, so
-it is read as one: ``READABLE_VERSIONS``.
+it is read as one: ``READABLE_VERSIONS``. Version 3 added the start offsets;
+a file of an older version is migrated as it is read: its recorded order
+and durations give the offsets (``primer.offsets.migrate``).
 """
 
 from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import (
+    AwareDatetime,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ModelWrapValidatorHandler,
+    field_validator,
+    model_validator,
+)
 
 __all__ = [
     "FAILED_ENDINGS",
     "READABLE_VERSIONS",
     "SCHEMA_VERSION",
+    "Approval",
     "Attempt",
     "Backoff",
     "ChapterRun",
@@ -64,15 +80,20 @@ __all__ = [
 
 #: Bumped whenever a stored trace could no longer be read by these models,
 #: or an older reader could not read what these write.
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 #: The versions these models read: each older one is a subset of the newest
-#: (it lacks fields that are optional here), so it is read as it is.
-READABLE_VERSIONS = (1, 2)
+#: (it lacks fields that are optional here), read as it is, its start
+#: offsets then derived from its order and durations.
+READABLE_VERSIONS = (1, 2, 3)
+
+
+#: The first version that records start offsets (``Timing.start_ms``).
+_OFFSETS_SINCE = 3
 
 
 def versions_read() -> str:
-    """The versions a reader accepts, for an error message: ``versions 1 and 2``."""
+    """The versions a reader accepts, for an error message: ``versions 1, 2 and 3``."""
     *older, newest = READABLE_VERSIONS
     if not older:
         return f"version {newest}"
@@ -92,8 +113,11 @@ class _Model(BaseModel):
 
 
 class Timing(_Model):
-    """How long something took, and how much of it was spent outside."""
+    """When something began, how long it took, and how much of it was spent outside."""
 
+    #: When it began, in milliseconds since its scenario began (None only in
+    #: a record not yet placed in a scenario, such as one made by hand).
+    start_ms: float | None = None
     total_ms: float = 0.0
     #: Time at the outside party (model provider or service); None when
     #: nothing went over a wire.
@@ -101,11 +125,16 @@ class Timing(_Model):
     #: Time spent waiting on purpose between attempts (backoff).
     waited_ms: float | None = None
 
-    @field_validator("total_ms", "outside_ms", "waited_ms")
+    @field_validator("start_ms", "total_ms", "outside_ms", "waited_ms")
     @classmethod
     def _microseconds(cls, value: float | None) -> float | None:
         # Finer than a microsecond is noise, and it bloats every trace file.
         return None if value is None else round(value, 3)
+
+    @property
+    def end_ms(self) -> float | None:
+        """When it ended, in milliseconds since its scenario began (None if its start is not known)."""
+        return None if self.start_ms is None else round(self.start_ms + self.total_ms, 3)
 
     @property
     def library_ms(self) -> float:
@@ -361,9 +390,28 @@ class Backoff(_Model):
     before_attempt: int
     #: Why this long: ``retry-after`` (the service said) or ``backoff``.
     source: Literal["retry-after", "backoff"] = "backoff"
+    #: When the wait began, in milliseconds since its scenario began.
+    start_ms: float | None = None
+
+    @field_validator("start_ms")
+    @classmethod
+    def _microseconds(cls, value: float | None) -> float | None:
+        return None if value is None else round(value, 3)
 
 
 Step = Annotated[Attempt | Backoff, Field(discriminator="kind")]
+
+
+class Approval(_Model):
+    """A person's say on a tool call with side effects, asked before it ran (``primer.approval``)."""
+
+    #: The question as it was put.
+    question: str
+    approved: bool
+    #: Who answered: ``scripted approver``, or nobody when there was no one to ask.
+    by: str
+    #: Why, when the answer gave a reason (a refusal's is told to the model).
+    reason: str | None = None
 
 
 class ToolRun(_Model):
@@ -380,6 +428,8 @@ class ToolRun(_Model):
     failure: Failure | None = None
     #: An unexpected exception the tool raised (a bug, not a refusal).
     error: ErrorInfo | None = None
+    #: The approval asked for before the call ran, if the tool needs one.
+    approval: Approval | None = None
     #: The tool message sent back to the model.
     message: str
 
@@ -443,6 +493,8 @@ class ScenarioRun(_Model):
     tools: list[str] = Field(default_factory=list)
     settings: dict[str, Any] = Field(default_factory=dict)
     timing: Timing = Field(default_factory=Timing)
+    #: When it began, as a moment (live runs only: a mock run is the same whenever it runs).
+    started_at: AwareDatetime | None = None
     #: Seconds the virtual clock advanced instead of sleeping (mock mode).
     simulated_seconds: float = 0.0
     turns: list[Turn] = Field(default_factory=list)
@@ -475,6 +527,18 @@ class ChapterRun(_Model):
         if value not in READABLE_VERSIONS:
             raise ValueError(f"schema version {value} is not one these models read ({versions_read()})")
         return SCHEMA_VERSION
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _migrated(cls, data: Any, handler: ModelWrapValidatorHandler[ChapterRun]) -> ChapterRun:
+        # A file from before the start offsets: its order and durations give them.
+        run = handler(data)
+        version = data.get("schema_version") if isinstance(data, dict) else None
+        if isinstance(version, int) and version < _OFFSETS_SINCE:
+            from primer.offsets import migrate  # offsets builds on these models
+
+            migrate(run)
+        return run
 
     @property
     def turns(self) -> int:

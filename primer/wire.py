@@ -91,7 +91,7 @@ class WireRecorder(httpx2.BaseTransport):
                 response.close()
         except httpx2.TransportError as error:
             elapsed = (self.clock.now() - started) * 1000
-            self.keep(Wired(Exchange(attempt=0, request=record, timing=_timing(elapsed)), error))
+            self.keep(Wired(Exchange(attempt=0, request=record, timing=_timing(started, elapsed)), error))
             raise
         elapsed = (self.clock.now() - started) * 1000
         # Decoding (gzip, ...) is done on a copy: the SDK gets the raw bytes
@@ -101,7 +101,7 @@ class WireRecorder(httpx2.BaseTransport):
             attempt=0,
             request=record,
             response=record_response(response.status_code, response.headers.multi_items(), decoded, redactor=redactor),
-            timing=_timing(elapsed),
+            timing=_timing(started, elapsed),
         )
         self.keep(Wired(exchange))
         return httpx2.Response(
@@ -230,7 +230,7 @@ class _RecordingStream(httpx2.SyncByteStream):
             self.response.status_code, self.response.headers.multi_items(), b"", redactor=self.redactor
         )
         recorded.stream = Stream(first_byte_ms=self.first_byte_ms, events=self.events)
-        exchange = Exchange(attempt=0, request=self.request, response=recorded, timing=_timing(elapsed))
+        exchange = Exchange(attempt=0, request=self.request, response=recorded, timing=_timing(self.started, elapsed))
         self.recorder.keep(Wired(exchange, self.error))
 
 
@@ -255,9 +255,10 @@ def _raw(response: httpx2.Response) -> bytes:
     return b"".join(response.iter_raw())
 
 
-def _timing(elapsed_ms: float) -> Timing:
+def _timing(started: float, elapsed_ms: float) -> Timing:
     # One trip is all wire: the provider's time, first byte out to last byte in.
-    return Timing(total_ms=elapsed_ms, outside_ms=elapsed_ms)
+    # It starts at the clock's reading; the runner makes that an offset in its scenario.
+    return Timing(start_ms=started * 1000, total_ms=elapsed_ms, outside_ms=elapsed_ms)
 
 
 class RecordingClient(httpx2.Client):

@@ -201,8 +201,10 @@ def make_book(
     for name, text in (pages or {"index": PAGE}).items():
         (book.docs / f"{name}.md").write_text(text)
     extensions = f"\nmarkdown_extensions:\n  - {RENDERER}\n" if renderer else ""
+    # The raw frozen live traces are the book's store, not the site's: every front end reads exclude_docs.
     (tmp_path / "mkdocs.yml").write_text(
-        f"site_name: A small book\ntheme:\n  name: {theme}\nhooks:\n  - {HOOK}\n{extensions}"
+        f"site_name: A small book\ntheme:\n  name: {theme}\nexclude_docs: |\n  traces/*.live.json\n"
+        f"hooks:\n  - {HOOK}\n{extensions}"
     )
     return book
 
@@ -215,4 +217,27 @@ def copy_library(root: Path) -> Path:
     """
     target = root / "primer"
     shutil.copytree(REPO / "primer", target, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    return target
+
+
+def copy_the_book(target: Path) -> Path:
+    """A copy of this repository's book in ``target``: what its own ``mkdocs.yml`` builds from.
+
+    ``mkdocs.yml``, the docs (with the frozen live traces), the hook, the
+    library (the chapters include its source) and the one test file chapter
+    10 shows. A build of the copy writes its caches, its re-stamped live
+    traces and its generated files there, never into the repository. The
+    files the machinery generates into the docs are left behind, so a build
+    starts as from a fresh clone.
+    """
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc", ".cache", "site")
+    for name in ("docs", "hooks", "primer"):
+        shutil.copytree(REPO / name, target / name, ignore=ignore)
+    shutil.copy(REPO / "mkdocs.yml", target / "mkdocs.yml")
+    (target / "tests").mkdir()
+    shutil.copy(REPO / "tests" / "test_ch10_example.py", target / "tests" / "test_ch10_example.py")
+    for generated in (target / "docs" / "traces").glob("*.json"):
+        if not generated.name.endswith(".live.json"):
+            generated.unlink()
+    shutil.rmtree(target / "docs" / "assets" / "trace-book", ignore_errors=True)
     return target

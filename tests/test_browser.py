@@ -121,7 +121,7 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     docs = root / "docs"
     (docs / "assets").mkdir(parents=True)
     for name in ("traces.css", "traces.js"):
-        shutil.copy(ROOT / "docs" / "assets" / name, docs / "assets" / name)
+        shutil.copy(ROOT / "primer" / "book" / "assets" / name, docs / "assets" / name)
     for name, text in PAGES.items():
         (docs / name).write_text(text, "utf-8")
     (root / "site").mkdir()
@@ -409,10 +409,11 @@ def test_print_all_prints_every_run_with_everything_open(browser: Any, site: str
     assert page.evaluate("window.__printed") is True
     page.evaluate("window.dispatchEvent(new Event('beforeprint'))")
     page.emulate_media(media="print")
-    # Everything but the views that repeat what is printed anyway.
-    repeats = page.locator(".tr-whole, .tr-sent").count()
-    assert page.locator(".tr details:not([open])").count() == repeats
-    assert page.locator(".tr details[data-tr-folded]").count() == repeats
+    # Everything, but the views that repeat what is printed anyway.
+    assert page.locator(".tr details:not([open]):not([data-tr-folded])").count() == 0
+    folded = page.locator(".tr details[data-tr-folded]")
+    assert folded.count() == page.locator(".tr-whole, .tr-sent").count()
+    assert not folded.first.locator("p.tr-note").is_visible()
     assert page.locator(".tr-run[data-mode='live']").first.is_visible()
     page.evaluate("window.dispatchEvent(new Event('afterprint'))")
     page.emulate_media(media="screen")
@@ -479,22 +480,26 @@ def test_targets_are_at_least_24_px(browser: Any, book: Book) -> None:
         page.context.close()
 
 
-# One block of each kind, by the id the renderer gave it (Material prefixes "__code_").
+# One block of each kind, by page: the id the renderer gave it (Material prefixes "__code_").
 COPY_KINDS = {
-    "a model request body": "ch09_who_retries-service_is_busy-live-turn-1-model-req-1",
-    "a model response body": "ch09_who_retries-service_is_busy-live-turn-1-model-res-1",
-    "a later, shortened request body": "ch09_who_retries-service_is_busy-live-turn-2-model-req-1",
-    "a whole body as sent, rebuilt": "ch09_who_retries-service_is_busy-live-turn-2-model-req-1-whole",
-    "a service response body": "ch09_who_retries-service_is_busy-mock-turn-1-tool-1-res-1",
-    "a declared tool's schema": "ch09_who_retries-service_is_busy-mock-turn-1-tools-1",
-    "a text body": "hostile-hostile-mock-turn-1-model-res-1",
-    "an error and its traceback": "hostile-hostile_error-mock-turn-1-tool-1-error",
-    "the last live run's failure": "hostile-traces-failure",
+    "/ch09/": {
+        "a model request body": "[id='__code_ch09_who_retries-service_is_busy-live-turn-1-model-req-1']",
+        "a model response body": "[id='__code_ch09_who_retries-service_is_busy-live-turn-1-model-res-1']",
+        "a later, shortened request body": "[id='__code_ch09_who_retries-service_is_busy-live-turn-2-model-req-1']",
+        "a whole body as sent, rebuilt": "[id='__code_ch09_who_retries-service_is_busy-live-turn-2-model-req-1-whole']",
+        "a service response body": "[id='__code_ch09_who_retries-service_is_busy-mock-turn-1-tool-1-res-2']",
+        "a declared tool's schema": ".tr-tooldefs pre >> nth=1",
+    },
+    "/hostile/": {
+        "a text body": "[id='__code_hostile-hostile-mock-turn-1-model-res-1']",
+        "an error and its traceback": "[id='__code_hostile-hostile_error-mock-turn-1-tool-1-error']",
+        "the last live run's failure": "[id='__code_hostile-traces-failure']",
+    },
 }
 
 
 def test_every_copy_button_copies_its_own_block(browser: Any, site: str) -> None:
-    for path in ("/ch09/", "/hostile/"):
+    for path, kinds in COPY_KINDS.items():
         watched = open_page(browser, site, path)
         page = watched.page
         page.context.grant_permissions(["clipboard-read", "clipboard-write"], origin=site)
@@ -508,10 +513,9 @@ def test_every_copy_button_copies_its_own_block(browser: Any, site: str) -> None
         assert buttons.count() == len(ids)
         targets = buttons.evaluate_all("bs => bs.map(b => b.getAttribute('data-clipboard-target'))")
         assert targets == [f"#{i} > code" for i in ids]
-        for kind, ident in COPY_KINDS.items():
-            block = page.locator(f"[id='__code_{ident}']")
-            if not block.count():
-                continue  # the other page's
+        for kind, selector in kinds.items():
+            block = page.locator(selector)
+            assert block.count() == 1, kind
             block.scroll_into_view_if_needed()
             block.hover()
             block.locator("> .md-code__nav > button[data-md-type='copy']").click()
@@ -544,7 +548,9 @@ def test_every_trace_link_works_without_javascript(browser: Any, book: Book) -> 
             else:
                 response = page.context.request.get(urljoin(f"{book.url}/{path}", href))
                 assert response.status == 200, f"{path}: {href} -> {response.status}"
-                assert json.loads(response.body())["chapter"] == path.rstrip("/")
+                data = json.loads(response.body())
+                if href.endswith(f"traces/{path.rstrip('/')}.json"):
+                    assert data["chapter"] == path.rstrip("/")
         # What the script fills in says where it is without it.
         for filled in page.locator(".tr-whole, .tr-sent").all():
             assert filled.locator("p.tr-note a").count() >= 1
@@ -644,7 +650,7 @@ def test_open_all_and_fold_all(browser: Any, site: str) -> None:
     turn = "#ch09_who_retries-service_is_busy-mock-turn-1"
     page.locator(f"{turn} > summary").evaluate("s => { s.closest('.tr-scn').open = true; }")
     page.locator(f"{turn} > summary").click()
-    page.get_by_role("button", name="open all of turn").first.click()
+    page.get_by_role("button", name="open all of turn 1 of the mock run of service_is_busy").click()
     assert page.locator(f"{turn}, {turn} details").evaluate_all("ds => ds.every(d => d.open)")
     page.context.close()
 

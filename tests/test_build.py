@@ -5,6 +5,8 @@ from __future__ import annotations
 import html
 import json
 import os
+import subprocess
+import sys
 
 import pytest
 
@@ -39,7 +41,7 @@ def test_rebuilds_run_only_what_changed(tmp_path):
     assert set(published) >= {"chapter", "mock", "live", "live_status"}
     assert published["live"] is None
     assert published["live_status"]["state"] == "missing"
-    cache = book.root / ".cache" / "traces" / "ch_alpha.mock.json"
+    cache = book.root / ".cache" / "trace-book" / "traces" / "ch_alpha.mock.json"
     assert ChapterRun.model_validate_json(cache.read_text()).source_hash == alpha.source_hash
     assert not list((book.root / "site").rglob("*.mock.json"))
     stamp = cache.stat().st_mtime_ns
@@ -110,7 +112,7 @@ def test_a_scenario_that_raises_is_shown_and_fails_strict(tmp_path):
 def test_a_corrupt_trace_is_reported_and_replaced(tmp_path):
     book = make_book(tmp_path)
     assert book.build().returncode == 0
-    cache = book.root / ".cache" / "traces" / "ch_alpha.mock.json"
+    cache = book.root / ".cache" / "trace-book" / "traces" / "ch_alpha.mock.json"
     good = ChapterRun.model_validate_json(cache.read_text())
 
     cache.write_text('{"schema_version": 1, "chapter": "ch_alpha", "mo')
@@ -199,6 +201,25 @@ def test_traces_off_runs_nothing_and_shows_a_placeholder(tmp_path):
     assert "scenario asks_price" not in page
     assert not (book.root / ".cache").exists()
     assert not (book.root / "site" / "traces").exists()
+
+
+def test_traces_off_loads_neither_the_engine_nor_pydantic(tmp_path):
+    # What makes a build with traces off cost what one without the hook does (benchmarks/scale.py).
+    book = make_book(tmp_path)
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "mkdocs", "build"],
+        cwd=book.root,
+        env=book.env(PRIMER_TRACES="off"),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    imported = {line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines() if line.startswith("import time:")}
+    assert "primer.book.mkdocs_hook" in imported
+    loaded = {"pydantic", "primer.trace", "primer.settings", "primer.book.build", "primer.book.render", "primer.agent"}
+    assert not loaded & imported
 
 
 def test_a_live_trace_without_a_key_is_published_as_it_is(tmp_path):

@@ -22,6 +22,7 @@ from pydantic import SecretStr
 
 from primer.book.build import Book
 from primer.book.chapters import Chapters
+from primer.book.session import SESSION
 from primer.runner import run_scenario
 from primer.scenario import Scenario
 from primer.settings import Settings
@@ -67,7 +68,6 @@ def live_book(tmp_path, monkeypatch, caplog):
         monkeypatch.delenv(name, raising=False)
     fake = FakeLive()
     settings = Settings(api_key=SecretStr(SECRET), model="fake-model")
-    key = str((book.root / "mkdocs.yml").resolve())
     registered = Book(
         book.docs,
         book.root / ".cache" / "traces",
@@ -76,10 +76,10 @@ def live_book(tmp_path, monkeypatch, caplog):
         live_runner=fake,
         time_limit=5.0,
     )
-    Book.register(key, registered)
+    SESSION.register(book.docs, registered)
     caplog.set_level(logging.INFO, logger="mkdocs")
     yield book, registered, fake, caplog
-    Book.register(key, None)
+    SESSION.register(book.docs, None)
 
 
 def _build(book, caplog, *, strict: bool = False) -> list[logging.LogRecord]:

@@ -21,6 +21,7 @@ import pytest
 from primer.chapters import chapter_names, scenarios_of
 from primer.context_cost import context_cost
 from primer.runner import run_chapter
+from primer.script_check import unused_warnings
 from primer.summary import scenario_line
 from primer.tools import wire_parameters
 from primer.trace import Backoff, ChapterRun, ScenarioRun, ToolRun
@@ -58,6 +59,9 @@ ENDINGS: dict[str, dict[str, str]] = {
         "lookup_retried_after_timeout": "no_tool_calls",
         "lookup_never_answers": "no_tool_calls",
         "order_not_retried": "no_tool_calls",
+        "trickle_outlasts_the_timeout": "no_tool_calls",
+        "deadline_for_the_attempt": "no_tool_calls",
+        "busy_for_too_long": "no_tool_calls",
     },
     "ch09_who_retries": {
         "service_is_busy": "no_tool_calls",
@@ -74,6 +78,34 @@ ENDINGS: dict[str, dict[str, str]] = {
         "words_as_they_come": "answer_received",
         "two_calls_in_pieces": "no_tool_calls",
         "cut_mid_sentence": "tokens_exhausted",
+    },
+    "ch12_tool_choice": {
+        "must_call_a_tool": "answer_received",
+        "named_tool_says_stop": "answer_received",
+        "no_tools_this_time": "answer_received",
+        "one_call_at_a_time": "answer_received",
+        "answer_as_json": "answer_received",
+    },
+    "ch13_idempotency_keys": {
+        "key_alone_changes_nothing": "no_tool_calls",
+        "retried_with_the_same_key": "no_tool_calls",
+        "two_orders_two_keys": "no_tool_calls",
+    },
+    "ch14_untrusted_output": {
+        "instruction_in_a_review": "no_tool_calls",
+        "review_talks_the_model_round": "no_tool_calls",
+        "order_approved": "no_tool_calls",
+    },
+    "ch15_workflows": {
+        "routed_to_orders": "no_tool_calls",
+        "router_answers_no_route": "no_tool_calls",
+        "label_reviewed_until_right": "no_tool_calls",
+    },
+    "ch16_evaluation": {"same_script_every_time": "no_tool_calls", "a_flaky_model": "no_tool_calls"},
+    "ch17_long_contexts": {
+        "whole_history": "no_tool_calls",
+        "last_messages_only": "no_tool_calls",
+        "summarised_history": "no_tool_calls",
     },
 }
 
@@ -160,6 +192,13 @@ def test_every_scenario_ends_as_its_chapter_intends(chapter: str) -> None:
         assert scenario.ending.reason == ENDINGS[chapter][name], scenario_line(scenario)
         assert scenario.error is None
         assert all(tool.error is None for tool in tools_of(scenario)), "no tool raised by accident"
+
+
+@pytest.mark.parametrize("chapter", chapter_names())
+def test_every_scenario_uses_its_whole_mock_script(chapter: str) -> None:
+    # A reply (or an approval) the run never reaches tells a story the trace does not show.
+    for scenario in run(chapter).values():
+        assert unused_warnings(scenario) == []
 
 
 def _without_ms(value: Any) -> Any:
@@ -287,6 +326,8 @@ def test_ch08_deadlines_retry_a_lookup_but_never_an_order() -> None:
         "lookup_retried_after_timeout": (2.05, 2, None),
         "lookup_never_answers": (6.15, 3, "It may work later. Answer without it."),
         "order_not_retried": (2.0, 1, "Do not call it again; say what is uncertain."),
+        "trickle_outlasts_the_timeout": (4.0, 1, None),
+        "deadline_for_the_attempt": (2.05, 2, None),
     }
     for name, (seconds, attempts, ends_with) in expected.items():
         scenario = runs[name]
@@ -300,6 +341,23 @@ def test_ch08_deadlines_retry_a_lookup_but_never_an_order() -> None:
             assert tool.message.endswith(ends_with)
     never = tools_of(runs["lookup_never_answers"])[0]
     assert [s.seconds for s in never.steps if isinstance(s, Backoff)] == [0.05, 0.1]
+    # timeout=2.0 bounds each wait: the trickle's attempt took 4 s and never timed out.
+    (trickle,) = tools_of(runs["trickle_outlasts_the_timeout"])
+    assert trickle.attempts[0].response is not None
+    assert trickle.attempts[0].response.text_body == "*****"
+    assert "(4s simulated)" in scenario_line(runs["trickle_outlasts_the_timeout"])
+    (bounded,) = tools_of(runs["deadline_for_the_attempt"])
+    assert bounded.attempts[0].failure is not None
+    assert bounded.attempts[0].failure.message.endswith("did not finish answering within the 2 s deadline")
+    assert bounded.attempts[0].failure.message.split("] ", 1)[1] in text
+    # A Retry-After past the limit: one attempt, no backoff, no simulated time, the asked wait in the message.
+    busy = runs["busy_for_too_long"]
+    (refused,) = tools_of(busy)
+    assert [s.kind for s in refused.steps] == ["attempt"]
+    assert busy.simulated_seconds == 0.0
+    assert refused.failure is not None
+    assert refused.failure.message in " ".join(text.split()).replace("` `", " ")
+    assert refused.message.endswith("It may work later. Answer without it.")
 
 
 def test_ch09_who_retries_sends_the_seed_messages() -> None:

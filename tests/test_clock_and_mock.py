@@ -170,6 +170,88 @@ def test_a_delay_longer_than_the_timeout_times_out_at_the_timeout_after_arriving
     assert sleeps == []
 
 
+def test_post_places_an_order_and_each_order_gets_the_next_reference() -> None:
+    service, client, _ = grocery()
+    with client:
+        first = client.post("/post", json={"item": "milk", "quantity": 2}).json()
+        second = client.post("/post", json={"item": "bread", "quantity": 1}).json()
+    assert first == {"args": {}, "json": {"item": "milk", "quantity": 2}, "reference": ORDER_REFERENCE}
+    assert second["reference"] == "ord-8813"
+    assert service.orders == {"ord-8812": {"item": "milk", "quantity": 2}, "ord-8813": {"item": "bread", "quantity": 1}}
+
+
+@pytest.mark.parametrize(("method", "path"), [("POST", "/get"), ("GET", "/post"), ("PUT", "/post")])
+def test_get_and_post_answer_only_their_own_method_as_httpbin_does(method: str, path: str) -> None:
+    service, client, _ = grocery()
+    with client:
+        response = client.request(method, path, json={"item": "milk", "quantity": 1})
+    assert response.status_code == 405
+    assert service.orders == {}
+
+
+def test_a_repeated_idempotency_key_is_answered_from_the_first_answer_and_orders_once() -> None:
+    service, client, _ = grocery()
+    headers = {"idempotency-key": "k-1"}
+    order = {"item": "milk", "quantity": 2}
+    with client:
+        first = client.post("/post", json=order, headers=headers)
+        again = client.post("/post", json=order, headers=headers)
+        other = client.post("/post", json=order, headers={"idempotency-key": "k-2"})
+    assert again.json() == first.json()
+    assert again.headers["idempotent-replayed"] == "true"
+    assert "idempotent-replayed" not in first.headers
+    assert other.json()["reference"] == "ord-8813"
+    assert list(service.orders) == ["ord-8812", "ord-8813"]
+    assert len(service.received) == 3
+
+
+def test_a_key_reused_for_a_different_order_is_refused() -> None:
+    service, client, _ = grocery()
+    with client:
+        client.post("/post", json={"item": "milk", "quantity": 2}, headers={"idempotency-key": "k-1"})
+        response = client.post("/post", json={"item": "milk", "quantity": 9}, headers={"idempotency-key": "k-1"})
+    assert response.status_code == 422
+    assert list(service.orders) == ["ord-8812"]
+
+
+def test_an_order_sent_to_a_slow_endpoint_is_placed_even_though_its_answer_is_lost() -> None:
+    service, client, clock = grocery()
+    order, headers = {"item": "milk", "quantity": 2}, {"idempotency-key": "k-1"}
+    with client:
+        with pytest.raises(httpx.ReadTimeout):
+            client.post("/delay/10", json=order, headers=headers)
+        assert list(service.orders) == [ORDER_REFERENCE]
+        assert clock.simulated == 2.0
+        replayed = client.post("/post", json=order, headers=headers)
+    assert replayed.json()["reference"] == ORDER_REFERENCE
+    assert replayed.headers["idempotent-replayed"] == "true"
+
+
+def test_drip_sends_its_bytes_a_pause_apart_on_the_virtual_clock(sleeps: list[float]) -> None:
+    _, client, clock = grocery()
+    with client:
+        response = client.get("/drip", params={"duration": "5", "numbytes": "5"})
+    assert response.content == b"*****"
+    assert response.headers["content-type"] == "application/octet-stream"
+    # The first byte at once, the last after four pauses of a second, as httpbin sends them.
+    assert clock.simulated == 4.0
+    assert sleeps == []
+
+
+def test_a_drip_slower_than_the_read_timeout_times_out_between_bytes() -> None:
+    _, client, clock = grocery()
+    with client, pytest.raises(httpx.ReadTimeout):
+        client.get("/drip", params={"duration": "9", "numbytes": "3"})
+    assert clock.simulated == 2.0
+
+
+def test_a_scripted_retry_after_replaces_the_services_own() -> None:
+    _, client, _ = grocery()
+    with client:
+        response = client.get("/status/429", params={"retry_after": "30"})
+    assert response.headers["retry-after"] == "30"
+
+
 # -- the mock model ---------------------------------------------------------------------------------------------------
 
 

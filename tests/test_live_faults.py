@@ -139,11 +139,25 @@ def test_429_with_retry_after_is_waited_out_then_the_call_succeeds(
     assert [r.headers["x-stainless-retry-count"] for r in provider.requests[:2]] == ["0", "0"]
 
 
-def test_429_retry_after_is_capped(provider: ReplayProvider, httpbin: LocalHttpbin) -> None:
-    provider.fail(429, headers={"retry-after": "3600"})
+def test_429_retry_after_within_the_limit_is_waited_in_full(provider: ReplayProvider, httpbin: LocalHttpbin) -> None:
+    provider.fail(429, headers={"retry-after": "7"})
     call = first_call(run_live(provider, httpbin))
     assert statuses(call) == [429, 200]
-    assert call.notes[0].data["seconds"] == MODEL_RETRY_POLICY.max_retry_after
+    assert (call.notes[0].data["seconds"], call.notes[0].data["source"]) == (7.0, "retry-after")
+
+
+def test_429_retry_after_past_the_limit_is_not_retried_early(provider: ReplayProvider, httpbin: LocalHttpbin) -> None:
+    # Asking again after 10 s when the provider said an hour would go against its word: give up, and say why.
+    provider.fail(429, headers={"retry-after": "3600"})
+    run = run_live(provider, httpbin)
+    call = assert_provider_failure(run, f"The provider at {provider.base_url} kept limiting the rate (429):")
+    assert statuses(call) == [429]
+    assert call.notes == []
+    assert call.error is not None
+    assert call.error.message.endswith(
+        f"It asked for a wait of ['3600'] seconds, longer than the {MODEL_RETRY_POLICY.max_retry_after:g} s "
+        "the library waits."
+    )
 
 
 def test_429_without_retry_after_backs_off_then_gives_up(provider: ReplayProvider, httpbin: LocalHttpbin) -> None:

@@ -31,6 +31,7 @@ from mkdocs.exceptions import Abort
 from primer.book.atomic import STALE_AFTER, TEMP_SUFFIX, write_if_changed
 from primer.book.build import Book, anomalies
 from primer.book.chapters import Chapters
+from primer.book.session import SESSION
 from primer.book.source import MARKER_FORM, Marker, NearMiss, find_markers, parse_line
 from primer.book.store import CorruptTrace, TraceStore
 from primer.errors import ChapterError
@@ -302,7 +303,6 @@ def test_a_live_run_that_raises_or_times_out_keeps_its_whole_name(
             time.sleep(1.0)
         return ScenarioRun(name=scenario.name, mode="live", ending=Ending(reason="no_tool_calls"))
 
-    key = str((book.root / "mkdocs.yml").resolve())
     registered = Book(
         book.docs,
         book.root / ".cache" / "traces",
@@ -311,12 +311,12 @@ def test_a_live_run_that_raises_or_times_out_keeps_its_whole_name(
         live_runner=live,
         time_limit=0.3,
     )
-    Book.register(key, registered)
+    SESSION.register(book.docs, registered)
     caplog.set_level(logging.INFO, logger="mkdocs")
     try:
         records = _build_in_process(book.root, caplog)
     finally:
-        Book.register(key, None)
+        SESSION.register(book.docs, None)
     published = json.loads((book.root / "site" / "traces" / "ch_slashed.json").read_text())
     mock = [s["name"] for s in published["mock"]["scenarios"]]
     live_runs = {s["name"]: s for s in published["live"]["scenarios"]}
@@ -369,7 +369,7 @@ def test_a_non_finite_number_anywhere_is_found(tmp_path: Path) -> None:
 def test_a_trace_file_with_nan_is_reported_and_run_again(tmp_path: Path) -> None:
     book = make_book(tmp_path)
     assert book.build().returncode == 0
-    cache = book.root / ".cache" / "traces" / "ch_alpha.mock.json"
+    cache = book.root / ".cache" / "trace-book" / "traces" / "ch_alpha.mock.json"
     raw = json.loads(cache.read_text())
     raw["scenarios"][1]["turns"][0]["timing"]["total_ms"] = float("nan")
     cache.write_text(json.dumps(raw))  # Python writes NaN, as a careless tool would
@@ -521,9 +521,9 @@ def test_the_publish_workflow_unsets_repository_variables_it_does_not_have(tmp_p
         ("{not json", "it is not valid JSON (Expecting property name enclosed in double quotes at line 1, column 2)"),
         ("[]", "it holds an array, where a trace file holds a JSON object"),
         ("null", "it holds a bare null, where a trace file holds a JSON object"),
-        ('{"chapter": "ch"}', "it has no schema_version, and this build reads versions 1 and 2"),
-        ('{"schema_version": 7}', "its schema version is 7, and this build reads versions 1 and 2"),
-        ('{"schema_version": "1"}', "its schema version is '1', and this build reads versions 1 and 2"),
+        ('{"chapter": "ch"}', "it has no schema_version, and this build reads versions 1, 2 and 3"),
+        ('{"schema_version": 7}', "its schema version is 7, and this build reads versions 1, 2 and 3"),
+        ('{"schema_version": "1"}', "its schema version is '1', and this build reads versions 1, 2 and 3"),
         (
             '{"schema_version": 1, "chapter": "ch", "mode": "mock", "surprise": 1}',
             "1 field does not fit the trace schema, at surprise: Extra inputs are not permitted",
@@ -601,9 +601,8 @@ def test_a_refresh_that_brings_a_model_anomaly_says_so(
     settings = live_settings(
         replay_provider, httpbin, api_key="sk-test-0123456789abcdef", service_key="svc-test-0123456789"
     )
-    key = str((book.root / "mkdocs.yml").resolve())
     registered = Book(book.docs, book.root / ".cache" / "traces", chapters=Chapters(book.package), settings=settings)
-    Book.register(key, registered)
+    SESSION.register(book.docs, registered)
     caplog.set_level(logging.INFO, logger="mkdocs")
     frozen = book.docs / "traces" / "ch_refreshed.live.json"
 
@@ -639,4 +638,4 @@ def test_a_refresh_that_brings_a_model_anomaly_says_so(
         answers(("price_of", "{'item': milk"), ("teleport", {"to": "moon"}))
         assert anomaly_warnings(_build_in_process(book.root, caplog)) == []
     finally:
-        Book.register(key, None)
+        SESSION.register(book.docs, None)

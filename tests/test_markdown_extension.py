@@ -154,7 +154,7 @@ def test_mkdocs_build_keeps_payloads_out_of_the_search_index(tmp_path: Path) -> 
     docs = tmp_path / "docs"
     (docs / "assets").mkdir(parents=True)
     for name in ("traces.css", "traces.js"):
-        shutil.copy(ROOT / "docs" / "assets" / name, docs / "assets" / name)
+        shutil.copy(ROOT / "primer" / "book" / "assets" / name, docs / "assets" / name)
     (docs / "index.md").write_text("# Who retries\n\nProse about retries.\n\n::: trace ch09_who_retries\n", "utf-8")
     (tmp_path / "mkdocs.yml").write_text(
         "site_name: t\nsite_url: http://127.0.0.1/\ntheme:\n  name: material\n  font: false\n"

@@ -189,15 +189,43 @@ def test_each_turn_shows_only_the_new_context_with_the_whole_one_click_away(ch09
     assert [row.find("td")[0].text for row in rows] == [f"[{i}]" for i in range(len(scenario.transcript))]
 
 
-def test_declared_tools_are_drawn_once_per_run_and_referred_to_after(ch09: Node) -> None:
-    for scenario in mock_chapter("ch09_who_retries").scenarios:
-        run = ch09.by_id(f"ch09_who_retries-{scenario.name}-mock")
-        drawn = run.find("details", class_="tr-tools")
-        assert len(drawn) == 1
-        names = ", ".join(t.name for t in scenario.turns[0].model_call.tools)
-        assert drawn[0].summary() == f"declared tools (2) · {names}"
-        references = [a for a in run.find("a") if a.attrs.get("href") == f"#{drawn[0].attrs['id']}"]
-        assert len(references) == len(scenario.turns) - 1
+def test_declared_tools_are_drawn_once_per_page_and_referred_to_after(ch09: Node) -> None:
+    # Every ch09 run declares the same two tools: one list, drawn in the first run's first turn.
+    runs = [*mock_chapter("ch09_who_retries").scenarios, *live_chapter("ch09_who_retries").scenarios]
+    assert all(t.model_call.tools == runs[0].turns[0].model_call.tools for run in runs for t in run.turns)
+    [drawn] = ch09.find("details", class_="tr-tools")
+    first = ch09.by_id("ch09_who_retries-service_is_busy-mock-turn-1-model")
+    assert drawn in first.find("details", class_="tr-tools")
+    assert re.fullmatch(r"ch09_who_retries-service_is_busy-tools-[0-9a-f]{10}", drawn.attrs["id"] or "")
+    assert drawn.summary() == "declared tools (2) · place_order, price_of"
+    assert [dt.text for dt in drawn.find("dt")] == ["place_order", "price_of"]
+    for tool, schema in zip(runs[0].turns[0].model_call.tools, drawn.find("pre"), strict=True):
+        assert json.loads(schema.text) == tool.parameters
+    references = [a for a in ch09.find("a") if a.attrs.get("href") == f"#{drawn.attrs['id']}"]
+    assert len(references) == sum(len(run.turns) for run in runs) - 1
+    said = {a.text for a in references}
+    assert said == {
+        "as declared in turn 1",  # the rest of its run
+        "as declared in the mock run, turn 1",  # the scenario's live run
+        "as declared in scenario service_is_busy",  # the other scenarios
+    }
+
+
+def test_tools_declared_in_an_earlier_marker_are_referred_to_alike_from_the_cache(tmp_path: Path) -> None:
+    # The HTML cache hands back a marker's HTML and its ids without rendering
+    # it: a later marker refers to its tools just the same.
+    from primer.book.html_cache import HtmlCache
+
+    first = "::: trace ch09_who_retries service_is_busy\n"
+    text = first + "\n::: trace ch09_who_retries service_says_no\n"
+    fresh = page(text, FixtureSource())
+    cache = HtmlCache(tmp_path)
+    markdown.Markdown(extensions=[TraceExtension(source=FixtureSource(), cache=cache)]).convert(first)
+    # The first marker comes from the cache, the second is rendered.
+    mixed = markdown.Markdown(extensions=[TraceExtension(source=FixtureSource(), cache=cache)]).convert(text)
+    assert (cache.reused, cache.rendered) == (1, 2)
+    assert mixed == fresh
+    assert len(parse(mixed).find("details", class_="tr-tools")) == 1
 
 
 def test_a_live_call_shows_its_wire_exchange(ch09: Node) -> None:
@@ -640,16 +668,12 @@ def test_live_tool_time_is_split_as_the_mocks_is(replay_provider: ReplayProvider
 def test_the_trace_json_link_is_made_relative_to_its_page() -> None:
     html = page("::: trace ch09_who_retries\n", FixtureSource())
     assert 'href="traces/ch09_who_retries.json"' in html
-    for url, href in [
-        ("ch09_who_retries/", "../traces/"),
-        ("", "traces/"),
-        ("a/b.html", "../traces/"),
-        ("a/b/", "../../traces/"),
-    ]:
+    for url, up in [("ch09_who_retries/", "../"), ("", ""), ("a/b.html", "../"), ("a/b/", "../../")]:
         tree = parse(page_relative(html, url))
         links = [a for a in tree.find("a") if "data-tr-root-relative" in a.attrs]
         assert len(links) > 1  # the head's, and each "whole body as sent"
-        assert {a.attrs["href"] for a in links} == {f"{href}ch09_who_retries.json"}
+        assert all(a.attrs["href"] == f"{up}{a.attrs['data-tr-root-relative']}" for a in links)
+        assert f"{up}traces/ch09_who_retries.json" in {a.attrs["href"] for a in links}
     assert page_relative('<a href="/x.json" data-tr-root-relative="/x.json">', "a/") == (
         '<a href="/x.json" data-tr-root-relative="/x.json">'
     )

@@ -322,7 +322,13 @@ def test_the_order_that_went_through_has_the_seeds_reference(runs: dict[str, Cha
 
 def test_the_refused_order_never_reached_the_service(runs: dict[str, ChapterRun]) -> None:
     first = scenario(runs, "arguments_are_wrong").turns[0].tools[0]
-    assert first.steps == [Attempt(number=1, failure=first.failure)]
+    (attempt,) = first.steps
+    # Refused before any request was built: no wire, no time spent, only when it happened.
+    assert isinstance(attempt, Attempt)
+    assert (attempt.number, attempt.request, attempt.response) == (1, None, None)
+    assert attempt.failure == first.failure
+    assert attempt.timing.total_ms == 0.0
+    assert attempt.timing.outside_ms is None
     assert first.service is None
     assert first.timing.outside_ms is None
 

@@ -161,8 +161,9 @@ def test_the_store_is_the_renderers_source_and_publishes_both_modes(tmp_path):
     assert store.traces("ch") is traces
     with pytest.raises(NotFound, match="The chapters are: ch"):
         store.traces("nope")
-    [published] = store.publish(tmp_path / "site")
+    published, otlp = store.publish(tmp_path / "site")
     assert published == tmp_path / "site" / "traces" / "ch.json"
+    assert otlp == tmp_path / "site" / "traces" / "ch.otlp.json"  # beside it, for OpenTelemetry tools
     document = json.loads(published.read_text())
     assert document["live_status"] == {"state": "stale", "reason": "older code", "failure": None}
     assert ChapterRun.model_validate(document["live"]) == _run("ch", "live")

@@ -659,6 +659,19 @@ def test_the_page_shows_each_streamed_call_with_its_events_folded(live_ch11: Cha
     _bodies_hold_no_div(tree)
 
 
+def test_the_pages_live_prose_shows_only_with_a_live_run(live_ch11: ChapterRun) -> None:
+    page = (ROOT / "docs" / "ch11_streaming.md").read_text(encoding="utf-8")
+    block = page[page.index("::: live ch11_streaming") : page.index("::: end live") + len("::: end live")]
+    text = f"::: trace ch11_streaming words_as_they_come\n\n{block}\n"
+    for live, shown in ((live_ch11, True), (None, False)):
+        html = markdown.Markdown(extensions=[TraceExtension(source=_Source(live))]).convert(text)
+        assert ("In the live run, open a model call" in html) is shown
+    # What it says is so: the live request asks for usage in the stream.
+    sent = live_ch11.scenario("words_as_they_come").turns[0].model_call.exchanges[0].request.json_body
+    assert '`"stream_options": {"include_usage": true}`' in page
+    assert sent["stream_options"] == {"include_usage": True}
+
+
 def _streamed_run(events: int, content: str = "word ") -> ChapterRun:
     stream = Stream(
         events=[StreamEvent(at_ms=10.0 * n, data=chunk({"content": content})) for n in range(events)]
@@ -729,10 +742,10 @@ def test_a_version_1_trace_is_still_read_and_is_read_as_the_current_version(tmp_
 
     old = {**without_streams(data), "schema_version": 1}
     run = parse(json.dumps(old).encode(), tmp_path / "ch05_loop_endings.mock.json")
-    assert run.schema_version == SCHEMA_VERSION == 2
+    assert run.schema_version == SCHEMA_VERSION == 3
     assert run.turns == 4
-    with pytest.raises(CorruptTrace, match="its schema version is 3, and this build reads versions 1 and 2"):
-        parse(json.dumps({**old, "schema_version": 3}).encode(), tmp_path / "x.mock.json")
+    with pytest.raises(CorruptTrace, match="its schema version is 4, and this build reads versions 1, 2 and 3"):
+        parse(json.dumps({**old, "schema_version": 4}).encode(), tmp_path / "x.mock.json")
 
 
 def test_a_streamed_trace_survives_a_json_round_trip(live_ch11: ChapterRun) -> None:

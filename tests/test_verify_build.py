@@ -47,7 +47,8 @@ def live_book(root: Path) -> tuple[SmallBook, Path]:
         (traces / f"{chapter}.live.json").write_bytes((REPO / "docs" / "traces" / f"{chapter}.live.json").read_bytes())
     (root / "docs" / "index.md").write_text(PAGE)
     (root / "mkdocs.yml").write_text(
-        f"site_name: Live\ntheme:\n  name: mkdocs\nhooks:\n  - {HOOK}\nmarkdown_extensions:\n  - {RENDERER}\n"
+        f"site_name: Live\ntheme:\n  name: mkdocs\nexclude_docs: |\n  traces/*.live.json\n"
+        f"hooks:\n  - {HOOK}\nmarkdown_extensions:\n  - {RENDERER}\n"
     )
     return SmallBook(root, "primer.chapters"), library
 

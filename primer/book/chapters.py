@@ -1,9 +1,9 @@
 """The book's chapters: found in a package, imported fresh when their source changed.
 
-The chapters are the modules of one package (``primer.chapters`` unless the
-environment variable ``PRIMER_CHAPTERS`` names another, as a test book or a
-second book does). Nothing is registered by hand: a module whose name does
-not start with ``_`` is a chapter, its ``Scenario`` values are its scenarios.
+The chapters are the modules of one package, found by the one locator
+(``primer.locator.ChapterLocator``); which package is the settings' to say
+(``Settings.chapters_package``: ``PRIMER_CHAPTERS``, the trace extension's
+``chapters`` option, ``primer.chapters``).
 
 ``mkdocs serve`` keeps one Python process for hours while the author edits
 code. A chapter module, or a helper module of the chapters' package, whose
@@ -32,16 +32,15 @@ from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
 from types import ModuleType
+from typing import TYPE_CHECKING
 
 from primer.book.depends import CodeGraph, code_digest
-from primer.chapters import chapter_names, scenarios_of
-from primer.errors import NotFound
-from primer.scenario import Scenario
+from primer.locator import DEFAULT_PACKAGE, ChapterLocator, scenarios_of
+
+if TYPE_CHECKING:
+    from primer.scenario import Scenario
 
 __all__ = ["DEFAULT_PACKAGE", "Chapters"]
-
-#: The book's own chapters.
-DEFAULT_PACKAGE = "primer.chapters"
 
 #: Module name -> the source it was executed from, for the whole process:
 #: sys.modules is process-wide, and so is what it holds.
@@ -112,8 +111,9 @@ _watch("primer")
 class Chapters:
     """The chapter modules of one package, and the code each depends on."""
 
-    def __init__(self, package: str | None = None, *, imports_cache: Path | None = None) -> None:
-        self.package = package or os.environ.get("PRIMER_CHAPTERS", "").strip() or DEFAULT_PACKAGE
+    def __init__(self, package: str = DEFAULT_PACKAGE, *, imports_cache: Path | None = None) -> None:
+        self.package = package
+        self.locator = ChapterLocator(package)
         _watch(self.package)
         # The runner records every trace, so its code is every chapter's code.
         self.graph = CodeGraph([self.package, "primer"], imports_cache=imports_cache)
@@ -122,16 +122,13 @@ class Chapters:
         """Several fingerprints (a build's) sharing one look at the files: ``CodeGraph.snapshot``."""
         return self.graph.snapshot()
 
-    def _package(self) -> ModuleType:
-        return importlib.import_module(self.package)
-
     def names(self) -> list[str]:
         """Every chapter module's name, sorted (the modules are not imported)."""
-        return chapter_names(self._package().__path__)
+        return self.locator.names()
 
     def module_name(self, chapter: str) -> str:
         """The chapter's full module name."""
-        return f"{self.package}.{chapter}"
+        return self.locator.module_name(chapter)
 
     def dependencies(self, chapter: str) -> list[Path]:
         """Source files whose content a chapter's traces depend on."""
@@ -159,8 +156,7 @@ class Chapters:
 
     def load(self, chapter: str) -> ModuleType:
         """Import a chapter, re-importing what of its package changed since; raises what importing raises."""
-        if chapter not in self.names():
-            raise NotFound(f"There is no chapter {chapter!r}. The chapters are: {', '.join(self.names())}.")
+        self.locator.require(chapter)
         name = self.module_name(chapter)
         own = [self.graph.name_of(path) for path in self.dependencies(chapter) if self._own(path)]
         # Helpers first, the chapter last. Once one module is re-imported, so

@@ -6,7 +6,7 @@ templates: together most of what traces add to a warm ``mkdocs build``, and
 all of it wasted when nothing changed. The Markdown extension asks this cache
 before it renders (the book's hook hands it one as the extension's ``cache``)::
 
-    cache = HtmlCache(Path(".cache/html"))
+    cache = HtmlCache(Path(".cache/trace-book/html"))
     html = cache.html(traces, None, anchors=anchors, head=True,
                       render=lambda: render_traces(traces, anchors=anchors))
 

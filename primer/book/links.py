@@ -19,7 +19,10 @@ from __future__ import annotations
 import posixpath
 import re
 
-__all__ = ["page_relative"]
+__all__ = ["PUBLISHED_DIR", "page_relative"]
+
+#: Folder of the site (and of the docs, for frozen live traces) holding trace JSON.
+PUBLISHED_DIR = "traces"
 
 # An href and, later in the same tag, the same path marked root-relative.
 _LINK = re.compile(r'href="(?P<path>[^"#?:]*)"(?P<between>[^<>]*?) data-tr-root-relative="(?P=path)"')

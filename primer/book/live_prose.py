@@ -34,6 +34,8 @@ from dataclasses import dataclass
 from markdown import Markdown
 from markdown.preprocessors import Preprocessor
 
+from primer.locator import unknown
+
 __all__ = ["LiveBlock", "LiveProse", "blocks", "problems", "select"]
 
 _OPEN = re.compile(r" {0,3}:::[ \t]+live[ \t]+(?P<chapter>[A-Za-z0-9_]+)(?:[ \t]+(?P<scenario>[A-Za-z0-9_]+))?[ \t]*")
@@ -129,14 +131,9 @@ def problems(page: str, markdown: str, scenarios: Mapping[str, Sequence[str] | N
             found.append(f"{where} is not closed: end it with a line `::: end live`.")
         if block.nested is not None:
             found.append(f"{where} holds another one (line {block.nested}): live blocks do not nest.")
-        if block.chapter not in scenarios:
-            found.append(f"{where} names no chapter. The chapters are: {', '.join(sorted(scenarios)) or 'none'}.")
-            continue
-        names = scenarios[block.chapter]
-        if block.scenario and names is not None and block.scenario not in names:
-            found.append(
-                f"{where} names no scenario of {block.chapter}. Its scenarios are: {', '.join(names) or 'none'}."
-            )
+        missing = unknown(block.chapter, block.scenario, scenarios)
+        if missing is not None:
+            found.append(f"{where} {missing}")
     return found
 
 

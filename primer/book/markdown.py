@@ -2,114 +2,75 @@
 
 A line ``::: trace CHAPTER [SCENARIO]`` becomes the chapter's (or one
 scenario's) traces as collapsible HTML. It works wherever Python-Markdown
-does: in ``mkdocs.yml``'s ``markdown_extensions`` (the book's hook passes its
-trace store as ``source``) or on its own::
+does, and finds its traces in the first of these that applies:
 
-    import markdown
-    html = markdown.markdown("::: trace ch09_who_retries", extensions=["primer.book.markdown"])
+1. ``source``, a ``TraceSource`` given to the constructor (or as
+   ``"module:name"``): a test's, or a program's own;
+2. **the book** whose docs folder the site generator names: the MkDocs hook
+   sets the ``docs_dir`` option to its own (and has prepared the book);
+   Zensical, which runs no MkDocs hook, names it in the page's rendering
+   context, and the extension then prepares the book itself, once per build
+   (``primer.book.session``): frozen live traces from ``docs/traces``, cached
+   mock traces, what is missing run, the trace JSON published into the docs;
+3. otherwise the chapter's mock scenarios, run in-process; the live run is
+   reported missing::
 
-Without a ``source`` the chapter's mock scenarios are run in-process, and the
-live run is reported missing. Like mkdocstrings, it *loads* (asks the source
-for the chapter's traces) and then *renders* (``primer.book.render``); a
-trace that cannot be loaded is shown as an error block naming what exists,
-and logged as a warning, so ``mkdocs build --strict`` fails but the rest of
-the page still renders.
+       import markdown
+       html = markdown.markdown("::: trace ch09_who_retries", extensions=["primer.book.markdown"])
+
+The chapters are those of the ``chapters`` option's package (``primer.chapters``
+by default; ``PRIMER_CHAPTERS`` wins over it). Like mkdocstrings, it *loads*
+(asks the source for the chapter's traces) and then *renders*
+(``primer.book.render``); a trace that cannot be loaded is shown as an
+error block naming what exists, and logged as a warning, so
+``mkdocs build --strict`` fails but the rest of the page still renders.
 
 A line meant as a marker that is not a valid one (``:::trace x``,
 ``::: traces x``, ``::: trace``: see ``primer.book.source``) is shown as an
 error block with the valid form, and logged, rather than left as text.
 
-Two more options serve the book's hook, which sets them: ``cache``, an
-``HtmlCache`` asked before rendering (``primer.book.html_cache``), and
+Two more options serve the book's hook, which sets them: ``docs_dir``, and
 ``warn_missing``: with False, a marker naming an unknown chapter or scenario,
 or a malformed one, still shows its error block but is not logged here,
-because the hook warns about it already, naming the page and line.
+because the hook warns about it already, naming the page and line. A book's
+rendered markers are kept in its ``HtmlCache`` (``primer.book.html_cache``);
+a ``cache`` may also be given to the constructor.
+
+The trace JSON link a block carries is written relative to the site root.
+The MkDocs hook makes it relative to the page (``primer.book.links``);
+Zensical resolves the links of a page's HTML as links of its Markdown file,
+so when it names the file being rendered the link is made relative to that
+file here, and Zensical makes it relative to the page: the same link either
+way, which works without JavaScript.
 """
 
 from __future__ import annotations
 
-import importlib
 import xml.etree.ElementTree as etree
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from markdown import Markdown
 from markdown.blockparser import BlockParser
 from markdown.blockprocessors import BlockProcessor
 from markdown.extensions import Extension
 
-from primer.book.html_cache import HtmlCache
+from primer.book.links import page_relative
 from primer.book.live_prose import LiveProse
 from primer.book.logs import book_logger
-from primer.book.render import Anchors, render_error, render_traces
-from primer.book.source import ChapterTraces, LiveStatus, Marker, NearMiss, TraceSource, parse_line
+from primer.book.source import Marker, NearMiss, TraceSource, parse_line
+from primer.book.sources import NO_KEY, MockRunSource, book_for_page, collect, page_source, resolve_source
 from primer.errors import ConfigError, NotFound, PrimerError
-from primer.runner import run_chapter
+from primer.locator import DEFAULT_PACKAGE, ChapterLocator
+
+if TYPE_CHECKING:  # loaded on first use: MkDocs loads the extension with traces off too
+    from primer.book.html_cache import HtmlCache
+    from primer.book.render import Anchors
 
 __all__ = ["NO_KEY", "MockRunSource", "TraceExtension", "TraceProcessor", "collect", "makeExtension"]
 
 # Under ``mkdocs.`` so MkDocs counts the warnings (``--strict``); elsewhere it
 # is an ordinary logger.
 log = book_logger("mkdocs.plugins.primer.book")
-
-#: Why a standalone page has no live run.
-NO_KEY = "no key yet: live runs are recorded by the book build when PRIMER_API_KEY is set"
-
-
-class MockRunSource:
-    """A ``TraceSource`` that runs a chapter's mock scenarios in-process.
-
-    The fallback when no store is given: mock runs take milliseconds on the
-    virtual clock, so a plain ``markdown.Markdown`` can show real traces.
-    Each chapter is run once per source.
-    """
-
-    def __init__(self) -> None:
-        self._runs: dict[str, ChapterTraces] = {}
-
-    def traces(self, chapter: str) -> ChapterTraces:
-        """The chapter's mock run (raises ``NotFound`` for an unknown chapter)."""
-        if chapter not in self._runs:
-            self._runs[chapter] = ChapterTraces(
-                chapter=chapter,
-                mock=run_chapter(chapter, "mock"),
-                live=None,
-                live_status=LiveStatus(state="missing", reason=NO_KEY),
-            )
-        return self._runs[chapter]
-
-
-def collect(source: TraceSource, chapter: str, scenario: str | None = None) -> ChapterTraces:
-    """Load a marker's traces: the chapter's, checked to hold the scenario asked for."""
-    traces = source.traces(chapter)
-    if scenario is not None:
-        names = [s.name for run in (traces.mock, traces.live) if run for s in run.scenarios]
-        if scenario not in names:
-            raise NotFound(
-                f"Chapter {chapter} has no scenario {scenario!r}. "
-                f"Its scenarios are: {', '.join(dict.fromkeys(names)) or 'none'}."
-            )
-    return traces
-
-
-def _resolve(source: Any) -> TraceSource:
-    # ``source`` may come from YAML as "package.module:name": an object, or a
-    # class or factory, called with no arguments.
-    if isinstance(source, str):
-        module, _, name = source.partition(":")
-        try:
-            source = getattr(importlib.import_module(module), name)
-        except (ImportError, AttributeError, ValueError) as error:
-            raise ConfigError(
-                f"The trace source {source!r} could not be imported ({error}). Give it as 'package.module:name'."
-            ) from error
-        if isinstance(source, type) or (callable(source) and not hasattr(source, "traces")):
-            source = source()
-    if not callable(getattr(source, "traces", None)):
-        raise ConfigError(
-            f"The trace extension's source must have a traces(chapter) method, not {type(source).__name__}."
-        )
-    return source  # type: ignore[no-any-return]
-
 
 class TraceProcessor(BlockProcessor):
     """Replaces each marker line with its rendered traces (stashed, so never re-parsed)."""
@@ -156,49 +117,76 @@ class TraceProcessor(BlockProcessor):
 class TraceExtension(Extension):
     """``::: trace CHAPTER [SCENARIO]`` → the rendered traces.
 
-    Config: ``source``, a ``TraceSource`` (or ``"module:name"``); by default
-    a ``MockRunSource``. ``cache``, an ``HtmlCache`` (by default none: every
-    marker is rendered). ``warn_missing`` (default True): log markers naming
-    an unknown chapter or scenario, and lines meant as markers that are not
-    valid ones (the book's hook warns about those itself, naming page and line).
+    Constructor only: ``source``, a ``TraceSource`` (or ``"module:name"``);
+    ``cache``, an ``HtmlCache`` asked before rendering. Options (from
+    ``mkdocs.yml``): ``chapters``, the chapters' package; ``docs_dir``, the
+    book's docs folder (set by the MkDocs hook; Zensical gives it in the
+    page's rendering context); ``warn_missing`` (default True): log markers
+    naming an unknown chapter or scenario, and lines meant as markers that
+    are not valid ones (the book's hook warns about those itself, naming
+    page and line).
     """
 
-    def __init__(self, **kwargs: Any) -> None:
-        # The defaults are "" rather than None: Python-Markdown turns a value whose
-        # default is None into a bool, and the object would be lost.
+    def __init__(
+        self, *, source: TraceSource | str | None = None, cache: HtmlCache | None = None, **kwargs: Any
+    ) -> None:
         self.config = {
-            "source": ["", "A TraceSource giving each chapter's traces; default: run the mock scenarios."],
-            "cache": ["", "An HtmlCache asked before rendering; default: none."],
+            "chapters": [DEFAULT_PACKAGE, "The chapters' package (PRIMER_CHAPTERS wins over it)."],
+            "docs_dir": ["", "The book's docs folder; none: the one the site generator names, if it does."],
             "warn_missing": [
                 True,
                 "Log markers naming an unknown chapter or scenario, and malformed markers (the book's hook does).",
             ],
         }
         super().__init__(**kwargs)
-        self.anchors = Anchors()
-        self._headed: set[str] = set()
+        if cache is not None:
+            from primer.book.html_cache import HtmlCache
+
+            if not isinstance(cache, HtmlCache):
+                raise ConfigError(f"The trace extension's cache must be an HtmlCache, not {type(cache).__name__}.")
+        self._given = source
         self._source: TraceSource | None = None
+        self._cache = cache
+        self.md: Markdown | None = None
+        self._anchors: Anchors | None = None
+        self._headed: set[str] = set()
+
+    @property
+    def anchors(self) -> Anchors:
+        """The ids used on the page so far (a new page, new anchors: ``reset``)."""
+        if self._anchors is None:
+            from primer.book.render import Anchors
+
+            self._anchors = Anchors()
+        return self._anchors
 
     @property
     def source(self) -> TraceSource:
-        """The configured source, or the in-process mock runner."""
+        """The given source, the book's trace store, or the in-process mock runner."""
         if self._source is None:
-            configured = self.getConfig("source")
-            self._source = MockRunSource() if configured is None or configured == "" else _resolve(configured)
+            if self._given is not None:
+                self._source = resolve_source(self._given)
+            else:
+                book = book_for_page(self.md, self.getConfig("chapters"), self.getConfig("docs_dir"))
+                if book is None:
+                    from primer.settings import Settings
+
+                    package = Settings.without_live().chapters_package(self.getConfig("chapters"))
+                    self._source = MockRunSource(ChapterLocator(package))
+                else:
+                    self._source = book.store
+                    self._cache = self._cache or book.rendered
         return self._source
 
     @property
     def cache(self) -> HtmlCache | None:
-        """The configured cache of rendered HTML, if any."""
-        configured = self.getConfig("cache")
-        if configured is None or configured == "":
-            return None
-        if not isinstance(configured, HtmlCache):
-            raise ConfigError(f"The trace extension's cache must be an HtmlCache, not {type(configured).__name__}.")
-        return configured
+        """The cache of rendered HTML: the one given, or the book's."""
+        _ = self.source  # the book's, once it is known
+        return self._cache
 
     def extendMarkdown(self, md: Markdown) -> None:
         """Register the one block processor, and reset anchors per document."""
+        self.md = md
         md.registerExtension(self)
         # Priority 77: below the indented-code processor (80), so a marker
         # quoted in an indented code sample stays code; above mkdocstrings'
@@ -212,11 +200,13 @@ class TraceExtension(Extension):
 
     def reset(self) -> None:
         """A new document: ids need only be unique within one page."""
-        self.anchors = Anchors()
+        self._anchors = None
         self._headed = set()
 
     def html_for_near_miss(self, near: NearMiss) -> str:
         """The error block for a line meant as a marker that is not a valid one (logged unless the hook does)."""
+        from primer.book.render import render_error
+
         if self.getConfig("warn_missing"):
             log.warning("%s", near.message)
         return render_error(near.message, marker=near.text)
@@ -233,6 +223,8 @@ class TraceExtension(Extension):
 
     def html_for(self, chapter: str, scenario: str | None) -> str:
         """The HTML for one marker: the traces, or a visible error block."""
+        from primer.book.render import render_error, render_traces
+
         marker = f"::: trace {chapter}{f' {scenario}' if scenario else ''}"
         try:
             traces = collect(self.source, chapter, scenario)
@@ -250,7 +242,10 @@ class TraceExtension(Extension):
             else:
                 html = cache.html(traces, scenario, anchors=anchors, head=head, render=render)
             self._headed.add(chapter)
-            return html
+            # Zensical resolves links as written in the page's Markdown file, as for its
+            # own links: relative to that file, which it then makes relative to the page.
+            source = page_source(self.md)
+            return html if source is None else page_relative(html, source)
         except NotFound as error:
             if self.getConfig("warn_missing"):
                 log.warning("%s: %s", marker, error)

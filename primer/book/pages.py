@@ -16,12 +16,21 @@ from __future__ import annotations
 
 import html
 from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING
 
+from primer.book import live_prose
 from primer.book.source import ChapterTraces, Marker, NearMiss, find_markers, scan
-from primer.summary import chapter_line, ending_line, model_line, scenario_line, tool_line, turn_line
-from primer.trace import ChapterRun, ScenarioRun
+from primer.locator import unknown
 
-__all__ = ["check", "listing", "malformed", "placeholder", "replace"]
+if TYPE_CHECKING:  # loaded with the listing: a build with traces off needs neither
+    from primer.trace import ChapterRun, ScenarioRun
+
+__all__ = ["chapters_named", "check", "listing", "malformed", "off_page", "placeholder", "replace"]
+
+
+def chapters_named(markdown: str) -> set[str]:
+    """The chapters a page's markers and live blocks name (its traces depend on them)."""
+    return {marker.chapter for marker in find_markers(markdown)} | {b.chapter for b in live_prose.blocks(markdown)}
 
 
 def _near_miss(page: str, near: NearMiss) -> str:
@@ -46,15 +55,9 @@ def check(page: str, markdown: str, scenarios: Mapping[str, Sequence[str] | None
             continue
         where = f"{page} line {marker.line}: the marker `::: trace {marker.chapter}"
         where += f" {marker.scenario}`" if marker.scenario else "`"
-        if marker.chapter not in scenarios:
-            known = ", ".join(sorted(scenarios)) or "none"
-            warnings.append(f"{where} names no chapter. The chapters are: {known}.")
-            continue
-        names = scenarios[marker.chapter]
-        if marker.scenario and names is not None and marker.scenario not in names:
-            warnings.append(
-                f"{where} names no scenario of {marker.chapter}. Its scenarios are: {', '.join(names) or 'none'}."
-            )
+        missing = unknown(marker.chapter, marker.scenario, scenarios)
+        if missing is not None:
+            warnings.append(f"{where} {missing}")
     return warnings
 
 
@@ -71,6 +74,16 @@ def replace(markdown: str, render: Callable[[Marker], str]) -> str:
     return "\n".join(lines)
 
 
+def off_page(page: str, markdown: str) -> tuple[str, list[str]]:
+    """A page as it goes to the renderer with traces off: each marker a placeholder, and the warnings.
+
+    What exists is not known with traces off, but a malformed marker is
+    malformed all the same; no live run is shown, so no prose about one.
+    """
+    shown = replace(live_prose.select(markdown, lambda _chapter, _scenario: False), placeholder)
+    return shown, malformed(page, markdown)
+
+
 def placeholder(marker: Marker) -> str:
     """The note a marker becomes when traces are off."""
     what = f"{marker.chapter} {marker.scenario}" if marker.scenario else marker.chapter
@@ -81,6 +94,8 @@ def placeholder(marker: Marker) -> str:
 
 
 def _scenario_lines(run: ScenarioRun) -> list[str]:
+    from primer.summary import ending_line, model_line, scenario_line, tool_line, turn_line
+
     lines = [scenario_line(run)]
     for turn in run.turns:
         lines.append("  " + turn_line(turn))
@@ -93,6 +108,8 @@ def _scenario_lines(run: ScenarioRun) -> list[str]:
 
 
 def _run_lines(run: ChapterRun, scenario: str | None) -> list[str]:
+    from primer.summary import chapter_line
+
     lines = [chapter_line(run)]
     for each in run.scenarios:
         if scenario is None or each.name == scenario:

@@ -16,14 +16,22 @@ Material's search index; such a block never holds a ``div``, because
 Material's indexer ends an exclusion at the first closing tag of the same name.
 
 Page weight grows with what happened, not with turns squared: the declared
-tools are shown once per run and referred to after, each turn's context shows
-the messages new since the turn before (the whole context is one click away,
-built from the run's transcript), and a live request body refers to the
-messages and tools the previous request already carried.
+tools are shown once per page and referred to after, each turn's context
+shows the messages new since the turn before (the whole context is one click
+away, built from the run's transcript), and a live request body shows what
+is new and refers to the messages and tools the previous request already
+carried. What is referred to is a ``Ref``, drawn beside the payload and never
+as a value inside its JSON; the whole body as sent is rebuilt by traces.js
+(``Rebuild``), and the trace JSON holds it without JavaScript.
+
+Payloads are plain escaped text (traces.js colours JSON when it is opened),
+and every ``<pre>`` has an id of its own, which Material's copy button uses
+to name the block it copies.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from collections.abc import Iterator, Sequence
@@ -461,17 +469,46 @@ def _notes(call: ModelCall, previous: TurnView | None) -> list[NoteView]:
     return views
 
 
+def _tools_key(tools: list[DeclaredTool]) -> str:
+    data = json.dumps([tool.model_dump() for tool in tools], sort_keys=True, ensure_ascii=False)
+    return hashlib.sha256(data.encode()).hexdigest()[:10]
+
+
 @dataclass
 class _Shared:
-    """What a scenario's runs draw once and refer to after: the declared tools."""
+    """What a page draws once and refers to after: the declared tools.
 
-    tools: list[tuple[list[DeclaredTool], str, str, int]] = field(default_factory=list)  # tools, anchor, mode, turn
+    The scenarios of a chapter mostly declare the same tools. The first run
+    to declare a set draws it, under an id made of the scenario's name and a
+    digest of the tools (``ch09_who_retries-service_is_busy-tools-3f2a9c1b0e``);
+    later runs refer to it. The page's ``Anchors`` remember every id, so a
+    trace taken from the HTML cache is referred to exactly as one rendered
+    afresh, and a page's HTML is the same either way.
+    """
+
+    chapter: str
+    scenario: str
+    anchors: Anchors
+    #: Drawn in this scenario: tools, anchor, mode, turn.
+    here: list[tuple[list[DeclaredTool], str, str, int]] = field(default_factory=list)
 
     def find(self, tools: list[DeclaredTool], mode: str) -> tuple[str, str] | None:
-        for drawn, anchor, drawn_mode, turn in self.tools:
+        """Where these tools were drawn already, and how to say so; None if nowhere yet."""
+        for drawn, anchor, drawn_mode, turn in self.here:
             if drawn == tools:
                 return anchor, f"turn {turn}" if drawn_mode == mode else f"the {drawn_mode} run, turn {turn}"
+        suffix = f"-tools-{_tools_key(tools)}"
+        prefix = f"{self.chapter}-"
+        for anchor in sorted(self.anchors.used):
+            if anchor.startswith(prefix) and anchor.endswith(suffix):
+                return anchor, f"scenario {anchor[len(prefix) : -len(suffix)]}"
         return None
+
+    def draw(self, tools: list[DeclaredTool], mode: str, turn: int) -> str:
+        """The id of a new drawing of these tools, noted for the runs after."""
+        anchor = self.anchors.make(self.chapter, self.scenario, "tools", _tools_key(tools))
+        self.here.append((tools, anchor, mode, turn))
+        return anchor
 
 
 def _body(anchor: str, json_body: Any, text_body: str | None, *, request: bool = False) -> BodyView:
@@ -509,10 +546,9 @@ def _run_view(run: ScenarioRun, chapter: str, anchors: Anchors, shared: _Shared)
             if found is not None:
                 tools = ToolsView(call.tools, found[0], found[1], [])
             else:
-                tools_anchor = anchors.make(turn_anchor, "tools")
+                tools_anchor = shared.draw(call.tools, run.mode, turn.number)
                 schemas = [anchors.make(tools_anchor, index) for index in range(1, len(call.tools) + 1)]
                 tools = ToolsView(call.tools, tools_anchor, None, schemas)
-                shared.tools.append((call.tools, tools_anchor, run.mode, turn.number))
         exchanges = []
         for exchange in call.exchanges:
             sent = exchange.request
@@ -628,7 +664,7 @@ def _scenarios(traces: ChapterTraces, only: str | None, anchors: Anchors) -> Ite
     for name in names:
         anchor = anchors.make(traces.chapter, name)
         mock, live = _find(traces.mock, name), _find(traces.live, name)
-        shared = _Shared()
+        shared = _Shared(traces.chapter, name, anchors)
         mock_view = _run_view(mock, traces.chapter, anchors, shared) if mock else None
         live_view = _run_view(live, traces.chapter, anchors, shared) if live else None
         comparison = None

@@ -1,50 +1,66 @@
-"""What kind of MkDocs run this process is, and what a ``serve`` session keeps between rebuilds.
+"""The one object the book machinery keeps for the life of a process.
 
-MkDocs says whether it builds or serves, and whether with ``--dirty``, once
-(``on_startup``), to the hook module of the first build; it then loads the
-hook module anew for every rebuild. So the answer is kept here, for the life
-of the process::
+Every front end drives the same engine (``primer.book.build.Book``); what
+must outlive one build is kept here, in ``SESSION``, and nowhere else:
 
-    SESSION.start("serve", dirty=True)     # the hook's on_startup
-    SESSION.serving, SESSION.dirty
+* **the books**, one per docs folder. ``mkdocs serve`` re-reads its
+  configuration, and so re-runs the hook module, on every rebuild, and
+  Zensical makes a new Markdown extension for every page: the book (its
+  chapters' imports, its parsed traces, its rendered HTML) stays here.
+  ``book`` opens one with the standard layout::
 
-A serve session also keeps the theme's compiled templates: MkDocs makes a
-new Jinja2 environment for every rebuild, and compiling Material's templates
-again is about 0.2 s of each. ``THEME_BYTECODE`` is a Jinja2 bytecode cache
-in memory, which the hook gives each new environment while serving. Jinja2
-keys it by the template's name and a checksum of its source, so an edited
-template (``--watch-theme``) is compiled again.
+      ROOT/mkdocs.yml
+      ROOT/docs/traces/CHAPTER.live.json     frozen live traces (committed)
+      ROOT/.cache/trace-book/traces/         mock traces, parsed imports
+      ROOT/.cache/trace-book/html/           rendered markers
+
+* **which build the traces were prepared for** (``ready``). The MkDocs hook
+  prepares its book itself, once per build, before any page renders. The
+  Markdown extension alone (Zensical runs no MkDocs hook) asks ``ready``
+  with a token that is new for every build (Zensical's configuration
+  object, which it makes anew whenever a watched file changes): the first
+  page of a build prepares the book and publishes its trace JSON and the
+  assets, the others find it ready.
+* **what the front end said about this process**: whether it serves (with
+  ``--dirty``), and, for a serving MkDocs, the theme's compiled templates,
+  the trace payloads set aside while the search plugin reads a page, and
+  which chapters each page shows (``primer.book.mkdocs_hook`` uses them).
+
+    SESSION.start("serve", dirty=True)           # the hook's on_startup
+    book = SESSION.book(root, root / "docs", chapters="mybook.chapters")
+    SESSION.ready(book, token)                   # the extension, per page
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import sys
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 from jinja2.bccache import Bucket, BytecodeCache
 
-__all__ = ["SESSION", "THEME_BYTECODE", "MemoryBytecodeCache", "Session"]
+from primer.book import assets
+from primer.book.payloads import PayloadStash
 
+if TYPE_CHECKING:  # the engine is loaded when a book is opened: not with traces off
+    from primer.book.build import Book
 
-@dataclass
-class Session:
-    """The MkDocs command this process runs."""
+__all__ = ["CACHE_DIR", "SESSION", "MemoryBytecodeCache", "Session"]
 
-    command: str = "build"
-    dirty: bool = False
-
-    def start(self, command: str, *, dirty: bool) -> None:
-        """Record what ``on_startup`` was told."""
-        self.command = command
-        self.dirty = dirty
-
-    @property
-    def serving(self) -> bool:
-        """Whether this is a ``mkdocs serve`` process (rebuilds follow)."""
-        return self.command == "serve"
+#: The machinery's caches, relative to the book's root (the folder of mkdocs.yml).
+CACHE_DIR = Path(".cache") / "trace-book"
 
 
 class MemoryBytecodeCache(BytecodeCache):
-    """Compiled templates, in memory, for the life of the process."""
+    """Compiled templates, in memory, for the life of the process.
+
+    MkDocs makes a new Jinja2 environment for every rebuild of a serve
+    session, and compiling Material's templates again is about 0.2 s of
+    each. Jinja2 keys the cache by the template's name and a checksum of its
+    source, so an edited template (``--watch-theme``) is compiled again.
+    """
 
     def __init__(self) -> None:
         self._code: dict[str, bytes] = {}
@@ -64,7 +80,110 @@ class MemoryBytecodeCache(BytecodeCache):
         self._code.clear()
 
 
+@dataclass
+class Session:
+    """What lives as long as the process: the books, and what the front end said."""
+
+    #: The books, by their docs folder (resolved).
+    books: dict[str, Book] = field(default_factory=dict)
+    #: The command this process runs: ``build`` or ``serve``.
+    command: str = "build"
+    #: Whether a serve rebuilds only the pages whose source changed (``--dirty``).
+    dirty: bool = False
+    #: Whether this build runs with ``PRIMER_TRACES=off`` (the hook then opens no book).
+    off: bool = False
+    #: The theme's compiled templates, shared by every rebuild of a serve session.
+    theme_bytecode: MemoryBytecodeCache = field(default_factory=MemoryBytecodeCache)
+    #: Trace payloads set aside while a search plugin reads a page.
+    payloads: PayloadStash = field(default_factory=PayloadStash)
+    #: Page -> the chapters its markers and live blocks name, as last rendered (for ``--dirty``).
+    page_chapters: dict[str, set[str]] = field(default_factory=dict)
+    # Book key -> the token of the build its traces were prepared for.
+    _prepared: dict[str, object] = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def start(self, command: str, *, dirty: bool) -> None:
+        """Record what the front end runs (MkDocs says so once, in ``on_startup``)."""
+        self.command = command
+        self.dirty = dirty
+
+    @property
+    def serving(self) -> bool:
+        """Whether this process serves the book (rebuilds follow)."""
+        return self.command == "serve"
+
+    @staticmethod
+    def key(docs_dir: Path) -> str:
+        """How a book is known: its docs folder, resolved."""
+        return str(docs_dir.resolve())
+
+    def book(self, root: Path, docs_dir: Path, *, chapters: str | None = None) -> Book:
+        """The book of ``docs_dir``, opened on first use with its caches under ``root``.
+
+        ``chapters`` is the package the book's configuration names (the
+        extension's option); ``PRIMER_CHAPTERS`` wins over it. ``root`` (the
+        folder of ``mkdocs.yml``) is added to the end of the import path, so
+        a chapters package beside it is found however the build was started.
+        """
+        key = self.key(docs_dir)
+        with self._lock:
+            if key not in self.books:
+                from primer.book.build import Book
+                from primer.book.chapters import Chapters
+                from primer.settings import Settings
+
+                # A book's chapters package lives beside its mkdocs.yml; `mkdocs` and `zensical`,
+                # run as commands, do not put that folder on the import path. Last: nothing installed
+                # is shadowed.
+                if str(root.resolve()) not in sys.path:
+                    sys.path.append(str(root.resolve()))
+                cache = root / CACHE_DIR
+                package = Settings.without_live().chapters_package(chapters)
+                self.books[key] = Book(
+                    docs_dir,
+                    cache / "traces",
+                    chapters=Chapters(package, imports_cache=cache / "traces" / "imports.json"),
+                    html_dir=cache / "html",
+                )
+            return self.books[key]
+
+    def register(self, docs_dir: Path, book: Book | None) -> None:
+        """Set (or with None, drop) the book ``book`` returns for ``docs_dir``: for tests."""
+        key = self.key(docs_dir)
+        with self._lock:
+            self._prepared.pop(key, None)
+            if book is None:
+                self.books.pop(key, None)
+            else:
+                self.books[key] = book
+
+    def prepared(self, book: Book, token: object) -> None:
+        """Note that ``book`` was prepared for the build ``token`` stands for."""
+        self._prepared[self.key(book.docs_dir)] = token
+
+    def ready(self, book: Book, token: object | None, *, site_dir: Path | None = None) -> None:
+        """Prepare the book unless it was for this build, and publish what the site needs.
+
+        ``token`` stands for the build (None: whichever prepared it last,
+        if any did). Pages may be rendered from several threads: one
+        prepares, the others wait for it. The trace JSON and the assets are
+        written into the docs folder, from which a front end copies them as
+        it copies every file there, and, with ``site_dir``, into the site
+        too: Zensical lists the docs' files before it renders the first
+        page, so on the first build of a book it would not copy them.
+        """
+        key = self.key(book.docs_dir)
+        with self._lock:
+            last = self._prepared.get(key)
+            if last is not None and (token is None or last is token):
+                return
+            book.prepare()
+            for root in (book.docs_dir, *([site_dir] if site_dir is not None else [])):
+                book.publish(root)
+                if book.enabled:
+                    assets.install(root)
+            self._prepared[key] = token if token is not None else object()
+
+
 #: This process's session.
 SESSION = Session()
-#: The theme's compiled templates, shared by every rebuild of a serve session.
-THEME_BYTECODE = MemoryBytecodeCache()

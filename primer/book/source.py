@@ -32,9 +32,10 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Literal, Protocol
+from typing import TYPE_CHECKING, Literal, Protocol
 
-from primer.trace import ChapterRun, ErrorInfo
+if TYPE_CHECKING:  # the marker parser is used with the trace models unloaded (traces off)
+    from primer.trace import ChapterRun, ErrorInfo
 
 __all__ = [
     "MARKER_FORM",

@@ -2,10 +2,10 @@
 
 Two kinds of file, kept apart on purpose::
 
-    docs/traces/CHAPTER.live.json     frozen live traces: committed, published,
-                                      reused as they are when no key is set
-    .cache/traces/CHAPTER.mock.json   mock traces: a cache, rebuilt at will,
-                                      outside the docs so it is never published
+    docs/traces/CHAPTER.live.json              frozen live traces: committed,
+                                               reused as they are when no key is set
+    .cache/trace-book/traces/CHAPTER.mock.json mock traces: a cache, rebuilt at will,
+                                               outside the docs so it is never published
 
 Every file is a ``ChapterRun`` as JSON, stamped with the ``source_hash`` of the
 code that produced it. Files are written atomically and only when their
@@ -21,7 +21,10 @@ build then runs the chapter again and replaces the file.
 The store is also the renderer's ``TraceSource``: after the build has decided
 what each chapter shows, ``traces(chapter)`` hands it over, with the address
 of the chapter's published JSON (``traces/CHAPTER.json`` in the site, both
-modes in one file, for readers to download).
+modes in one file, for readers to download; the raw ``*.live.json`` files
+are left out of the site by ``exclude_docs`` in ``mkdocs.yml``). Beside it
+goes ``traces/CHAPTER.otlp.json``, the same runs as OpenTelemetry spans for
+Phoenix, Jaeger and the like, when the ``otel`` extra is installed.
 """
 
 from __future__ import annotations
@@ -35,14 +38,16 @@ from typing import Any
 from pydantic import ValidationError
 
 from primer.book.atomic import write_if_changed
+from primer.book.links import PUBLISHED_DIR
+from primer.book.logs import book_logger
 from primer.book.source import ChapterTraces
-from primer.errors import NotFound, PrimerError
+from primer.errors import MissingExtra, NotFound, PrimerError
 from primer.trace import READABLE_VERSIONS, ChapterRun, Mode, versions_read
 
 __all__ = ["PUBLISHED_DIR", "CorruptTrace", "TraceStore"]
 
-#: Folder of the site (and of the docs, for frozen live traces) holding trace JSON.
-PUBLISHED_DIR = "traces"
+_log = book_logger("mkdocs.plugins.primer.book")
+
 
 
 class CorruptTrace(PrimerError):
@@ -129,6 +134,15 @@ def parse(data: bytes, path: Path) -> ChapterRun:
         raise CorruptTrace(path, _reason(error)) from None
 
 
+def _published(path: Path) -> bool:
+    # Only what publish wrote: an author's own JSON beside the traces stays.
+    try:
+        with path.open("rb") as file:
+            return file.read(12) == b'{"chapter": '
+    except OSError:
+        return False
+
+
 class TraceStore:
     """Trace files on disk and in memory; the renderer's ``TraceSource``."""
 
@@ -143,6 +157,9 @@ class TraceStore:
         # chapter -> (the traces published, their document): a serve rebuild
         # republishes (the site folder was emptied) without serialising again.
         self._published: dict[str, tuple[ChapterTraces, str]] = {}
+        # chapter -> (mock, live, their OTLP JSON), for the same reason.
+        self._otlp: dict[str, tuple[ChapterRun | None, ChapterRun | None, str]] = {}
+        self._otlp_missing = False
 
     def path(self, chapter: str, mode: Mode) -> Path:
         """Where a chapter's trace of one mode is kept."""
@@ -210,15 +227,42 @@ class TraceStore:
             chapters = ", ".join(sorted(self._shown)) or "none"
             raise NotFound(f"There are no traces for chapter {chapter!r}. The chapters are: {chapters}.") from None
 
-    def publish(self, site_dir: Path) -> list[Path]:
-        """Write each chapter's traces (both modes) to ``site/traces/CHAPTER.json``."""
+    def publish(self, root: Path) -> list[Path]:
+        """Write each chapter's traces (both modes) to ``root/traces/CHAPTER.json``.
+
+        ``root`` is the site, or the docs folder (whose ``traces`` folder
+        also holds the frozen live traces): a published file of a chapter
+        that is no longer shown is removed, so no front end copies it.
+        """
         written = []
         for chapter, traces in sorted(self._shown.items()):
-            path = site_dir / PUBLISHED_DIR / f"{chapter}.json"
-            # The site is made again at will: atomic, but not flushed to disk.
+            path = root / PUBLISHED_DIR / f"{chapter}.json"
+            # Made again at will: atomic, but not flushed to disk.
             write_if_changed(path, self._document(chapter, traces), durable=False)
             written.append(path)
+            written += self._publish_otlp(root / PUBLISHED_DIR / f"{chapter}.otlp.json", traces)
+        for path in (root / PUBLISHED_DIR).glob("*.json"):
+            if path.stem not in self._shown and not path.name.endswith(".live.json") and _published(path):
+                path.unlink(missing_ok=True)
         return written
+
+    def _publish_otlp(self, path: Path, traces: ChapterTraces) -> list[Path]:
+        """The chapter's runs as OTLP JSON beside its trace JSON, for OpenTelemetry tools (``primer.export.otlp``).
+
+        Without the optional ``otel`` packages the file is left out, said once.
+        """
+        try:
+            from primer.export.otlp import chapter_json  # optional, and slow to import: only when publishing
+        except MissingExtra as missing:
+            if not self._otlp_missing:
+                self._otlp_missing = True
+                _log.info(f"traces: no OTLP JSON is published: {missing}")
+            return []
+        last = self._otlp.get(traces.chapter)
+        if last is None or last[0] is not traces.mock or last[1] is not traces.live:
+            last = self._otlp[traces.chapter] = (traces.mock, traces.live, chapter_json(traces.mock, traces.live))
+        write_if_changed(path, last[2], durable=False)
+        return [path]
 
     def _document(self, chapter: str, traces: ChapterTraces) -> str:
         last = self._published.get(chapter)

@@ -22,10 +22,9 @@ import traceback
 from collections.abc import Sequence
 from pathlib import Path
 
-from primer.book.build import WorkerOutput, run_mock_chapter
 from primer.book.chapters import Chapters
+from primer.book.execute import WorkerOutput, run_mock_chapter
 from primer.book.store import parse
-from primer.redact import Redactor
 from primer.replay import verify_chapter
 from primer.settings import Settings
 from primer.trace import ChapterRun
@@ -41,7 +40,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     package, *names = args
     chapters = Chapters(package)
     settings = Settings.from_env()
-    redactor = Redactor(settings.secrets())
+    redactor = settings.redactor()
     runs: list[ChapterRun] = []
     errors: dict[str, str] = {}
     for name in names:
@@ -59,7 +58,7 @@ def _verify(path: Path, package: str, chapter: str) -> int:
         frozen = parse(path.read_bytes(), path)
         output.checks[chapter] = verify_chapter(frozen, Chapters(package).scenarios(chapter)).model_dump(mode="json")
     except Exception as error:  # noqa: BLE001 - reported to the build, which warns naming the file
-        redactor = Redactor(Settings.from_env().secrets())
+        redactor = Settings.from_env().redactor()
         output.errors[chapter] = redactor.text(f"{type(error).__name__}: {error}")
     sys.stdout.write(output.model_dump_json())
     return 0

@@ -13,11 +13,15 @@ from typing import Any, Protocol
 from primer.tools import Tool
 from primer.trace import Message, ModelCall
 
-__all__ = ["SAMPLING_PARAMETERS", "STREAM", "Model"]
+__all__ = ["REQUEST_OPTIONS", "SAMPLING_PARAMETERS", "STREAM", "Model"]
 
 #: Sampling parameters a caller may set; those left unset are recorded as
 #: "defaulted", so a reader sees what the provider chose.
 SAMPLING_PARAMETERS = ("temperature", "max_tokens", "top_p", "stop", "seed", "tool_choice")
+
+#: Settings that shape the reply rather than sample it (chapter 12): sent as
+#: the API names them, and not listed as defaulted when left out.
+REQUEST_OPTIONS = ("parallel_tool_calls", "response_format")
 
 #: The setting that asks for the reply as a stream (``{"stream": True}``):
 #: the same reply, in pieces, each timed as it arrives (``primer.streaming``).

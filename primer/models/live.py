@@ -47,7 +47,7 @@ import openai
 
 from primer.clock import Clock, RealClock
 from primer.errors import ConfigError, quoted
-from primer.models.base import SAMPLING_PARAMETERS, STREAM
+from primer.models.base import REQUEST_OPTIONS, SAMPLING_PARAMETERS, STREAM
 from primer.redact import Redactor
 from primer.service import RetryPolicy, classify_status, retry_delay
 from primer.settings import Settings
@@ -59,7 +59,8 @@ from primer.wire import RecordingClient, Wired, is_event_stream
 __all__ = ["MAX_TIMEOUTS", "MODEL_RETRY_POLICY", "LiveModel", "wire_message", "wire_tool"]
 
 #: Retries of a model call: three attempts, one then two seconds apart unless
-#: the provider's ``Retry-After`` says otherwise (at most ten seconds).
+#: the provider's ``Retry-After`` says otherwise (honoured up to ten seconds;
+#: asked to wait longer, the call gives up rather than ask again early).
 MODEL_RETRY_POLICY = RetryPolicy(max_attempts=3, backoff=1.0, max_retry_after=10.0, timeout=60.0)
 
 #: Attempts that may end in a read timeout before the call gives up: each one
@@ -127,15 +128,15 @@ def _arguments(call: ToolCall) -> str:
 
 
 def wire_tool(tool: Tool[Any]) -> dict[str, Any]:
-    """One tool as the chat-completions API declares it."""
-    return {
-        "type": "function",
-        "function": {
-            "name": tool.name,
-            "description": tool.description,
-            "parameters": wire_parameters(tool.schema()),
-        },
+    """One tool as the chat-completions API declares it (``strict`` when the tool is)."""
+    function: dict[str, Any] = {
+        "name": tool.name,
+        "description": tool.description,
+        "parameters": wire_parameters(tool.schema()),
     }
+    if tool.strict:
+        function["strict"] = True
+    return {"type": "function", "function": function}
 
 
 class InvalidReply(Exception):
@@ -274,22 +275,30 @@ class LiveModel:
                 break
             timeouts += outcome.timed_out
             failure = outcome.failure
-            if failure is None or not (
-                failure.retryable and attempt < self.policy.max_attempts and timeouts < MAX_TIMEOUTS
+            # None when the provider asks for a longer wait than the policy gives: it is not asked again early.
+            backoff = retry_delay(self.policy, attempt + 1, outcome.retry_after)
+            if (
+                failure is None
+                or backoff is None
+                or not (failure.retryable and attempt < self.policy.max_attempts and timeouts < MAX_TIMEOUTS)
             ):
-                record.error = ErrorInfo(
-                    type=outcome.error_type, message=self.redactor.text(self._explain(outcome, attempt))
-                )
+                explained = self._explain(outcome, attempt)
+                if backoff is None and failure is not None and failure.retryable:
+                    explained += (
+                        f" It asked for a wait of {quoted(outcome.retry_after)} seconds, longer than the "
+                        f"{self.policy.max_retry_after:g} s the library waits."
+                    )
+                record.error = ErrorInfo(type=outcome.error_type, message=self.redactor.text(explained))
                 if outcome.partial is not None:
                     record.notes.append(self._partial(outcome.partial))
                 break
-            backoff = retry_delay(self.policy, attempt + 1, outcome.retry_after)
             # A model call has no steps of its own: the wait is noted instead.
-            record.notes.append(Note(label="backoff", data=backoff.model_dump(exclude={"kind"})))
+            record.notes.append(Note(label="backoff", data=backoff.model_dump(exclude={"kind", "start_ms"})))
             self.clock.sleep(backoff.seconds)
             waited += backoff.seconds
         outside = sum(exchange.timing.outside_ms or 0.0 for exchange in record.exchanges)
         record.timing = Timing(
+            start_ms=started * 1000,
             total_ms=(self.clock.now() - started) * 1000,
             outside_ms=outside,
             waited_ms=waited * 1000 or None,
@@ -312,8 +321,9 @@ class LiveModel:
             options["stream_options"] = {"include_usage": True}
         if tools:
             options["tools"] = [wire_tool(t) for t in tools]
-        extra = {key: value for key, value in settings.items() if key not in SAMPLING_PARAMETERS and key != STREAM}
-        options.update({key: value for key, value in settings.items() if key in SAMPLING_PARAMETERS})
+        named = (*SAMPLING_PARAMETERS, *REQUEST_OPTIONS)
+        extra = {key: value for key, value in settings.items() if key not in named and key != STREAM}
+        options.update({key: value for key, value in settings.items() if key in named})
         if extra:
             # Provider-specific settings go in the body as they are.
             options["extra_body"] = extra

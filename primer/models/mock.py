@@ -26,9 +26,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from primer.clock import Clock, RealClock
-from primer.errors import ScriptExhausted
+from primer.errors import ScriptDisobeys, ScriptExhausted
 from primer.models.base import STREAM
 from primer.streaming import DONE
+from primer.tool_choice import asked_of, disobeyed
 from primer.tools import Tool
 from primer.trace import ErrorInfo, Message, ModelCall, Note, Stream, StreamEvent, Timing, ToolCall
 
@@ -82,9 +83,18 @@ def call(name: str, **arguments: Any) -> tuple[str, dict[str, Any]]:
     return (name, arguments)
 
 
-def ask(*calls: tuple[str, dict[str, Any]], text: str | None = None, pacing: Pacing | None = None) -> MockReply:
-    """A reply that asks for tools (several calls run in that order)."""
-    return MockReply(text=text, calls=tuple(calls), finish_reason="tool_calls", pacing=pacing)
+def ask(
+    *calls: tuple[str, dict[str, Any]],
+    text: str | None = None,
+    pacing: Pacing | None = None,
+    finish_reason: str = "tool_calls",
+) -> MockReply:
+    """A reply that asks for tools (several calls run in that order).
+
+    ``finish_reason="stop"`` plays what OpenAI-compatible servers send when
+    ``tool_choice`` names a function: tool calls, and ``stop`` (chapter 12).
+    """
+    return MockReply(text=text, calls=tuple(calls), finish_reason=finish_reason, pacing=pacing)
 
 
 def say(text: str, *, pacing: Pacing | None = None) -> MockReply:
@@ -152,7 +162,8 @@ class MockModel:
                 ],
             )
             record.finish_reason = scripted.finish_reason
-            if settings.get(STREAM):
+            self._hold_to(record, settings, tools, turn)
+            if record.reply is not None and settings.get(STREAM):
                 pacing = scripted.pacing or self.pacing
                 record.stream = self._stream(record.reply, scripted.finish_reason, pacing, turn)
                 record.notes.append(
@@ -166,8 +177,23 @@ class MockModel:
                         },
                     )
                 )
-        record.timing = Timing(total_ms=(self.clock.now() - started) * 1000)
+        record.timing = Timing(start_ms=started * 1000, total_ms=(self.clock.now() - started) * 1000)
         return record
+
+    def _hold_to(self, record: ModelCall, settings: Mapping[str, Any], tools: Sequence[Tool[Any]], turn: int) -> None:
+        """Note what the settings asked of the reply; a scripted reply no provider would send is an error."""
+        asked = asked_of(settings, tools)
+        if not asked or record.reply is None:
+            return
+        problems = disobeyed(settings, tools, record.reply, record.finish_reason)
+        record.notes.append(Note(label="the script kept to what was asked", data={**asked, "kept": not problems}))
+        if problems:
+            error = ScriptDisobeys(
+                f"Reply {turn} of the mock model of {self.scenario} does not do what was asked: "
+                f"{'; '.join(problems)}. Change the scripted reply, or what the scenario asks."
+            )
+            record.error = ErrorInfo(type=type(error).__name__, message=str(error))
+            record.reply = None
 
     def _stream(self, reply: Message, finish_reason: str, pacing: Pacing, turn: int) -> Stream:
         """The reply as a provider would stream it, each event after its scripted wait on the clock."""

@@ -230,7 +230,7 @@
   // A request body as it was sent: the body shown, with what the request
   // before carried put back (which may itself have been shown in part).
   function wholeBody(pre, depth) {
-    var shown = JSON.parse(pre.textContent);
+    var shown = JSON.parse(pre.querySelector("code").textContent);
     var base = pre.getAttribute("data-tr-base");
     if (!base) return shown;
     var before = requestOf(base);
@@ -282,7 +282,10 @@
     if (details.tagName !== "DETAILS" || !details.open || !details.closest(".tr")) return;
     if (details.classList.contains("tr-whole")) fillContext(details);
     if (details.classList.contains("tr-sent")) fillBody(details);
-    if (details.classList.contains("tr-turn")) addAll(details, details.querySelector(":scope > summary"), "turn");
+    if (details.classList.contains("tr-turn")) {
+      var summary = details.querySelector(":scope > summary");
+      addAll(details, summary, summary.textContent.split(" · ")[0] + " of " + runName(details));
+    }
     colour(details);
     updateAll();
   }
@@ -309,6 +312,14 @@
       pending = false;
       document.querySelectorAll(".tr button.tr-all").forEach(labelAll);
     });
+  }
+
+  // "the mock run of service_is_busy", for what is inside it.
+  function runName(element) {
+    var run = element.closest(".tr-run");
+    var scenario = element.closest(".tr-scenario");
+    return "the " + (run ? run.getAttribute("data-mode") : "") + " run" +
+      (scenario ? " of " + scenario.getAttribute("aria-label").replace(/^scenario /, "") : "");
   }
 
   // A button that opens (or folds) `details` and everything in it, placed after `where`.
@@ -390,10 +401,7 @@
     });
     document.querySelectorAll(".tr-run > details.tr-scn").forEach(function (run) {
       var legend = run.parentElement.querySelector(":scope > .tr-timeline > .tr-tl-legend");
-      var name = run.closest(".tr-scenario");
-      var what = "the " + run.parentElement.getAttribute("data-mode") + " run" +
-        (name ? " of " + name.getAttribute("aria-label").replace(/^scenario /, "") : "");
-      if (legend && legend.lastElementChild) addAll(run, legend.lastElementChild, what);
+      if (legend && legend.lastElementChild) addAll(run, legend.lastElementChild, runName(run));
     });
     document.querySelectorAll(".tr details[open]").forEach(colour);
     // The path is kept in its own attribute: Material may already have made

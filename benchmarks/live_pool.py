@@ -1,0 +1,162 @@
+"""What the live pool saves: ch09's four scenarios live, sequential vs the pool, through a slow network.
+
+    .venv/bin/python benchmarks/live_pool.py [--delay 0.4] [--repeat 3]
+
+Everything is on 127.0.0.1: the tests' replay provider (answering with the
+seed's recorded traffic) and a local httpbin, each behind a proxy that holds
+every request ``--delay`` seconds before passing it on, as a distant
+provider would. Each run is a new interpreter (``--child``), so the SDK's
+import and set-up are counted as a book build pays them:
+
+* ``sequential``: one scenario after the other, each with its own client
+  (``primer.book.execute.run_live``);
+* ``pool``: the build's live pool (``run_live_jobs``: 4 at a time, the SDK
+  imported and the connections opened once, shared by the threads).
+
+Prints the medians and their ratio (target <= 0.47).
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import json
+import os
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from urllib.parse import urlsplit
+
+ROOT = Path(__file__).resolve().parent.parent
+CHAPTER = "ch09_who_retries"
+
+
+def delaying_proxy(upstream: str, delay: float) -> ThreadingHTTPServer:
+    """A proxy on 127.0.0.1 that waits ``delay`` seconds, then forwards the request to ``upstream``."""
+    target = urlsplit(upstream)
+
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def _forward(self) -> None:
+            body = self.rfile.read(int(self.headers.get("content-length") or 0))
+            time.sleep(delay)
+            connection = http.client.HTTPConnection(target.hostname or "127.0.0.1", target.port, timeout=60)
+            headers = {k: v for k, v in self.headers.items() if k.lower() not in ("host", "connection")}
+            connection.request(self.command, self.path, body=body or None, headers=headers)
+            answer = connection.getresponse()
+            data = answer.read()
+            self.send_response(answer.status)
+            for key, value in answer.getheaders():
+                if key.lower() not in ("transfer-encoding", "connection", "content-length"):
+                    self.send_header(key, value)
+            self.send_header("content-length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+            connection.close()
+
+        do_GET = do_POST = do_PUT = do_DELETE = _forward
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server
+
+
+def child(mode: str) -> None:
+    """Run the chapter's scenarios live, as ``mode`` says; print the seconds since this process started."""
+    from primer.book.execute import run_live, run_live_jobs
+    from primer.locator import ChapterLocator
+    from primer.settings import Settings
+
+    settings = Settings.from_env()
+    scenarios = ChapterLocator().scenarios(CHAPTER)
+    if mode.startswith("one:"):  # the bound: a pool cannot end before its longest scenario
+        runs = [run_live(scenario, settings) for scenario in scenarios if scenario.name == mode[4:]]
+    elif mode == "sequential":
+        runs = [run_live(scenario, settings) for scenario in scenarios]
+    else:
+        jobs = [(CHAPTER, scenario) for scenario in scenarios]
+        runs = run_live_jobs(jobs, settings, None, workers=4, time_limit=120, progress=lambda _progress: None)
+    failed = [run.name for run in runs if run.ending.failed]
+    print(json.dumps({"seconds": time.perf_counter() - STARTED, "failed": failed}))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--delay", type=float, default=0.4)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--child")
+    args = parser.parse_args()
+    if args.child:
+        child(args.child)
+        return
+    sys.path.insert(0, str(ROOT))
+    from primer.chapters import scenarios_of
+    from tests.servers.provider import ReplayProvider, scenario_file
+    from tests.servers.service import start_httpbin
+
+    httpbin = start_httpbin()
+    with ReplayProvider() as provider:
+        provider_proxy = delaying_proxy(provider.base_url, args.delay)
+        service_proxy = delaying_proxy(httpbin.url, args.delay)
+        path = urlsplit(provider.base_url).path
+        env = {k: v for k, v in os.environ.items() if not k.startswith("PRIMER_")}
+        env.update(
+            PYTHONPATH=str(ROOT),
+            PRIMER_API_KEY="sk-bench-0123456789",
+            PRIMER_SERVICE_KEY="svc-bench-0123456789",
+            PRIMER_MODEL="deepseek-flash",
+            PRIMER_BASE_URL=f"http://127.0.0.1:{provider_proxy.server_address[1]}{path}",
+            PRIMER_SERVICE_URL=f"http://127.0.0.1:{service_proxy.server_address[1]}",
+            PRIMER_SERVICE_TIMEOUT="5",
+        )
+        seconds: dict[str, list[float]] = {"sequential": [], "pool": []}
+        seconds |= {f"one:{s.name}": [] for s in scenarios_of(CHAPTER)}
+        for n in range(args.repeat):
+            modes = list(seconds) if n % 2 == 0 else list(reversed(seconds))
+            for mode in modes:
+                provider.reset()
+                for scenario in scenarios_of(CHAPTER):
+                    provider.load(scenario_file(CHAPTER, scenario.name))
+                started = time.perf_counter()
+                done = subprocess.run(
+                    [sys.executable, __file__, "--child", mode, "--delay", str(args.delay)],
+                    env=env,
+                    capture_output=True,
+                    text=True,
+                    check=False,
+                )
+                wall = time.perf_counter() - started
+                if done.returncode != 0:
+                    raise SystemExit(done.stderr)
+                result = json.loads(done.stdout.strip().splitlines()[-1])
+                if result["failed"]:
+                    raise SystemExit(f"{mode}: scenarios failed: {result['failed']}\n{done.stderr}")
+                seconds[mode].append(wall)
+        sequential, pool = (statistics.median(seconds[m]) for m in ("sequential", "pool"))
+        print(f"ch09's {len(scenarios_of(CHAPTER))} scenarios live, {args.delay * 1000:.0f} ms per request, "
+              f"{args.repeat} runs each (wall seconds, medians, a new interpreter each)")
+        print(f"  sequential {sequential:6.2f} s")
+        print(f"  pool       {pool:6.2f} s")
+        print(f"  pool / sequential {pool / sequential:.3f}   (target <= 0.47)")
+        alone = {m[4:]: statistics.median(v) for m, v in seconds.items() if m.startswith("one:")}
+        slowest = max(alone, key=alone.__getitem__)
+        print(f"  the longest scenario alone ({slowest}) {alone[slowest]:.2f} s: "
+              f"the bound, {alone[slowest] / sequential:.3f} of sequential")
+        provider_proxy.shutdown()
+        service_proxy.shutdown()
+    httpbin.stop()
+
+
+STARTED = time.perf_counter()
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,86 @@
+"""A mock run that left part of its script unused: a note in the trace, and a warning.
+
+A scenario's mock script is written for one story. When the run ends before
+the script does (a reply was added to the wrong scenario, a loop stops a turn
+earlier than the author thought), the replies left over were never seen by
+anyone, and the trace tells a shorter story than the script. Nothing fails,
+so it is easy to miss.
+
+After a mock run, ``note_unused`` compares the script with the trace: every
+mock model call that got a reply used one, and every approval a scripted
+approver gave used one of the scenario's ``approvals``. What is left over is
+noted on the run's last model call, where the mock model's other honest
+notes are::
+
+    scripted replies never used {"scripted": 3, "used": 2, "unused": 1, "next": "say('Milk is 1.20.')"}
+
+``unused_warnings`` turns those notes back into sentences; the command line
+prints them on stderr and the book logs them as warnings naming chapter and
+scenario (so ``mkdocs build --strict`` fails until the script is fixed).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from primer.approval import NO_APPROVER, Decision
+from primer.models.mock import MockReply
+from primer.summary import cut
+from primer.trace import Note, ScenarioRun
+
+__all__ = ["UNUSED_APPROVALS", "UNUSED_REPLIES", "describe", "note_unused", "unused_warnings"]
+
+#: The note's label when the mock model's script has replies left over.
+UNUSED_REPLIES = "scripted replies never used"
+#: The note's label when the scripted approver has answers left over.
+UNUSED_APPROVALS = "scripted approvals never asked for"
+
+
+def describe(reply: MockReply | Decision) -> str:
+    """A scripted reply or answer as it was written: ``say('Milk is 1.20.')``, ``ask(price_of)``."""
+    if isinstance(reply, Decision):
+        return "approve()" if reply.approved else f"refuse({cut(reply.reason or '', 40)!r})"
+    if reply.calls:
+        return f"ask({', '.join(name for name, _ in reply.calls)})"
+    helper = "cut" if reply.finish_reason == "length" else "say"
+    return f"{helper}({cut(reply.text, 40)!r})" if reply.text else f"{helper}()"
+
+
+def note_unused(run: ScenarioRun, replies: Sequence[MockReply], approvals: Sequence[Decision] = ()) -> None:
+    """Note on the run's last model call what its script held that the run never used.
+
+    Only a mock run that ended as a story ends is checked: a broken run
+    stopped early, and says so already.
+    """
+    if run.mode != "mock" or run.ending.failed or not run.turns:
+        return
+    used = sum(1 for turn in run.turns if turn.model_call.kind == "mock" and turn.model_call.reply is not None)
+    asked = sum(
+        1 for turn in run.turns for tool in turn.tools if tool.approval is not None and tool.approval.by != NO_APPROVER
+    )
+    notes = run.turns[-1].model_call.notes
+    for label, script, done in ((UNUSED_REPLIES, replies, used), (UNUSED_APPROVALS, approvals, asked)):
+        if len(script) > done:
+            data = {"scripted": len(script), "used": done, "unused": len(script) - done, "next": describe(script[done])}
+            notes.append(Note(label=label, data=data))
+
+
+def unused_warnings(run: ScenarioRun) -> list[str]:
+    """One sentence per unused part of the run's script, naming the scenario; [] when all was used."""
+    if not run.turns:
+        return []
+    found = []
+    for note in run.turns[-1].model_call.notes:
+        data = note.data
+        if note.label == UNUSED_REPLIES:
+            what, where = "mock script", "replies"
+        elif note.label == UNUSED_APPROVALS:
+            what, where = "scripted approver", "approvals"
+        else:
+            continue
+        found.append(
+            f"{run.name}: the {what} holds {data['scripted']} {where} and the run used {data['used']}; "
+            f"{data['unused']} never ran, from {data['next']} on. Remove them from the scenario's "
+            f"{'mock list' if where == 'replies' else 'approvals'}, or change the scenario so the run reaches them."
+        )
+    return found

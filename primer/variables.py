@@ -1,0 +1,57 @@
+"""The ``PRIMER_*`` variables: their names, and the one switch read before anything else.
+
+``primer.settings.Settings`` reads and validates every variable; this module
+holds their names (``VARIABLES``), so that the names live in one place, and
+what must be known before the rest of the library is loaded:
+
+* ``traces_off``: whether ``PRIMER_TRACES`` turns the trace machinery off.
+  A book build asks it first: with traces off, nothing else of the engine
+  (nor pydantic) is imported, and the build costs what it costs without the
+  machinery. A value that is neither ``on`` nor ``off`` counts as on here:
+  ``Settings`` then reports it, naming the variable.
+* ``unknown_variables``: a sentence for each ``PRIMER_*`` name no setting
+  reads, with the closest known one (a typo would otherwise quietly leave a
+  setting at its default).
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+from collections.abc import Mapping
+
+__all__ = ["VARIABLES", "traces_off", "unknown_variables"]
+
+#: The environment variable behind each setting, for messages.
+VARIABLES = {
+    "api_key": "PRIMER_API_KEY",
+    "base_url": "PRIMER_BASE_URL",
+    "model": "PRIMER_MODEL",
+    "service_url": "PRIMER_SERVICE_URL",
+    "service_key": "PRIMER_SERVICE_KEY",
+    "live": "PRIMER_LIVE",
+    "traces": "PRIMER_TRACES",
+    "model_timeout": "PRIMER_MODEL_TIMEOUT",
+    "service_timeout": "PRIMER_SERVICE_TIMEOUT",
+    "chapters": "PRIMER_CHAPTERS",
+}
+
+
+def traces_off(environ: Mapping[str, str] | None = None) -> bool:
+    """Whether ``PRIMER_TRACES`` is ``off`` (as ``Settings.traces`` reads it: spaces and case aside)."""
+    env = os.environ if environ is None else environ
+    return env.get(VARIABLES["traces"], "").strip().lower() == "off"
+
+
+def unknown_variables(environ: Mapping[str, str]) -> list[str]:
+    """One sentence for each ``PRIMER_*`` name in ``environ`` that no setting reads, with the closest known one."""
+    known = sorted(VARIABLES.values())
+    messages = []
+    for name in sorted(environ):
+        if name.startswith("PRIMER_") and name not in known:
+            # Compared without the prefix every name shares, which would make any two look alike.
+            close = difflib.get_close_matches(name[7:], [k[7:] for k in known], n=1, cutoff=0.6)
+            hint = f" Did you mean PRIMER_{close[0]}?" if close else f" The variables are: {', '.join(known)}."
+            # The name only, never the value: it may be a key set under a misspelt name.
+            messages.append(f"{name} is set, but no setting reads it, so it changes nothing.{hint}")
+    return messages

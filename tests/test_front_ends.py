@@ -1,0 +1,171 @@
+"""One engine, three front ends: MkDocs, ProperDocs and Zensical build the same book.
+
+Each builds a copy of this repository's book from its own ``mkdocs.yml``,
+with no other step, one after the other in the same folder (so they share
+the mock traces the first one ran: mock timings are measured, and differ
+between two runs). The trace blocks of every page and the published
+``traces/CHAPTER.json`` must be the same, frozen live traces included.
+
+Normalised, because the tool itself rewrites it: Zensical drops the
+``data-search-exclude`` attribute from the HTML it writes (its search reads
+the attribute while indexing, then removes it). Nothing else is.
+
+The run step as a command (``python -m primer.book build``) publishes the
+same JSON, and its exit code is the strict check a Zensical build lacks.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+
+from tests.books import copy_the_book
+
+pytestmark = pytest.mark.slow
+
+#: What Zensical rewrites in the HTML it writes (see the module's docstring).
+ZENSICAL_REWRITES = (" data-search-exclude", "")
+
+BROKEN = "\n::: trace ch01_one_call no_such_scenario\n\n:::trace ch01_one_call\n"
+
+
+class TraceBlocks(HTMLParser):
+    """The outer HTML of every top-level trace block of a page, as written."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__(convert_charrefs=False)
+        self.text = text
+        self.blocks: list[str] = []
+        self._starts = [0]
+        for line in text.splitlines(keepends=True):
+            self._starts.append(self._starts[-1] + len(line))
+        self._start: int | None = None
+        self._depth = 0
+        self.feed(text)
+
+    def _offset(self) -> int:
+        line, column = self.getpos()
+        return self._starts[line - 1] + column
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag != "div":
+            return
+        if self._start is not None:
+            self._depth += 1
+        elif {"tr-chapter", "tr-failed"} & set((dict(attrs).get("class") or "").split()):
+            self._start, self._depth = self._offset(), 1
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag != "div" or self._start is None:
+            return
+        self._depth -= 1
+        if self._depth == 0:
+            end = self.text.index(">", self._offset()) + 1
+            self.blocks.append(self.text[self._start : end])
+            self._start = None
+
+
+def trace_blocks(site: Path, rewrites: tuple[str, str] | None = None) -> dict[str, list[str]]:
+    found = {}
+    for page in sorted(site.rglob("*.html")):
+        blocks = TraceBlocks(page.read_text(encoding="utf-8")).blocks
+        if rewrites is not None:
+            blocks = [block.replace(*rewrites) for block in blocks]
+        if blocks:
+            found[page.relative_to(site).as_posix()] = blocks
+    return found
+
+
+def published(folder: Path) -> dict[str, bytes]:
+    # traces/CHAPTER.json, both modes. (CHAPTER.otlp.json beside it is another export's, not compared.)
+    return {p.name: p.read_bytes() for p in sorted(folder.glob("*.json")) if p.name.count(".") == 1}
+
+
+def run(book: Path, *command: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PRIMER_")}
+    # The copy's library, whichever tool runs: they all import the same code.
+    env.update(PYTHONPATH=str(book), NO_MKDOCS_2_WARNING="1")
+    return subprocess.run(
+        [sys.executable, "-m", *command], cwd=book, env=env, capture_output=True, text=True, timeout=600, check=False
+    )
+
+
+@pytest.fixture(scope="module")
+def three_builds(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    book = copy_the_book(tmp_path_factory.mktemp("book"))
+    for command in (
+        ("mkdocs", "build", "--strict", "--site-dir", "site_mkdocs"),
+        ("properdocs", "build", "--strict", "--config-file", "mkdocs.yml", "--site-dir", "site_properdocs"),
+        ("zensical", "build"),  # into mkdocs.yml's site_dir: site
+    ):
+        done = run(book, *command)
+        assert done.returncode == 0, done.stdout + done.stderr
+    return book
+
+
+def test_the_three_front_ends_show_the_same_traces(three_builds: Path) -> None:
+    mkdocs = trace_blocks(three_builds / "site_mkdocs")
+    assert trace_blocks(three_builds / "site_properdocs") == mkdocs
+    # MkDocs' blocks as Zensical would write them.
+    assert trace_blocks(three_builds / "site") == trace_blocks(three_builds / "site_mkdocs", ZENSICAL_REWRITES)
+    # Every chapter page has its traces; the frozen live traces are among them.
+    assert {page.split("/")[0] for page in mkdocs} >= {"ch01_one_call", "ch05_loop_endings", "ch09_who_retries"}
+    for chapter in ("ch05_loop_endings", "ch09_who_retries"):
+        head = mkdocs[f"{chapter}/index.html"][0]
+        assert 'class="tr-total" data-mode="live"' in head, f"{chapter}: the frozen live trace is shown"
+        assert f'href="../traces/{chapter}.json"' in head, "the JSON link is relative to the page"
+
+
+def test_the_three_front_ends_publish_the_same_trace_json(three_builds: Path) -> None:
+    mkdocs = published(three_builds / "site_mkdocs" / "traces")
+    assert sorted(mkdocs) == sorted(f"{page.stem}.json" for page in (three_builds / "docs").glob("ch*.md"))
+    assert published(three_builds / "site_properdocs" / "traces") == mkdocs
+    assert published(three_builds / "site" / "traces") == mkdocs
+
+
+def test_no_front_end_publishes_the_raw_live_traces_and_each_has_the_assets(three_builds: Path) -> None:
+    for site in ("site_mkdocs", "site_properdocs", "site"):
+        assert not list((three_builds / site).rglob("*.live.json")), site
+        for asset in ("traces.css", "traces.js"):
+            served = three_builds / site / "assets" / "trace-book" / asset
+            assert served.read_bytes() == (three_builds / "primer" / "book" / "assets" / asset).read_bytes(), site
+        page = (three_builds / site / "ch09_who_retries" / "index.html").read_text(encoding="utf-8")
+        assert page.count("assets/trace-book/traces.css") == 1, f"{site}: the stylesheet once"
+        assert page.count("assets/trace-book/traces.js") == 1, f"{site}: the script once"
+
+
+def test_the_run_step_command_publishes_what_the_hook_does(three_builds: Path) -> None:
+    generated = three_builds / "docs" / "traces"
+    for path in generated.glob("*.json"):
+        if not path.name.endswith(".live.json"):
+            path.unlink()
+    done = run(three_builds, "primer.book", "build", "--strict")
+    assert done.returncode == 0, done.stderr
+    assert "traces: ran 0, reused " in done.stderr, "the store the builds filled is reused"
+    assert published(generated) == published(three_builds / "site_mkdocs" / "traces")
+
+
+def test_a_broken_marker_fails_every_strict_check(tmp_path: Path) -> None:
+    book = copy_the_book(tmp_path)
+    with (book / "docs" / "index.md").open("a", encoding="utf-8") as page:
+        page.write(BROKEN)
+    for command in (
+        ("mkdocs", "build", "--strict"),
+        ("properdocs", "build", "--strict", "--config-file", "mkdocs.yml"),
+        ("primer.book", "build", "--strict"),
+    ):
+        done = run(book, *command)
+        log = done.stdout + done.stderr
+        assert done.returncode == 1, f"{command[0]}: {log}"
+        assert "docs/index.md line" in log
+        assert "no_such_scenario" in log
+        assert "looks like a trace marker but is not one" in log
+    # Zensical does not count an extension's warnings: it shows them, and the command above is its strict check.
+    done = run(book, "zensical", "build")
+    assert done.returncode == 0
+    assert "looks like a trace marker but is not one" in done.stdout + done.stderr
