@@ -32,6 +32,7 @@ from primer.untrusted import as_data
 __all__ = ["Agent", "message_for_model"]
 
 
+# --8<-- [start:message_for_model]
 def message_for_model(tool: str, failure: Failure, *, may_have_taken_effect: bool = False, attempts: int = 1) -> str:
     """What the model is told after a failed tool call: what to do next."""
     name = quoted(tool)
@@ -46,6 +47,7 @@ def message_for_model(tool: str, failure: Failure, *, may_have_taken_effect: boo
         times = f", {attempts} times" if attempts > 1 else ""
         return f"{name} failed: {failure.message}{times}. It may work later. Answer without it."
     return f"{name} failed: {failure.message}. It will not succeed. Answer without it."
+# --8<-- [end:message_for_model]
 
 
 @dataclass

@@ -64,12 +64,14 @@ __all__ = [
     "retry_delay",
 ]
 
+# --8<-- [start:rules]
 # 429 and 503 say "not now" before doing anything: safe to repeat even for
 # a call that is not idempotent. Other 5xx answers may come after the service
 # acted; a 4xx is a refusal, so the service did not act.
 _REFUSED_UNDONE = frozenset({429, 503})
 _RETRYABLE = frozenset({408, 425, 429, 500, 502, 503, 504})
 _CALLER_CAN_FIX = frozenset({400, 409, 422})
+# --8<-- [end:rules]
 
 #: The header that names one intended operation, whatever its attempts (IETF
 #: draft "The Idempotency-Key HTTP Header Field"; Stripe's API).
@@ -148,6 +150,7 @@ def numbered_keys(seed: str) -> Callable[[], str]:
     return next_key
 
 
+# --8<-- [start:classify]
 def classify_status(service: str, status: int, *, idempotent: bool) -> Failure:
     """What an HTTP error status means for retrying."""
     return Failure(
@@ -192,6 +195,7 @@ def _parse_retry_after(value: str) -> float | None:
         return None
     now = email.utils.parsedate_to_datetime(email.utils.formatdate(usegmt=True))
     return max((when - now).total_seconds(), 0.0)
+# --8<-- [end:classify]
 
 
 @dataclass
@@ -248,6 +252,7 @@ class _PastDeadline(Exception):
     """The attempt's deadline passed while the answer was still coming."""
 
 
+# --8<-- [start:call]
 @dataclass
 class ServiceCall:
     """The service as one tool call sees it: its attempts are recorded here."""
@@ -424,6 +429,7 @@ class ServiceCall:
             retry_after=response.headers.get("retry-after"),
             safe_to_repeat=response.status_code < 500 or response.status_code in _REFUSED_UNDONE,
         )
+# --8<-- [end:call]
 
 
 #: The shortest limit a phase is given once its deadline has all but passed:

@@ -14,6 +14,7 @@ import base64
 import gzip
 import json
 import logging
+import subprocess
 import sys
 import threading
 from collections.abc import Iterator
@@ -535,3 +536,26 @@ def test_a_credential_in_the_endpoint_is_never_shown(
     assert secret not in caplog.text
     assert main(["export", "otlp", CHAPTER, "--endpoint", f"ftp://user:{secret}@host"]) == 2
     assert secret not in capsys.readouterr().err
+
+
+def _links(blocked: bool) -> str:
+    # A process of its own: whether the otel extra is there is decided once per process.
+    script = (
+        ("import sys; sys.modules['opentelemetry'] = None\n" if blocked else "")
+        + "from primer.book.render import render_traces\n"
+        + "from tests.test_render_data import FixtureSource\n"
+        + "print(render_traces(FixtureSource().traces('ch09_who_retries')))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=120, check=True
+    )
+    return done.stdout
+
+
+def test_a_chapter_links_its_otlp_json_only_when_the_book_can_publish_it() -> None:
+    with_extra = _links(blocked=False)
+    assert 'class="tr-otlp" href="traces/ch09_who_retries.otlp.json"' in with_extra
+    without = _links(blocked=True)
+    assert 'class="tr-download" href="traces/ch09_who_retries.json"' in without
+    assert "tr-otlp" not in without
+    assert "otlp.json" not in without

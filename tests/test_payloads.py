@@ -6,7 +6,7 @@ import logging
 
 import pytest
 
-from primer.book.payloads import PAYLOAD, PayloadStash
+from primer.book.payloads import BLOCK_END, BLOCK_START, PAYLOAD, PayloadStash
 from primer.book.render import render_traces
 from tests.test_render_data import FixtureSource, hostile_chapter, parse
 
@@ -21,26 +21,36 @@ def _pages() -> dict[str, str]:
 
 
 @pytest.mark.parametrize("name", ["ch05", "ch09", "hostile"])
-def test_every_excluded_block_is_emptied_and_comes_back(name: str) -> None:
+def test_every_trace_block_is_set_aside_as_its_summary_text_and_comes_back(name: str) -> None:
     html = f"<h1>Page</h1>\n{_pages()[name]}\n<p>after</p>"
     stash = PayloadStash()
     emptied = stash.take("page.md", html)
 
-    # The templates' promise the pattern relies on: one match per excluded
+    # The templates' promise the summary text relies on: one match per excluded
     # block, and no div inside one (its first </div> closes it).
     blocks = PAYLOAD.findall(html)
     assert len(blocks) == html.count("data-search-exclude") > 0
     assert not any("<div" in content for _, content, _ in blocks)
-    tree = parse(emptied)
-    for block in tree.find("div"):
-        if "data-search-exclude" in block.attrs:
-            assert not block.text.strip()
-    # What search indexes is untouched: every summary line outside the payloads stays.
+    # What search reads of the block is one paragraph of plain text: no tag to walk.
+    marked = emptied.split(BLOCK_START, 1)[1].split(BLOCK_END, 1)[0]
+    assert marked.startswith("<p>")
+    assert marked.endswith("</p>")
+    assert "<" not in marked.removeprefix("<p>").removesuffix("</p>")
+    (paragraph,) = parse(marked).find("p")
+    # ...holding every summary line outside the payloads, and nothing of a payload.
     summaries = [
         s.text for s in parse(html).find("summary") if not any("data-search-exclude" in a.attrs for a in s.ancestors())
     ]
-    assert [s.text for s in tree.find("summary")] == summaries
-    assert len(emptied) < len(html) / 2
+    squeezed = " ".join(paragraph.text.split())
+    for line in summaries:
+        assert " ".join(line.split()) in squeezed
+    # A payload only the context table holds: the system prompt sent.
+    traces = FixtureSource().traces("ch05_loop_endings") if name == "ch05" else None
+    if traces is not None and traces.mock is not None:
+        system = traces.mock.scenarios[0].transcript[0].content
+        assert system in html
+        assert system not in squeezed
+    assert len(emptied) < len(html) / 3
 
     assert stash.give_back("page.md", emptied) == html
     assert stash.give_back("page.md", emptied) == emptied, "given back once"
@@ -66,7 +76,6 @@ def test_blocks_lost_meanwhile_give_the_page_back_whole(caplog: pytest.LogCaptur
     html = _pages()["ch05"]
     stash = PayloadStash()
     emptied = stash.take("p.md", html)
-    block = '<div class="tr-body" data-search-exclude></div>'
     with caplog.at_level(logging.WARNING, logger="mkdocs.plugins.primer"):
-        assert stash.give_back("p.md", emptied.replace(block, "", 1)) == html
+        assert stash.give_back("p.md", emptied.replace(BLOCK_END, "", 1)) == html
     assert "p.md" in caplog.text

@@ -170,6 +170,34 @@ def test_the_store_is_the_renderers_source_and_publishes_both_modes(tmp_path):
     assert store.download_url("ch") == "traces/ch.json"
 
 
+def test_the_otlp_json_is_the_same_in_every_build_and_made_once_per_version(tmp_path):
+    traces = ChapterTraces("ch", _run(), _run("ch", "live"), LiveStatus("current"), "traces/ch.json")
+    first = TraceStore(tmp_path / "live", tmp_path / "cache")
+    first.show(traces)
+    (_, otlp) = first.publish(tmp_path / "site1")
+    made = otlp.read_bytes()
+    assert b'"startTimeUnixNano":"946684800' in made  # the mock scenario, at the fixed MOCK_EPOCH (2000-01-01)
+    (cached,) = (tmp_path / "cache" / "otlp").glob("ch.*.json")
+    assert cached.read_bytes() == made
+    # A new process (a new store) reads the cached file instead of encoding the spans again...
+    cached.write_text("from the cache\n", encoding="utf-8")
+    second = TraceStore(tmp_path / "live", tmp_path / "cache")
+    second.show(traces)
+    assert second.publish(tmp_path / "site2")[1].read_text(encoding="utf-8") == "from the cache\n"
+    # ...and other traces are another version: made anew, the old cached file gone.
+    changed = ChapterTraces("ch", _run(), None, LiveStatus("missing"), "traces/ch.json")
+    third = TraceStore(tmp_path / "live", tmp_path / "cache")
+    third.show(changed)
+    remade = third.publish(tmp_path / "site3")[1].read_bytes()
+    assert remade != made
+    assert remade.startswith(b'{"resourceSpans"')
+    assert [p.read_bytes() for p in (tmp_path / "cache" / "otlp").glob("ch.*.json")] == [remade]
+    cached.unlink(missing_ok=True)
+    fourth = TraceStore(tmp_path / "live", tmp_path / "cache")
+    fourth.show(traces)
+    assert fourth.publish(tmp_path / "site4")[1].read_bytes() == made
+
+
 # -- what a chapter depends on ------------------------------------------------
 
 

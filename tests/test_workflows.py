@@ -14,7 +14,6 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import pytest
 import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -197,7 +196,6 @@ def test_the_tests_run_on_every_supported_python_with_a_pip_cache() -> None:
 
 
 def test_the_workflows_fit_githubs_workflow_schema() -> None:
-    pytest.importorskip("check_jsonschema", reason="check-jsonschema is a test dependency: pip install -e '.[test]'")
     result = subprocess.run(
         [
             sys.executable,

@@ -48,6 +48,7 @@ from primer.book.depends import code_digest
 from primer.book.logs import book_logger
 from primer.book.render import Anchors
 from primer.book.source import ChapterTraces
+from primer.export import otlp_available
 
 __all__ = ["HtmlCache", "renderer_fingerprint", "traces_digest"]
 
@@ -78,6 +79,8 @@ def renderer_fingerprint(kept: Path | None = None) -> str:
             versions.append(f"{package} {version(package)}\n")
         except PackageNotFoundError:
             versions.append(f"{package} ?\n")
+    # Whether chapters link their OTLP JSON (primer.export.otlp_available) is part of how they are drawn.
+    versions.append(f"otlp {otlp_available()}\n")
     sources = [p for p in _LIBRARY.rglob("*.py") if p.relative_to(_LIBRARY).parts[0] != "chapters"]
     templates = list((_LIBRARY / "book" / "templates").iterdir())
     files = {path: path.read_bytes() for path in sorted(sources + templates)}

@@ -44,9 +44,11 @@ from jinja2 import Environment, PackageLoader, StrictUndefined
 from markupsafe import Markup
 
 from primer import summary
+from primer.book.payloads import BLOCK_END, BLOCK_START
 from primer.book.source import ChapterTraces, LiveStatus
 from primer.book.stream_view import stream_view
 from primer.errors import NotFound
+from primer.export import otlp_available
 from primer.trace import (
     Attempt,
     Backoff,
@@ -755,10 +757,14 @@ def render_traces(
             scenarios=scenarios,
             status=status,
             download_url=_safe_url(traces.download_url),
+            # Only where the book publishes it: the export needs the optional otel extra.
+            otlp=otlp_available(),
             head=head,
         )
     )
-    return _clean(html)
+    # Marked, so a search plugin can be given the block's summary lines alone
+    # (primer.book.payloads); comments are inert on the page.
+    return f"{BLOCK_START}{_clean(html)}{BLOCK_END}"
 
 
 def render_error(message: str, *, marker: str | None = None) -> str:

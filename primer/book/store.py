@@ -29,9 +29,11 @@ Phoenix, Jaeger and the like, when the ``otel`` extra is installed.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import re
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +49,11 @@ from primer.trace import READABLE_VERSIONS, ChapterRun, Mode, versions_read
 __all__ = ["PUBLISHED_DIR", "CorruptTrace", "TraceStore"]
 
 _log = book_logger("mkdocs.plugins.primer.book")
+
+#: Where published OTLP JSON places mock scenarios in time. They happened at
+#: no moment of their own, and a fixed one keeps the file the same in every
+#: build (``python -m primer export otlp`` places them at the export instead).
+MOCK_EPOCH = datetime(2000, 1, 1, tzinfo=UTC)
 
 
 
@@ -157,8 +164,8 @@ class TraceStore:
         # chapter -> (the traces published, their document): a serve rebuild
         # republishes (the site folder was emptied) without serialising again.
         self._published: dict[str, tuple[ChapterTraces, str]] = {}
-        # chapter -> (mock, live, their OTLP JSON), for the same reason.
-        self._otlp: dict[str, tuple[ChapterRun | None, ChapterRun | None, str]] = {}
+        # chapter -> (digest of its published JSON, its OTLP JSON), for the same reason.
+        self._otlp: dict[str, tuple[str, str]] = {}
         self._otlp_missing = False
 
     def path(self, chapter: str, mode: Mode) -> Path:
@@ -249,20 +256,47 @@ class TraceStore:
     def _publish_otlp(self, path: Path, traces: ChapterTraces) -> list[Path]:
         """The chapter's runs as OTLP JSON beside its trace JSON, for OpenTelemetry tools (``primer.export.otlp``).
 
+        The same traces give the same file, byte for byte, in every build and
+        from every front end: mock scenarios, which happened at no moment of
+        their own, are placed at ``MOCK_EPOCH``. So it is made once per
+        version of the chapter's traces and kept in the cache folder by the
+        digest of the chapter's published JSON; a warm build of a new process
+        neither imports the OpenTelemetry packages nor encodes a span.
         Without the optional ``otel`` packages the file is left out, said once.
         """
+        key = hashlib.sha256(self._document(traces.chapter, traces).encode()).hexdigest()[:24]
+        last = self._otlp.get(traces.chapter)
+        if last is None or last[0] != key:
+            text = self._otlp_cached(traces, key)
+            if text is None:
+                return []
+            last = self._otlp[traces.chapter] = (key, text)
+        write_if_changed(path, last[1], durable=False)
+        return [path]
+
+    def _otlp_cached(self, traces: ChapterTraces, key: str) -> str | None:
+        folder = self.cache_dir / "otlp"
+        cached = folder / f"{traces.chapter}.{key}.json"
         try:
-            from primer.export.otlp import chapter_json  # optional, and slow to import: only when publishing
+            return cached.read_text(encoding="utf-8")
+        except OSError:
+            pass
+        try:
+            from primer.export.otlp import chapter_json  # optional, and slow to import: only on a miss
         except MissingExtra as missing:
             if not self._otlp_missing:
                 self._otlp_missing = True
                 _log.info(f"traces: no OTLP JSON is published: {missing}")
-            return []
-        last = self._otlp.get(traces.chapter)
-        if last is None or last[0] is not traces.mock or last[1] is not traces.live:
-            last = self._otlp[traces.chapter] = (traces.mock, traces.live, chapter_json(traces.mock, traces.live))
-        write_if_changed(path, last[2], durable=False)
-        return [path]
+            return None
+        text = chapter_json(traces.mock, traces.live, start=MOCK_EPOCH)
+        try:
+            for old in folder.glob(f"{traces.chapter}.*.json"):
+                if old.name.count(".") == 2:  # CHAPTER.KEY.json: an older version of this chapter's file
+                    old.unlink(missing_ok=True)
+            write_if_changed(cached, text, durable=False)
+        except OSError as error:
+            _log.info(f"traces: the OTLP JSON of {traces.chapter} could not be cached: {error}")
+        return text
 
     def _document(self, chapter: str, traces: ChapterTraces) -> str:
         last = self._published.get(chapter)
