@@ -265,3 +265,17 @@ def test_a_library_edit_while_serving_runs_the_new_code_and_caches_it_under_its_
     assert book.build().count() == "traces: ran 1, reused 0"
     assert _mock_trace(book) == served_cache == {"source_hash": served_cache["source_hash"], "simulated": 2.0}
     assert "2s simulated" in book.page()
+
+
+def test_the_books_config_leaves_strictness_to_the_build_command() -> None:
+    # With `strict: true` in mkdocs.yml, `mkdocs serve` aborts every rebuild that
+    # warns (a broken scenario, a live trace that diverged) and the server looks
+    # stuck; the author must see the page and the warning instead. Publishing
+    # and CI pass --strict themselves (tests/test_workflows.py, the README).
+    import yaml
+
+    root = Path(__file__).resolve().parent.parent
+    config = yaml.safe_load((root / "mkdocs.yml").read_text("utf-8"))
+    assert config.get("strict", False) is False
+    assert "mkdocs build --strict" in (root / ".github" / "workflows" / "publish.yml").read_text("utf-8")
+    assert "mkdocs build --strict" in (root / "README.md").read_text("utf-8")
