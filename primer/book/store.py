@@ -33,6 +33,7 @@ import gc
 import hashlib
 import json
 import math
+import os
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -159,6 +160,26 @@ def _serialiser() -> str:
     return digest.hexdigest()
 
 
+def _place(path: Path, text: str, cached: Path | None) -> None:
+    """Put ``text`` at ``path``; a new file is a hard link to ``cached``, its copy in the cache, if there is one.
+
+    A warm build writes the same megabytes of trace JSON into a fresh site
+    folder every time, and writing them was most of what publishing cost; a
+    link writes none. Nothing writes a published file in place (``write_if_changed``
+    replaces it), so the cache's copy stays as it is. On another file system,
+    or without a cached copy, the file is written.
+    """
+    if cached is not None and not path.exists():
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            os.link(cached, path)
+            return
+        except OSError:
+            pass
+    # Made again at will: atomic, but not flushed to disk.
+    write_if_changed(path, text, durable=False)
+
+
 def _keep(cached: Path, document: str) -> None:
     """Keep a chapter's published JSON in the cache folder, dropping its older versions."""
     chapter = cached.name.split(".")[0]
@@ -213,9 +234,10 @@ class TraceStore:
         # Mock runs by chapter, kept even if the cache folder is not writable.
         self._mock: dict[str, ChapterRun] = {}
         self._shown: dict[str, ChapterTraces] = {}
-        # chapter -> (the traces published, their key, their document): a serve
-        # rebuild republishes (the site folder was emptied) without serialising again.
-        self._published: dict[str, tuple[ChapterTraces, str, str]] = {}
+        # chapter -> (the traces published, their key, their document, its copy in
+        # the cache if kept): a serve rebuild republishes (the site folder was
+        # emptied) without serialising again.
+        self._published: dict[str, tuple[ChapterTraces, str, str, Path | None]] = {}
         # chapter -> (the key of its published JSON, its OTLP JSON), for the same reason.
         self._otlp: dict[str, tuple[str, str]] = {}
         self._otlp_missing = False
@@ -314,9 +336,8 @@ class TraceStore:
         written = []
         for chapter, traces in sorted(self._shown.items()):
             path = root / PUBLISHED_DIR / f"{chapter}.json"
-            # Made again at will: atomic, but not flushed to disk.
             key, document = self._document(chapter, traces)
-            write_if_changed(path, document, durable=False)
+            _place(path, document, self._published[chapter][3])
             written.append(path)
             written += self._publish_otlp(root / PUBLISHED_DIR / f"{chapter}.otlp.json", traces, key)
         for path in (root / PUBLISHED_DIR).glob("*.json"):
@@ -341,7 +362,7 @@ class TraceStore:
             if text is None:
                 return []
             last = self._otlp[traces.chapter] = (key, text)
-        write_if_changed(path, last[1], durable=False)
+        _place(path, last[1], self.cache_dir / "otlp" / f"{traces.chapter}.{key}.json")
         return [path]
 
     def _otlp_cached(self, traces: ChapterTraces, key: str) -> str | None:
@@ -387,6 +408,7 @@ class TraceStore:
             and last[0].live_status == traces.live_status
         ):
             return last[1], last[2]
+        cached: Path | None = None
         status = traces.live_status
         head = json.dumps(
             {
@@ -411,7 +433,7 @@ class TraceStore:
         else:
             document = self._serialised(head, traces)
             key = hashlib.sha256(document.encode()).hexdigest()[:24]
-        self._published[chapter] = (traces, key, document)
+        self._published[chapter] = (traces, key, document, cached)
         return key, document
 
     @staticmethod
