@@ -37,11 +37,13 @@ events, and another book's is the same line::
 * ``on_post_build``: publishes ``traces/CHAPTER.json`` (both modes in one
   file) into the site, drops cached HTML no page used, and logs, at DEBUG,
   the machinery's own share of the build's time.
-* Between ``on_config`` and ``on_post_build`` (or ``on_build_error``), what
-  the book loaded is frozen out of the cyclic garbage collector's reach
-  (``gc.freeze``): it lives as long as the build, and walking it at every
-  collection while the pages are built cost more than anything else traces
-  add to a warm build.
+* From ``on_config`` on, what the book loaded is frozen out of the cyclic
+  garbage collector's reach (``gc.freeze``): it lives as long as the build,
+  and walking it at every collection while the pages are built, and once
+  more as the interpreter exits, cost more than anything else traces add to
+  a warm build. It is given back to the collector when a served build ends
+  (``on_post_build``), when a build fails (``on_build_error``), and when the
+  next build of the same process starts (``on_config``).
 * ``on_env``: while serving, the theme's compiled templates are kept
   between rebuilds.
 * ``on_serve``: watches the library's and the chapters' folders, each on its
@@ -123,6 +125,7 @@ def on_config(config: MkDocsConfig) -> MkDocsConfig:
     """Prepare the book, point the extension at it, and add the stylesheet and script."""
     # With traces off nothing of the engine is loaded (nor pydantic): the
     # build costs what it costs without the machinery (benchmarks/scale.py).
+    gc.unfreeze()  # what an earlier build of this process froze
     SESSION.off = traces_off()
     if SESSION.off:
         for message in unknown_variables(os.environ):
@@ -136,8 +139,8 @@ def on_config(config: MkDocsConfig) -> MkDocsConfig:
     opened = time.perf_counter() - started
     book.prepare()
     # What the book loaded (parsed traces, imported chapters) outlives every
-    # page: the collector need not walk it while they are built. Given back
-    # to it by on_post_build or on_build_error.
+    # page: the collector need not walk it while they are built, nor as the
+    # process exits. Given back to it as the module's docstring says.
     gc.freeze()
     book.clock.add("load", opened)
     SESSION.prepared(book, object())  # this build's: the extension finds the book ready
@@ -243,7 +246,8 @@ on_page_context.mkdocs_priority = -100  # type: ignore[attr-defined]
 
 def on_post_build(config: MkDocsConfig) -> None:
     """Publish the trace JSON into the site, drop unused cached HTML, log the machinery's share."""
-    gc.unfreeze()
+    if SESSION.serving:  # a build's process ends here: its last collection need not walk the book
+        gc.unfreeze()
     if SESSION.off:
         return
     book = _book(config)
