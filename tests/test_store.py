@@ -223,6 +223,32 @@ def test_the_otlp_json_is_the_same_in_every_build_and_made_once_per_version(tmp_
     assert fourth.publish(tmp_path / "site4")[1].read_bytes() == made
 
 
+def test_the_published_json_of_stored_runs_is_kept_by_their_files_and_read_back(tmp_path):
+    first = TraceStore(tmp_path / "live", tmp_path / "cache")
+    first.save(_run())
+    first.save(_run("ch", "live"))
+    shown = ChapterTraces("ch", first.load("ch", "mock"), first.load("ch", "live"), LiveStatus("current"), None)
+    first.show(shown)
+    made = first.publish(tmp_path / "site1")[0].read_bytes()
+    (cached,) = (tmp_path / "cache" / "published").glob("ch.*.json")
+    assert cached.read_bytes() == made
+    # A new process knows the runs by their files' bytes: it serialises no run, it reads the document back.
+    cached.write_text('{"chapter": "from the cache"}\n', encoding="utf-8")
+    second = TraceStore(tmp_path / "live", tmp_path / "cache")
+    mock, live = second.load("ch", "mock"), second.load("ch", "live")
+    assert mock is not None
+    assert second.digest(mock) is not None
+    assert second.digest(_run()) is None  # a run the store did not read or write
+    second.show(ChapterTraces("ch", mock, live, LiveStatus("current"), None))
+    assert second.publish(tmp_path / "site2")[0].read_text(encoding="utf-8") == '{"chapter": "from the cache"}\n'
+    # Another status is another document: made anew, the older one dropped from the cache.
+    third = TraceStore(tmp_path / "live", tmp_path / "cache")
+    third.show(ChapterTraces("ch", third.load("ch", "mock"), None, LiveStatus("missing"), None))
+    remade = third.publish(tmp_path / "site3")[0].read_bytes()
+    assert json.loads(remade)["live"] is None
+    assert [p.read_bytes() for p in (tmp_path / "cache" / "published").glob("ch.*.json")] == [remade]
+
+
 # -- what a chapter depends on ------------------------------------------------
 
 

@@ -102,7 +102,7 @@ class Book:
         self.docs_dir = docs_dir
         self.store = TraceStore(docs_dir / PUBLISHED_DIR, cache_dir)
         #: Rendered markers, for the Markdown extension (on disk in ``html_dir``, if given).
-        self.rendered = HtmlCache(html_dir, fingerprint_file=cache_dir / "renderer.json")
+        self.rendered = HtmlCache(html_dir, fingerprint_file=cache_dir / "renderer.json", run_digest=self.store.digest)
         #: This build's own time, per part.
         self.clock = Stopwatch()
         #: Chapters whose traces shown changed in the last ``prepare``.

@@ -137,6 +137,9 @@ class CodeGraph:
         # Set only inside snapshot(): name -> file, path -> (mtime_ns, size).
         self._paths: dict[str, Path | None] | None = None
         self._stats: dict[Path, tuple[int, int]] | None = None
+        # Within a snapshot, (module, file) -> what _parsed gave: the library's
+        # modules are shared by every chapter, and their files do not change.
+        self._seen: dict[tuple[str, Path], tuple[list[str], str]] | None = None
 
     @contextmanager
     def snapshot(self) -> Iterator[None]:
@@ -149,11 +152,11 @@ class CodeGraph:
         if self._paths is not None:  # already inside one
             yield
             return
-        self._paths, self._stats = {}, {}
+        self._paths, self._stats, self._seen = {}, {}, {}
         try:
             yield
         finally:
-            self._paths = self._stats = None
+            self._paths = self._stats = self._seen = None
             self._save_imports()
 
     def _followed(self, name: str) -> bool:
@@ -202,6 +205,14 @@ class CodeGraph:
 
     def _parsed(self, name: str, path: Path) -> tuple[list[str], str]:
         """The module's imports and its normalised code's digest, parsed only when not kept."""
+        if self._seen is not None and (name, path) in self._seen:
+            return self._seen[name, path]
+        found_code = self._parse_kept(name, path)
+        if self._seen is not None:
+            self._seen[name, path] = found_code
+        return found_code
+
+    def _parse_kept(self, name: str, path: Path) -> tuple[list[str], str]:
         raw = self._digest(path)
         # The module's name is part of the key: relative imports resolve from it.
         key = f"{name} {raw}"

@@ -42,6 +42,7 @@ from dataclasses import dataclass
 from functools import cache
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from primer.book.atomic import write_if_changed
 from primer.book.depends import code_digest
@@ -49,6 +50,9 @@ from primer.book.logs import book_logger
 from primer.book.render import Anchors
 from primer.book.source import ChapterTraces
 from primer.export import otlp_available
+
+if TYPE_CHECKING:
+    from primer.trace import ChapterRun
 
 __all__ = ["HtmlCache", "renderer_fingerprint", "traces_digest"]
 
@@ -116,12 +120,21 @@ def _kept_fingerprint(kept: Path | None, raw: str) -> str | None:
     return None
 
 
-def traces_digest(traces: ChapterTraces) -> str:
-    """A digest of everything the renderer reads from a ``ChapterTraces``."""
+def traces_digest(traces: ChapterTraces, run_digest: Callable[[ChapterRun], str | None] | None = None) -> str:
+    """A digest of everything the renderer reads from a ``ChapterTraces``.
+
+    ``run_digest`` gives a digest of a run's stored file, if known (the
+    store's ``digest``): the same bytes give the same run, so the run need
+    not be serialised. Otherwise the run's JSON is digested.
+    """
     digest = hashlib.sha256()
     for run in (traces.mock, traces.live):
-        # pydantic-core serialises a whole chapter in well under a millisecond.
-        digest.update(run.model_dump_json().encode() if run is not None else b"null")
+        known = run_digest(run) if run is not None and run_digest is not None else None
+        if known is not None:
+            digest.update(f"file {known}".encode())
+        else:
+            # pydantic-core serialises a whole chapter in well under a millisecond.
+            digest.update(run.model_dump_json().encode() if run is not None else b"null")
         digest.update(b"\n")
     status = traces.live_status
     failure = status.failure.model_dump(mode="json") if status.failure is not None else None
@@ -142,12 +155,20 @@ class HtmlCache:
     """Rendered trace HTML by slot, in memory and (with ``folder``) on disk.
 
     ``fingerprint_file`` keeps the renderer's fingerprint between processes
-    (``renderer_fingerprint``'s ``kept``).
+    (``renderer_fingerprint``'s ``kept``); ``run_digest``, a digest of a
+    run's stored file if known, spares serialising runs (``traces_digest``).
     """
 
-    def __init__(self, folder: Path | None = None, *, fingerprint_file: Path | None = None) -> None:
+    def __init__(
+        self,
+        folder: Path | None = None,
+        *,
+        fingerprint_file: Path | None = None,
+        run_digest: Callable[[ChapterRun], str | None] | None = None,
+    ) -> None:
         self.folder = folder
         self.fingerprint_file = fingerprint_file
+        self.run_digest = run_digest
         self._memory: dict[str, _Entry] = {}
         # chapter -> (the traces last digested, their digest). The build
         # shows one ChapterTraces per chapter, made anew each build around
@@ -179,7 +200,7 @@ class HtmlCache:
                 and last.payloads_url == traces.payloads_url
             ):
                 return digest
-        digest = traces_digest(traces)
+        digest = traces_digest(traces, self.run_digest)
         self._digests[traces.chapter] = (traces, digest)
         return digest
 

@@ -37,6 +37,13 @@ events, and another book's is the same line::
 * ``on_post_build``: publishes ``traces/CHAPTER.json`` (both modes in one
   file) into the site, drops cached HTML no page used, and logs, at DEBUG,
   the machinery's own share of the build's time.
+* From ``on_config`` on, what the book loaded is frozen out of the cyclic
+  garbage collector's reach (``gc.freeze``): it lives as long as the build,
+  and walking it at every collection while the pages are built, and once
+  more as the interpreter exits, cost more than anything else traces add to
+  a warm build. It is given back to the collector when a served build ends
+  (``on_post_build``), when a build fails (``on_build_error``), and when the
+  next build of the same process starts (``on_config``).
 * ``on_env``: while serving, the theme's compiled templates are kept
   between rebuilds.
 * ``on_serve``: watches the library's and the chapters' folders, each on its
@@ -49,6 +56,7 @@ Environment: the ``PRIMER_*`` settings (``primer.settings``).
 
 from __future__ import annotations
 
+import gc
 import os
 import time
 from pathlib import Path
@@ -61,7 +69,7 @@ from primer.book import assets
 from primer.book.links import PUBLISHED_DIR, page_relative
 from primer.book.logs import book_logger
 from primer.book.pages import chapters_named, off_page
-from primer.book.session import SESSION
+from primer.book.session import CACHE_DIR, SESSION
 from primer.variables import traces_off, unknown_variables
 
 if TYPE_CHECKING:
@@ -76,6 +84,7 @@ if TYPE_CHECKING:
     from primer.book.build import Book
 
 __all__ = [
+    "on_build_error",
     "on_config",
     "on_env",
     "on_files",
@@ -116,6 +125,7 @@ def on_config(config: MkDocsConfig) -> MkDocsConfig:
     """Prepare the book, point the extension at it, and add the stylesheet and script."""
     # With traces off nothing of the engine is loaded (nor pydantic): the
     # build costs what it costs without the machinery (benchmarks/scale.py).
+    gc.unfreeze()  # what an earlier build of this process froze
     SESSION.off = traces_off()
     if SESSION.off:
         for message in unknown_variables(os.environ):
@@ -128,9 +138,15 @@ def on_config(config: MkDocsConfig) -> MkDocsConfig:
     book = SESSION.book(_root(config), Path(config.docs_dir), chapters=options.get("chapters"))
     opened = time.perf_counter() - started
     book.prepare()
+    # What the book loaded (parsed traces, imported chapters) outlives every
+    # page: the collector need not walk it while they are built, nor as the
+    # process exits. Given back to it as the module's docstring says.
+    gc.freeze()
     book.clock.add("load", opened)
     SESSION.prepared(book, object())  # this build's: the extension finds the book ready
     SESSION.payloads.clear()
+    with book.clock("search"):
+        SESSION.payloads.keep_in(_root(config) / CACHE_DIR / "search.json")
     if EXTENSION in config.markdown_extensions:
         # A path and a flag, not objects: the extension finds the book in the session.
         config.mdx_configs[EXTENSION] = {**options, "docs_dir": str(book.docs_dir), "warn_missing": False}
@@ -230,13 +246,22 @@ on_page_context.mkdocs_priority = -100  # type: ignore[attr-defined]
 
 def on_post_build(config: MkDocsConfig) -> None:
     """Publish the trace JSON into the site, drop unused cached HTML, log the machinery's share."""
+    if SESSION.serving:  # a build's process ends here: its last collection need not walk the book
+        gc.unfreeze()
     if SESSION.off:
         return
     book = _book(config)
     book.publish(Path(config.site_dir))
     if not SESSION.dirty:  # every page was rendered: unused cached HTML is stale
         book.rendered.prune()
+    with book.clock("search"):
+        SESSION.payloads.save(prune=not SESSION.dirty)
     book.log_share()
+
+
+def on_build_error(error: Exception) -> None:
+    """Give what on_config froze back to the garbage collector (the build stopped)."""
+    gc.unfreeze()
 
 
 def on_serve(server: LiveReloadServer, config: MkDocsConfig, builder: Any) -> LiveReloadServer:

@@ -51,6 +51,8 @@ __all__ = ["CACHE_DIR", "SESSION", "MemoryBytecodeCache", "Session"]
 
 #: The machinery's caches, relative to the book's root (the folder of mkdocs.yml).
 CACHE_DIR = Path(".cache") / "trace-book"
+# Absolute docs folders as spelled -> resolved (``Session.key``).
+_RESOLVED: dict[str, str] = {}
 
 
 class MemoryBytecodeCache(BytecodeCache):
@@ -115,7 +117,14 @@ class Session:
     @staticmethod
     def key(docs_dir: Path) -> str:
         """How a book is known: its docs folder, resolved."""
-        return str(docs_dir.resolve())
+        if not docs_dir.is_absolute():
+            return str(docs_dir.resolve())
+        # Asked for by every event of every page: an absolute path is resolved once.
+        spelled = str(docs_dir)
+        known = _RESOLVED.get(spelled)
+        if known is None:
+            known = _RESOLVED[spelled] = str(docs_dir.resolve())
+        return known
 
     def book(self, root: Path, docs_dir: Path, *, chapters: str | None = None) -> Book:
         """The book of ``docs_dir``, opened on first use with its caches under ``root``.

@@ -32,12 +32,16 @@ block to it, and traces.js fills a block in from it when it is opened.
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import json
 import math
+import os
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -144,6 +148,70 @@ def parse(data: bytes, path: Path) -> ChapterRun:
         raise CorruptTrace(path, _reason(error)) from None
 
 
+@cache
+def _serialiser() -> str:
+    """What a run's JSON depends on besides the file it was read from: the models' code and pydantic's version."""
+    import pydantic
+
+    from primer import trace
+
+    models = Path(str(trace.__file__))
+    digest = hashlib.sha256(f"published 1 pydantic {pydantic.VERSION}\n".encode())
+    for path in (models, models.with_name("offsets.py")):  # offsets: the migration of older files
+        digest.update(hashlib.sha256(path.read_bytes()).digest())
+    return digest.hexdigest()
+
+
+def _place(path: Path, text: str, cached: Path | None) -> None:
+    """Put ``text`` at ``path``; a new file is a hard link to ``cached``, its copy in the cache, if there is one.
+
+    A warm build writes the same megabytes of trace JSON into a fresh site
+    folder every time, and writing them was most of what publishing cost; a
+    link writes none. Nothing writes a published file in place (``write_if_changed``
+    replaces it), so the cache's copy stays as it is. On another file system,
+    or without a cached copy, the file is written.
+    """
+    if cached is not None and not path.exists():
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            os.link(cached, path)
+            return
+        except OSError:
+            pass
+    # Made again at will: atomic, but not flushed to disk.
+    write_if_changed(path, text, durable=False)
+
+
+def _keep(cached: Path, document: str) -> None:
+    """Keep a chapter's published JSON in the cache folder, dropping its older versions."""
+    chapter = cached.name.split(".")[0]
+    try:
+        if cached.parent.is_dir():
+            for old in cached.parent.glob(f"{chapter}.*.json"):
+                if old.name.count(".") == 2:  # CHAPTER.KEY.json
+                    old.unlink(missing_ok=True)
+        write_if_changed(cached, document, durable=False)
+    except OSError as error:
+        _log.info(f"traces: the published JSON of {chapter} could not be cached: {error}")
+
+
+@contextmanager
+def _collector_paused() -> Iterator[None]:
+    """Pause the cyclic garbage collector while a trace file is parsed.
+
+    A parsed trace is thousands of new objects, none of them garbage: the
+    collections their allocation sets off would only walk them (and every
+    older object) for nothing.
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
 def _published(path: Path) -> bool:
     # Only what publish wrote: an author's own JSON beside the traces stays.
     try:
@@ -169,13 +237,18 @@ class TraceStore:
         self.cache_dir = cache_dir
         # path -> ((mtime_ns, size), run): files already parsed.
         self._parsed: dict[Path, tuple[tuple[int, int], ChapterRun]] = {}
+        # id(run) -> (run, digest of the bytes of the file it was read from or written to):
+        # what the rendered HTML and the published documents are kept by, so a
+        # warm build serialises no run to know that it is unchanged.
+        self._digests: dict[int, tuple[ChapterRun, str]] = {}
         # Mock runs by chapter, kept even if the cache folder is not writable.
         self._mock: dict[str, ChapterRun] = {}
         self._shown: dict[str, ChapterTraces] = {}
-        # chapter -> (the traces published, their document): a serve rebuild
-        # republishes (the site folder was emptied) without serialising again.
-        self._published: dict[str, tuple[ChapterTraces, str]] = {}
-        # chapter -> (digest of its published JSON, its OTLP JSON), for the same reason.
+        # chapter -> (the traces published, their key, their document, its copy in
+        # the cache if kept): a serve rebuild republishes (the site folder was
+        # emptied) without serialising again.
+        self._published: dict[str, tuple[ChapterTraces, str, str, Path | None]] = {}
+        # chapter -> (the key of its published JSON, its OTLP JSON), for the same reason.
         self._otlp: dict[str, tuple[str, str]] = {}
         self._otlp_missing = False
 
@@ -198,13 +271,31 @@ class TraceStore:
         cached = self._parsed.get(path)
         if cached is not None and cached[0] == key:
             return cached[1]
-        run = parse(path.read_bytes(), path)
+        data = path.read_bytes()
+        with _collector_paused():
+            run = parse(data, path)
         if run.chapter != chapter or run.mode != mode:
             raise CorruptTrace(
                 path, f"it holds the {run.mode} trace of {run.chapter}, not the {mode} trace of {chapter}"
             )
-        self._parsed[path] = (key, run)
+        self._remember(path, key, run, data)
         return run
+
+    def _remember(self, path: Path, key: tuple[int, int], run: ChapterRun, data: bytes) -> None:
+        earlier = self._parsed.get(path)
+        if earlier is not None:
+            self._digests.pop(id(earlier[1]), None)
+        self._parsed[path] = (key, run)
+        self._digests[id(run)] = (run, hashlib.sha256(data).hexdigest())
+
+    def digest(self, run: ChapterRun) -> str | None:
+        """A digest of the file ``run`` was read from or written to (None: a run the store did not keep).
+
+        The same bytes give the same run, so it stands for the run's content
+        (under this library's code) without serialising it.
+        """
+        kept = self._digests.get(id(run))
+        return kept[1] if kept is not None and kept[0] is run else None
 
     def save(self, run: ChapterRun) -> bool:
         """Keep a run; write its file only if the content changed. Returns whether it wrote."""
@@ -218,7 +309,7 @@ class TraceStore:
         path = self.path(run.chapter, run.mode)
         written = write_if_changed(path, data)
         stat = path.stat()
-        self._parsed[path] = ((stat.st_mtime_ns, stat.st_size), run)
+        self._remember(path, (stat.st_mtime_ns, stat.st_size), run, data.encode())
         return written
 
     def forget(self, chapter: str) -> None:
@@ -257,10 +348,10 @@ class TraceStore:
         written = []
         for chapter, traces in sorted(self._shown.items()):
             path = root / PUBLISHED_DIR / f"{chapter}.json"
-            # Made again at will: atomic, but not flushed to disk.
-            write_if_changed(path, self._document(chapter, traces), durable=False)
+            key, document = self._document(chapter, traces)
+            _place(path, document, self._published[chapter][3])
             written.append(path)
-            written += self._publish_otlp(root / PUBLISHED_DIR / f"{chapter}.otlp.json", traces)
+            written += self._publish_otlp(root / PUBLISHED_DIR / f"{chapter}.otlp.json", traces, key)
             if payloads is not None and traces.payloads_url is not None:
                 page = root / PUBLISHED_DIR / f"{chapter}{PAYLOADS_SUFFIX}"
                 write_if_changed(page, payloads(traces), durable=False)
@@ -273,25 +364,24 @@ class TraceStore:
                 path.unlink(missing_ok=True)
         return written
 
-    def _publish_otlp(self, path: Path, traces: ChapterTraces) -> list[Path]:
+    def _publish_otlp(self, path: Path, traces: ChapterTraces, key: str) -> list[Path]:
         """The chapter's runs as OTLP JSON beside its trace JSON, for OpenTelemetry tools (``primer.export.otlp``).
 
         The same traces give the same file, byte for byte, in every build and
         from every front end: mock scenarios, which happened at no moment of
         their own, are placed at ``MOCK_EPOCH``. So it is made once per
         version of the chapter's traces and kept in the cache folder by the
-        digest of the chapter's published JSON; a warm build of a new process
-        neither imports the OpenTelemetry packages nor encodes a span.
+        key of the chapter's published JSON (``_document``); a warm build of a
+        new process neither imports the OpenTelemetry packages nor encodes a span.
         Without the optional ``otel`` packages the file is left out, said once.
         """
-        key = hashlib.sha256(self._document(traces.chapter, traces).encode()).hexdigest()[:24]
         last = self._otlp.get(traces.chapter)
         if last is None or last[0] != key:
             text = self._otlp_cached(traces, key)
             if text is None:
                 return []
             last = self._otlp[traces.chapter] = (key, text)
-        write_if_changed(path, last[1], durable=False)
+        _place(path, last[1], self.cache_dir / "otlp" / f"{traces.chapter}.{key}.json")
         return [path]
 
     def _otlp_cached(self, traces: ChapterTraces, key: str) -> str | None:
@@ -318,7 +408,15 @@ class TraceStore:
             _log.info(f"traces: the OTLP JSON of {traces.chapter} could not be cached: {error}")
         return text
 
-    def _document(self, chapter: str, traces: ChapterTraces) -> str:
+    def _document(self, chapter: str, traces: ChapterTraces) -> tuple[str, str]:
+        """The chapter's published JSON, and a key that stands for it (the OTLP JSON is kept by it).
+
+        Made once per version of the chapter's traces. When the store knows
+        the files both runs came from, the key is a digest of their bytes, the
+        head and the code that serialises runs, and the document is kept in
+        the cache folder by it: a warm build of a new process reads it back
+        rather than serialising every run again.
+        """
         last = self._published.get(chapter)
         # The same run objects: the store hands out one object per file
         # version, so identity means the same content.
@@ -328,25 +426,44 @@ class TraceStore:
             and last[0].live is traces.live
             and last[0].live_status == traces.live_status
         ):
-            return last[1]
+            return last[1], last[2]
+        cached: Path | None = None
         status = traces.live_status
-        head = {
-            "chapter": chapter,
-            "live_status": {
-                "state": status.state,
-                "reason": status.reason,
-                "failure": status.failure.model_dump() if status.failure else None,
+        head = json.dumps(
+            {
+                "chapter": chapter,
+                "live_status": {
+                    "state": status.state,
+                    "reason": status.reason,
+                    "failure": status.failure.model_dump() if status.failure else None,
+                },
             },
-        }
+            ensure_ascii=False,
+        )
+        digests = [self.digest(run) if run is not None else "null" for run in (traces.mock, traces.live)]
+        if None not in digests:
+            key = hashlib.sha256(f"{_serialiser()}\n{digests[0]}\n{digests[1]}\n{head}".encode()).hexdigest()[:24]
+            cached = self.cache_dir / "published" / f"{chapter}.{key}.json"
+            try:
+                document = cached.read_bytes().decode("utf-8")
+            except (OSError, UnicodeDecodeError):
+                document = self._serialised(head, traces)
+                _keep(cached, document)
+        else:
+            document = self._serialised(head, traces)
+            key = hashlib.sha256(document.encode()).hexdigest()[:24]
+        self._published[chapter] = (traces, key, document, cached)
+        return key, document
+
+    @staticmethod
+    def _serialised(head: str, traces: ChapterTraces) -> str:
         # The runs are serialised by pydantic itself (fast, and exactly
         # the stored form); only the small head goes through json.
         runs = {
             mode: run.model_dump_json() if run else "null"
             for mode, run in (("mock", traces.mock), ("live", traces.live))
         }
-        document = json.dumps(head, ensure_ascii=False)[:-1] + f', "mock": {runs["mock"]}, "live": {runs["live"]}}}\n'
-        self._published[chapter] = (traces, document)
-        return document
+        return head[:-1] + f', "mock": {runs["mock"]}, "live": {runs["live"]}}}\n'
 
     @staticmethod
     def download_url(chapter: str) -> str:
