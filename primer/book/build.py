@@ -233,14 +233,7 @@ class Book:
                 self.log.warning(warning)
         for unused in [warning for run in shown for warning in unused_warnings(run)]:
             self.log.warning(f"traces: {state.name} / {unused}")  # a mock script the run did not use up
-        traces = ChapterTraces(
-            state.name,
-            mock,
-            state.live,
-            state.status,
-            self.store.download_url(state.name),
-            self.store.payloads_url(state.name),
-        )
+        traces = ChapterTraces(state.name, mock, state.live, state.status, self.store.download_url(state.name))
         self.store.show(traces)
 
     # -- pages and the site -------------------------------------------------
@@ -283,15 +276,7 @@ class Book:
         which every front end copies it as a static file.
         """
         with self.clock("publish"):
-            return self.store.publish(root, self._payloads) if self.enabled else []
-
-    def _payloads(self, traces: ChapterTraces) -> str:
-        # The chapter's payload page, rendered only when its traces (or the renderer) changed.
-        from primer.book.render import Anchors, render_payloads
-
-        return self.rendered.html(
-            traces, None, anchors=Anchors(), head=True, render=lambda: render_payloads(traces), kind="payloads"
-        )
+            return self.store.publish(root) if self.enabled else []
 
     def log_share(self) -> None:
         """Log this build's own share of the time, per part, at DEBUG."""

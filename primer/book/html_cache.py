@@ -138,7 +138,7 @@ def traces_digest(traces: ChapterTraces, run_digest: Callable[[ChapterRun], str 
         digest.update(b"\n")
     status = traces.live_status
     failure = status.failure.model_dump(mode="json") if status.failure is not None else None
-    head = [traces.chapter, status.state, status.reason, failure, traces.download_url, traces.payloads_url]
+    head = [traces.chapter, status.state, status.reason, failure, traces.download_url]
     digest.update(json.dumps(head, sort_keys=True).encode())
     return digest.hexdigest()
 
@@ -176,7 +176,7 @@ class HtmlCache:
         # changed once shown): a digest stands for as long as the runs are
         # the same objects and the rest is equal.
         self._digests: dict[str, tuple[ChapterTraces, str]] = {}
-        #: Markers rendered and reused since ``reset`` (not payload pages), and the seconds spent in ``html``.
+        #: Markers rendered and reused since ``reset``, and the seconds spent in ``html``.
         self.rendered = 0
         self.reused = 0
         self.seconds = 0.0
@@ -197,7 +197,6 @@ class HtmlCache:
                 and last.live is traces.live
                 and last.live_status == traces.live_status
                 and last.download_url == traces.download_url
-                and last.payloads_url == traces.payloads_url
             ):
                 return digest
         digest = traces_digest(traces, self.run_digest)
@@ -212,22 +211,17 @@ class HtmlCache:
         anchors: Anchors,
         head: bool,
         render: Callable[[], str],
-        kind: str = "marker",
     ) -> str:
         """The HTML ``render()`` gives for this marker, rendered only if not kept.
 
         ``render`` must draw ``traces`` (one ``scenario``, or all) with
         ``anchors`` and ``head`` as given: it is what the key stands for.
-        ``kind="payloads"`` keeps a chapter's payload page (``render_payloads``)
-        in a slot of its own.
         """
         started = time.perf_counter()
         try:
             used = "\n".join(sorted(anchors.used))
             page = hashlib.sha256(used.encode()).hexdigest()[:12] if used else "first"
             slot = f"{traces.chapter}-{scenario or 'all'}-{'head' if head else 'body'}-{page}"
-            if kind != "marker":
-                slot = f"{traces.chapter}-{kind}"
             key = hashlib.sha256(
                 f"{renderer_fingerprint(self.fingerprint_file)} {self._digest(traces)}".encode()
             ).hexdigest()
@@ -236,14 +230,14 @@ class HtmlCache:
             if entry is not None and entry.key == key:
                 self._memory[slot] = entry
                 anchors.used.update(entry.anchors)
-                self.reused += kind == "marker"
+                self.reused += 1
                 return entry.html
             before = set(anchors.used)
             html = render()
             entry = _Entry(key, html, tuple(sorted(anchors.used - before)))
             self._memory[slot] = entry
             self._write(slot, entry)
-            self.rendered += kind == "marker"
+            self.rendered += 1
             return html
         finally:
             self.seconds += time.perf_counter() - started

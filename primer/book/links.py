@@ -19,19 +19,13 @@ from __future__ import annotations
 import posixpath
 import re
 
-__all__ = ["PAYLOADS_HEAD", "PAYLOADS_SUFFIX", "PUBLISHED_DIR", "page_relative"]
+__all__ = ["PUBLISHED_DIR", "page_relative"]
 
 #: Folder of the site (and of the docs, for frozen live traces) holding trace JSON.
 PUBLISHED_DIR = "traces"
-#: How a chapter's payload page is named after the chapter, in ``PUBLISHED_DIR``.
-PAYLOADS_SUFFIX = ".payloads.html"
-#: How a payload page the book wrote begins (an author's own HTML there stays).
-PAYLOADS_HEAD = "<!doctype html>\n<!-- trace-book payloads -->"
 
-# An href (maybe with a fragment) and, later in the same tag, the same path marked root-relative.
-_LINK = re.compile(
-    r'href="(?P<path>[^"#?:]*)(?P<fragment>#[^"]*)?"(?P<between>[^<>]*?) data-tr-root-relative="(?P=path)"'
-)
+# An href and, later in the same tag, the same path marked root-relative.
+_LINK = re.compile(r'href="(?P<path>[^"#?:]*)"(?P<between>[^<>]*?) data-tr-root-relative="(?P=path)"')
 
 
 def page_relative(html: str, page_url: str) -> str:
@@ -50,7 +44,6 @@ def page_relative(html: str, page_url: str) -> str:
         path = match["path"]
         if path.startswith("/"):
             return match[0]
-        fragment = match["fragment"] or ""
-        return f'href="{posixpath.relpath(path, folder)}{fragment}"{match["between"]} data-tr-root-relative="{path}"'
+        return f'href="{posixpath.relpath(path, folder)}"{match["between"]} data-tr-root-relative="{path}"'
 
     return _LINK.sub(relative, html)

@@ -24,10 +24,7 @@ of the chapter's published JSON (``traces/CHAPTER.json`` in the site, both
 modes in one file, for readers to download; the raw ``*.live.json`` files
 are left out of the site by ``exclude_docs`` in ``mkdocs.yml``). Beside it
 goes ``traces/CHAPTER.otlp.json``, the same runs as OpenTelemetry spans for
-Phoenix, Jaeger and the like, when the ``otel`` extra is installed, and
-``traces/CHAPTER.payloads.html``, the chapter's payloads as a plain page (one
-element per payload block, by the block's id): the pages link each payload
-block to it, and traces.js fills a block in from it when it is opened.
+Phoenix, Jaeger and the like, when the ``otel`` extra is installed.
 """
 
 from __future__ import annotations
@@ -38,7 +35,7 @@ import json
 import math
 import os
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from functools import cache
@@ -48,7 +45,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from primer.book.atomic import write_if_changed
-from primer.book.links import PAYLOADS_HEAD, PAYLOADS_SUFFIX, PUBLISHED_DIR
+from primer.book.links import PUBLISHED_DIR
 from primer.book.logs import book_logger
 from primer.book.source import ChapterTraces
 from primer.errors import MissingExtra, NotFound, PrimerError
@@ -62,6 +59,7 @@ _log = book_logger("mkdocs.plugins.primer.book")
 #: no moment of their own, and a fixed one keeps the file the same in every
 #: build (``python -m primer export otlp`` places them at the export instead).
 MOCK_EPOCH = datetime(2000, 1, 1, tzinfo=UTC)
+
 
 
 class CorruptTrace(PrimerError):
@@ -221,14 +219,6 @@ def _published(path: Path) -> bool:
         return False
 
 
-def _published_payloads(path: Path) -> bool:
-    try:
-        with path.open("rb") as file:
-            return file.read(len(PAYLOADS_HEAD)) == PAYLOADS_HEAD.encode()
-    except OSError:
-        return False
-
-
 class TraceStore:
     """Trace files on disk and in memory; the renderer's ``TraceSource``."""
 
@@ -336,14 +326,12 @@ class TraceStore:
             chapters = ", ".join(sorted(self._shown)) or "none"
             raise NotFound(f"There are no traces for chapter {chapter!r}. The chapters are: {chapters}.") from None
 
-    def publish(self, root: Path, payloads: Callable[[ChapterTraces], str] | None = None) -> list[Path]:
+    def publish(self, root: Path) -> list[Path]:
         """Write each chapter's traces (both modes) to ``root/traces/CHAPTER.json``.
 
         ``root`` is the site, or the docs folder (whose ``traces`` folder
         also holds the frozen live traces): a published file of a chapter
         that is no longer shown is removed, so no front end copies it.
-        With ``payloads`` (the chapter's payload page, ``primer.book.render.render_payloads``),
-        each chapter's payload page goes to ``root/traces/CHAPTER.payloads.html``.
         """
         written = []
         for chapter, traces in sorted(self._shown.items()):
@@ -352,15 +340,8 @@ class TraceStore:
             _place(path, document, self._published[chapter][3])
             written.append(path)
             written += self._publish_otlp(root / PUBLISHED_DIR / f"{chapter}.otlp.json", traces, key)
-            if payloads is not None and traces.payloads_url is not None:
-                page = root / PUBLISHED_DIR / f"{chapter}{PAYLOADS_SUFFIX}"
-                write_if_changed(page, payloads(traces), durable=False)
-                written.append(page)
         for path in (root / PUBLISHED_DIR).glob("*.json"):
             if path.stem not in self._shown and not path.name.endswith(".live.json") and _published(path):
-                path.unlink(missing_ok=True)
-        for path in (root / PUBLISHED_DIR).glob(f"*{PAYLOADS_SUFFIX}"):
-            if path.name[: -len(PAYLOADS_SUFFIX)] not in self._shown and _published_payloads(path):
                 path.unlink(missing_ok=True)
         return written
 
@@ -469,8 +450,3 @@ class TraceStore:
     def download_url(chapter: str) -> str:
         """Where ``publish`` puts a chapter's JSON, relative to the site root."""
         return f"{PUBLISHED_DIR}/{chapter}.json"
-
-    @staticmethod
-    def payloads_url(chapter: str) -> str:
-        """Where ``publish`` puts a chapter's payload page, relative to the site root."""
-        return f"{PUBLISHED_DIR}/{chapter}{PAYLOADS_SUFFIX}"
