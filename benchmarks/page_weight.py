@@ -172,11 +172,14 @@ def growth_sizes(turns: tuple[int, ...]) -> dict[int, Weight]:
     with tempfile.TemporaryDirectory() as folder:
         book = Path(folder)
         docs = book / "docs"
-        shutil.copytree(ROOT / "docs" / "assets", docs / "assets")
+        # The trace assets where mkdocs.yml names them (the book's hook would add them), and the book's stylesheet.
+        shutil.copytree(ROOT / "primer" / "book" / "assets", docs / "assets" / "trace-book")
+        shutil.copytree(ROOT / "docs" / "stylesheets", docs / "stylesheets")
         for n in turns:
             (docs / f"long_{n}.md").write_text(f"# {n} turns\n\n::: trace long_{n}\n", "utf-8")
         config = (ROOT / "mkdocs.yml").read_text("utf-8")
         config = re.sub(r"(?ms)^hooks:.*?^\n", "", config)  # no book machinery: the source is given
+        config = re.sub(r"(?ms)^watch:.*?^\n", "", config)  # the book's folders: not in this one
         config = re.sub(r"(?ms)^nav:.*", f"nav: [{', '.join(f'long_{n}.md' for n in turns)}]\n", config)
         (book / "mkdocs.yml").write_text(config, "utf-8")
         extension = {"primer.book.markdown": {"source": Long()}}
