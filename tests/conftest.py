@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from tests.servers.provider import provider_fixture
@@ -12,3 +14,16 @@ replay_provider = pytest.fixture(name="replay_provider")(provider_fixture)
 
 # A real httpbin on loopback for the whole session (its state is per request).
 httpbin = pytest.fixture(name="httpbin", scope="session")(httpbin_fixture)
+
+
+@pytest.fixture
+def sleeps(monkeypatch: pytest.MonkeyPatch) -> list[float]:
+    """Fail on any real sleep, remembering what was asked for."""
+    asked: list[float] = []
+
+    def refuse(seconds: float) -> None:
+        asked.append(seconds)
+        raise AssertionError(f"time.sleep({seconds}) was called in mock mode")
+
+    monkeypatch.setattr(time, "sleep", refuse)
+    return asked

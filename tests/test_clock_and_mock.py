@@ -30,19 +30,6 @@ from primer.trace import Backoff, Message
 HTTPBIN = "https://httpbin.org"
 
 
-@pytest.fixture
-def sleeps(monkeypatch: pytest.MonkeyPatch) -> list[float]:
-    """Fail on any real sleep, remembering what was asked for."""
-    asked: list[float] = []
-
-    def refuse(seconds: float) -> None:
-        asked.append(seconds)
-        raise AssertionError(f"time.sleep({seconds}) was called in mock mode")
-
-    monkeypatch.setattr(time, "sleep", refuse)
-    return asked
-
-
 # -- clocks -----------------------------------------------------------------------------------------------------------
 
 

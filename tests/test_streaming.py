@@ -478,19 +478,6 @@ def test_a_secret_inside_one_event_and_a_credential_field_are_not_recorded() -> 
 # -- the mock stream ---------------------------------------------------------------------------
 
 
-@pytest.fixture
-def sleeps(monkeypatch: pytest.MonkeyPatch) -> list[float]:
-    """Fail on any real sleep."""
-    asked: list[float] = []
-
-    def refuse(seconds: float) -> None:
-        asked.append(seconds)
-        raise AssertionError(f"time.sleep({seconds}) was called in mock mode")
-
-    monkeypatch.setattr(time, "sleep", refuse)
-    return asked
-
-
 def test_the_mock_stream_is_the_same_every_run_and_never_sleeps(sleeps: list[float]) -> None:
     started = time.perf_counter()
     first, second = run_chapter("ch11_streaming"), run_chapter("ch11_streaming")
