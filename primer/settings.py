@@ -38,7 +38,7 @@ from pydantic import BaseModel, ConfigDict, SecretStr, ValidationInfo, field_val
 from primer.errors import ConfigError
 from primer.locator import DEFAULT_PACKAGE
 from primer.redact import MIN_SECRET_LENGTH, Redactor
-from primer.variables import VARIABLES, unknown_variables
+from primer.variables import VARIABLES, package_name, unknown_variables
 
 __all__ = ["DEFAULT_SERVICE_KEY", "VARIABLES", "Settings"]
 
@@ -47,7 +47,6 @@ DEFAULT_SERVICE_KEY = "primer-demo-key"
 
 #: Where an unknown ``PRIMER_*`` name is reported when the caller gives no other place.
 log = logging.getLogger("primer.settings")
-_PACKAGE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*")
 
 
 def _url(variable: str, value: str) -> str:
@@ -97,15 +96,6 @@ def _secret(variable: str, value: str) -> str:
             "in an HTTP header: check it was copied whole and alone."
         )
     return value
-
-
-def _package(where: str, value: Any) -> str:
-    name = str(value).strip()
-    if not _PACKAGE.fullmatch(name):
-        raise ConfigError(
-            f"{where} must name a Python package such as primer.chapters or mybook.chapters, not {value!r}."
-        )
-    return name
 
 
 def _seconds(variable: str, value: Any) -> float:
@@ -174,7 +164,7 @@ class Settings(BaseModel):
     @field_validator("chapters", mode="before")
     @classmethod
     def _check_package(cls, value: Any) -> str:
-        return _package("PRIMER_CHAPTERS", value)
+        return package_name("PRIMER_CHAPTERS", value)
 
     @field_validator("model_timeout", "service_timeout", mode="before")
     @classmethod
@@ -272,4 +262,4 @@ class Settings(BaseModel):
         """
         if "chapters" in self.model_fields_set or not configured:
             return self.chapters
-        return _package("The trace extension's chapters option", configured)
+        return package_name("The trace extension's chapters option", configured)

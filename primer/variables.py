@@ -12,15 +12,25 @@ what must be known before the rest of the library is loaded:
 * ``unknown_variables``: a sentence for each ``PRIMER_*`` name no setting
   reads, with the closest known one (a typo would otherwise quietly leave a
   setting at its default).
+* ``chapters_package``: which package a book's chapters are, as
+  ``Settings.without_live().chapters_package`` says it: a book is opened
+  before anything tells whether the engine is needed at all
+  (``primer.book.manifest``), and ``package_name``, the check both use.
 """
 
 from __future__ import annotations
 
 import difflib
 import os
+import re
 from collections.abc import Mapping
 
-__all__ = ["VARIABLES", "traces_off", "unknown_variables"]
+from primer.errors import ConfigError
+from primer.locator import DEFAULT_PACKAGE
+
+__all__ = ["VARIABLES", "chapters_package", "package_name", "traces_off", "unknown_variables"]
+
+_PACKAGE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*")
 
 #: The environment variable behind each setting, for messages.
 VARIABLES = {
@@ -55,3 +65,29 @@ def unknown_variables(environ: Mapping[str, str]) -> list[str]:
             # The name only, never the value: it may be a key set under a misspelt name.
             messages.append(f"{name} is set, but no setting reads it, so it changes nothing.{hint}")
     return messages
+
+
+def package_name(where: str, value: object) -> str:
+    """``value`` as a package name, or a ``ConfigError`` naming ``where`` it came from."""
+    name = str(value).strip()
+    if not _PACKAGE.fullmatch(name):
+        raise ConfigError(
+            f"{where} must name a Python package such as primer.chapters or mybook.chapters, not {value!r}."
+        )
+    return name
+
+
+def chapters_package(configured: str | None = None, environ: Mapping[str, str] | None = None) -> str:
+    """The chapters' package: ``PRIMER_CHAPTERS`` if set to a package name, else ``configured``, else the default.
+
+    The same answer as ``Settings.without_live(environ).chapters_package(configured)``
+    (a ``PRIMER_CHAPTERS`` that is not a package name is left out there too,
+    and ``Settings.from_env`` reports it), without loading pydantic.
+    """
+    env = os.environ if environ is None else environ
+    value = env.get(VARIABLES["chapters"], "").strip()
+    if value and _PACKAGE.fullmatch(value):
+        return value
+    if not configured:
+        return DEFAULT_PACKAGE
+    return package_name("The trace extension's chapters option", configured)

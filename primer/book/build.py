@@ -37,24 +37,24 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from primer.book import live_build, live_prose
+from primer.book import live_prose, manifest
 from primer.book.chapters import Chapters
-from primer.book.execute import LiveRunner, error_run, in_worker, run_mock_chapter
 from primer.book.html_cache import HtmlCache
 from primer.book.logs import book_logger
 from primer.book.pages import check, listing, off_page, replace
-from primer.book.plan import is_current
 from primer.book.report import Report, anomalies, failed
-from primer.book.source import ChapterTraces
-from primer.book.state import ChapterState
+from primer.book.source import ChapterTraces, TraceSummary
 from primer.book.stopwatch import Stopwatch
 from primer.book.store import PUBLISHED_DIR, CorruptTrace, TraceStore
-from primer.errors import ConfigError
-from primer.settings import Settings
-from primer.trace import ChapterRun, Mode
+from primer.variables import chapters_package
 
+# The engine proper (pydantic, the trace models, the runner) is imported by
+# the methods that run or read traces: a warm build that finds everything
+# current (``primer.book.manifest``) loads none of it.
 if TYPE_CHECKING:
-    from primer.scenario import Scenario
+    from primer.book.execute import LiveRunner
+    from primer.settings import Settings
+    from primer.trace import ChapterRun, Mode
 
 __all__ = ["DEFAULT_TIME_LIMIT", "DEFAULT_WORKERS", "LOGGER_NAME", "Book", "Report", "anomalies", "failed"]
 
@@ -66,9 +66,11 @@ DEFAULT_WORKERS = 4
 DEFAULT_TIME_LIMIT = 300.0
 
 
-def _differ(before: ChapterTraces | None, after: ChapterTraces | None) -> bool:
+def _differ(before: ChapterTraces | TraceSummary | None, after: ChapterTraces | TraceSummary | None) -> bool:
     # The store hands out one object per version of a trace, so identity
     # says "unchanged" cheaply; a false "changed" only rebuilds a page more.
+    if isinstance(before, TraceSummary) or isinstance(after, TraceSummary):
+        return not (isinstance(before, TraceSummary) and isinstance(after, TraceSummary) and before.html == after.html)
     if before is None or after is None:
         return before is not after
     return before.mock is not after.mock or before.live is not after.live or before.live_status != after.live_status
@@ -97,7 +99,7 @@ class Book:
     ) -> None:
         # Parsed imports are kept beside the mock traces, so a new process
         # parses only the modules edited since.
-        package = (settings or Settings.without_live()).chapters_package()
+        package = settings.chapters_package() if settings is not None else chapters_package()
         self.chapters = chapters or Chapters(package, imports_cache=cache_dir / "imports.json")
         self.docs_dir = docs_dir
         self.store = TraceStore(docs_dir / PUBLISHED_DIR, cache_dir)
@@ -113,60 +115,62 @@ class Book:
         self.time_limit = time_limit
         self.log = book_logger(logger or LOGGER_NAME)
         self.enabled = True
+        self._unknown = 0
         #: Chapter -> scenario names (None if the chapter cannot be imported).
         self.scenario_names: dict[str, list[str] | None] = {}
 
     # -- the build ---------------------------------------------------------
 
-    def _settings(self) -> Settings:
+    def settings_now(self) -> Settings:
+        """The settings of this build: the given ones, else the environment's (warning about what is wrong)."""
+        from primer.errors import ConfigError
+        from primer.settings import Settings
+
         if self.settings is not None:
             return self.settings
         try:
-            return Settings.from_env(warn=lambda message: self.log.warning(f"traces: {message}"))
+            return Settings.from_env(warn=self._unknown_variable)
         except ConfigError as error:
             self.log.warning(f"traces: {error} Live runs are off for this build.")
             return Settings.without_live()
 
+    def _unknown_variable(self, message: str) -> None:
+        self.log.warning(f"traces: {message}")
+        self._unknown += 1  # said by every build alike: it does not make this one unclean
+
     def prepare(self) -> Report:
-        """Run what is needed and hand every chapter's traces to the store."""
+        """Run what is needed and hand every chapter's traces to the store.
+
+        When the record of the last build shows nothing changed since, it
+        hands them over as they were (``primer.book.manifest``), and
+        nothing is run, read or imported.
+        """
         self.clock.reset()
         self.rendered.reset()
         with self.clock("prepare"):
-            before = {chapter: self.store.traces(chapter) for chapter in self.store.chapters()}
-            report = self._run_and_show()
-            after = {chapter: self.store.traces(chapter) for chapter in self.store.chapters()}
+            before = {chapter: self.store.shown(chapter) for chapter in self.store.chapters()}
+            report = manifest.reuse(self) if self.settings is None else None
+            if report is None:
+                report = self._run_and_show()
+            after = {chapter: self.store.shown(chapter) for chapter in self.store.chapters()}
         self.changed = {c for c in before.keys() | after.keys() if _differ(before.get(c), after.get(c))}
         return report
 
     def _run_and_show(self) -> Report:
-        settings = self._settings()
-        self.store.clear_shown()
-        self.scenario_names = {}
-        if settings.traces == "off":
-            self.enabled = False
-            report = Report(off=True)
-            self.log.info(report.line())
-            return report
-        self.enabled = True
-        report = Report(live=0 if settings.live_enabled else None)
+        # The inputs as they are before anything reads them: a file saved
+        # during the build makes the record stale, never wrong.
+        inputs = manifest.code_inputs(self) if self.settings is None else None
+        self.rendered.fingerprint = None  # computed from the code this process runs, as it always was
+        warnings = manifest.Warnings()
+        self._unknown = 0
+        self.log.addFilter(warnings)
         try:
-            names = self.chapters.names()
-        except Exception as error:  # noqa: BLE001 - a broken package is reported, not fatal
-            why = settings.redactor().text(str(error))
-            self.log.warning(f"traces: the chapters' package {self.chapters.package} could not be imported: {why}")
-            return report
-        with self.chapters.snapshot():
-            keys = {name: self.chapters.fingerprint(name) for name in names}
-        states = [self._mock(ChapterState(name, keys[name]), settings, report) for name in names]
-        self._fresh_mock([s for s in states if s.stale_library], settings, report)
-        jobs: list[tuple[ChapterState, Scenario]] = []
-        for state in states:
-            live_build.verify(self, state, settings, report)
-            jobs += live_build.plan(self, state, settings, report)
-        live_build.record(self, states, jobs, settings, report)
-        for state in states:
-            self._show(state, report)
-        self.log.info(report.line())
+            from primer.book import full_build  # the engine: only on the full way
+
+            report = full_build.run(self)
+        finally:
+            self.log.removeFilter(warnings)
+        manifest.record(self, inputs if warnings.count == self._unknown else None)
         return report
 
     def stored(self, chapter: str, mode: Mode) -> ChapterRun | None:
@@ -178,24 +182,6 @@ class Book:
             self.log.warning(f"traces: {error} The {mode} trace of {chapter} {action}.")
             return None
 
-    def _mock(self, state: ChapterState, settings: Settings, report: Report) -> ChapterState:
-        stored = self.stored(state.name, "mock")
-        if is_current(stored, state.key):
-            state.mock = stored
-            report.reused += len(stored.scenarios) if stored else 0
-            return state
-        self.store.forget(state.name)
-        state.stale_library = bool(self.chapters.stale_library(state.name))
-        if not state.stale_library and state.load(self.chapters, settings):  # else: in a new interpreter, below
-            self._keep(state, run_mock_chapter(self.chapters, state.name, settings), report)
-        return state
-
-    def _keep(self, state: ChapterState, run: ChapterRun, report: Report) -> None:
-        run.source_hash = state.key
-        state.mock = run
-        report.ran += len(run.scenarios)
-        self.save(run)
-
     def save(self, run: ChapterRun) -> None:
         """Write a run to the store; one that cannot be written is warned about, and still shown."""
         try:
@@ -203,38 +189,6 @@ class Book:
         except OSError as error:
             # The run still shows: the store kept it in memory.
             self.log.warning(f"traces: the {run.mode} trace of {run.chapter} could not be written: {error}")
-
-    def _fresh_mock(self, fresh: list[ChapterState], settings: Settings, report: Report) -> None:
-        """Run chapters whose library code changed since this process imported it, in a new interpreter."""
-        if not fresh:
-            return
-        self.log.info(f"traces: library code changed since this process started; running {len(fresh)} chapter(s) anew")
-        output = in_worker(self.chapters.package, [s.name for s in fresh], self.time_limit)
-        runs = {run.chapter: run for run in output.runs}
-        for state in fresh:
-            if state.name in runs:
-                self._keep(state, runs[state.name], report)
-            else:
-                why = output.errors.get(state.name, "the worker gave no trace for it")
-                state.import_error = error_run("import", "mock", RuntimeError(why), settings.redactor())
-
-    def _show(self, state: ChapterState, report: Report) -> None:
-        from primer.script_check import unused_warnings  # with the mock model: only when a run is shown
-
-        mock = state.mock
-        if mock is None and state.import_error is not None:
-            # Not stored: the import is tried again next build, and the
-            # trace must not outlive the broken file.
-            mock = ChapterRun(chapter=state.name, mode="mock", model="mock", scenarios=[state.import_error])
-        shown = mock.scenarios if mock else []
-        self.scenario_names[state.name] = None if state.import_error else [s.name for s in shown]
-        for run in [*shown, *(state.live.scenarios if state.live else [])]:
-            if failed(run) and (warning := report.failure(state.name, run)) is not None:
-                self.log.warning(warning)
-        for unused in [warning for run in shown for warning in unused_warnings(run)]:
-            self.log.warning(f"traces: {state.name} / {unused}")  # a mock script the run did not use up
-        traces = ChapterTraces(state.name, mock, state.live, state.status, self.store.download_url(state.name))
-        self.store.show(traces)
 
     # -- pages and the site -------------------------------------------------
 

@@ -44,7 +44,6 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from primer.book.atomic import write_if_changed
-from primer.trace import SCHEMA_VERSION
 
 __all__ = ["CodeGraph", "code_digest"]
 
@@ -326,6 +325,8 @@ class CodeGraph:
         Files are named relative to their package's parent folder, so the
         hash is the same in every checkout of the project.
         """
+        from primer.trace import SCHEMA_VERSION  # the models: only when a chapter is fingerprinted
+
         digest = hashlib.sha256(f"schema {SCHEMA_VERSION} code {_FORMAT}\n".encode())
         found = self._modules(*modules)
         for path in sorted(found):

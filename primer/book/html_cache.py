@@ -42,19 +42,18 @@ from dataclasses import dataclass
 from functools import cache
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from primer.book.atomic import write_if_changed
 from primer.book.depends import code_digest
 from primer.book.logs import book_logger
-from primer.book.render import Anchors
 from primer.book.source import ChapterTraces
 from primer.export import otlp_available
 
 if TYPE_CHECKING:
     from primer.trace import ChapterRun
 
-__all__ = ["HtmlCache", "renderer_fingerprint", "traces_digest"]
+__all__ = ["Anchors", "HtmlCache", "renderer_fingerprint", "traces_digest"]
 
 log = book_logger("mkdocs.plugins.primer.book")
 
@@ -143,6 +142,12 @@ def traces_digest(traces: ChapterTraces, run_digest: Callable[[ChapterRun], str 
     return digest.hexdigest()
 
 
+class Anchors(Protocol):
+    """The ids a page uses so far: ``primer.book.render.Anchors``, or the extension's ``PageIds`` (no renderer)."""
+
+    used: set[str]
+
+
 @dataclass(frozen=True)
 class _Entry:
     key: str
@@ -169,6 +174,9 @@ class HtmlCache:
         self.folder = folder
         self.fingerprint_file = fingerprint_file
         self.run_digest = run_digest
+        #: The renderer's fingerprint when known without reading the library
+        #: (``primer.book.manifest`` found every file of it unchanged); None: computed.
+        self.fingerprint: str | None = None
         self._memory: dict[str, _Entry] = {}
         # chapter -> (the traces last digested, their digest). The build
         # shows one ChapterTraces per chapter, made anew each build around
@@ -188,7 +196,8 @@ class HtmlCache:
         self.seconds = 0.0
         self._used = set()
 
-    def _digest(self, traces: ChapterTraces) -> str:
+    def traces_key(self, traces: ChapterTraces) -> str:
+        """The digest of what the renderer reads from ``traces`` (``traces_digest``), kept per chapter."""
         kept = self._digests.get(traces.chapter)
         if kept is not None:
             last, digest = kept
@@ -202,6 +211,40 @@ class HtmlCache:
         digest = traces_digest(traces, self.run_digest)
         self._digests[traces.chapter] = (traces, digest)
         return digest
+
+    def _slot(
+        self, chapter: str, scenario: str | None, traces_key: str, anchors: Anchors, head: bool
+    ) -> tuple[str, str]:
+        """Where a marker's HTML is kept, and the key it must have there."""
+        used = "\n".join(sorted(anchors.used))
+        page = hashlib.sha256(used.encode()).hexdigest()[:12] if used else "first"
+        slot = f"{chapter}-{scenario or 'all'}-{'head' if head else 'body'}-{page}"
+        renderer = self.fingerprint or renderer_fingerprint(self.fingerprint_file)
+        self._used.add(slot)
+        return slot, hashlib.sha256(f"{renderer} {traces_key}".encode()).hexdigest()
+
+    def _kept(self, slot: str, key: str, anchors: Anchors) -> str | None:
+        entry = self._memory.get(slot) or self._read(slot)
+        if entry is None or entry.key != key:
+            return None
+        self._memory[slot] = entry
+        anchors.used.update(entry.anchors)
+        self.reused += 1
+        return entry.html
+
+    def cached(
+        self, chapter: str, scenario: str | None, traces_key: str, *, anchors: Anchors, head: bool
+    ) -> str | None:
+        """The HTML kept for this marker, if it was rendered from traces of key ``traces_key``; None otherwise.
+
+        For a chapter shown by its ``TraceSummary``, whose runs are not read:
+        ``traces_key`` is the summary's ``html``. On None, render with ``html``.
+        """
+        started = time.perf_counter()
+        try:
+            return self._kept(*self._slot(chapter, scenario, traces_key, anchors, head), anchors)
+        finally:
+            self.seconds += time.perf_counter() - started
 
     def html(
         self,
@@ -219,19 +262,10 @@ class HtmlCache:
         """
         started = time.perf_counter()
         try:
-            used = "\n".join(sorted(anchors.used))
-            page = hashlib.sha256(used.encode()).hexdigest()[:12] if used else "first"
-            slot = f"{traces.chapter}-{scenario or 'all'}-{'head' if head else 'body'}-{page}"
-            key = hashlib.sha256(
-                f"{renderer_fingerprint(self.fingerprint_file)} {self._digest(traces)}".encode()
-            ).hexdigest()
-            self._used.add(slot)
-            entry = self._memory.get(slot) or self._read(slot)
-            if entry is not None and entry.key == key:
-                self._memory[slot] = entry
-                anchors.used.update(entry.anchors)
-                self.reused += 1
-                return entry.html
+            slot, key = self._slot(traces.chapter, scenario, self.traces_key(traces), anchors, head)
+            kept = self._kept(slot, key, anchors)
+            if kept is not None:
+                return kept
             before = set(anchors.used)
             html = render()
             entry = _Entry(key, html, tuple(sorted(anchors.used - before)))

@@ -48,6 +48,7 @@ from __future__ import annotations
 
 import time
 import xml.etree.ElementTree as etree
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from markdown import Markdown
@@ -58,8 +59,16 @@ from markdown.extensions import Extension
 from primer.book.links import page_relative
 from primer.book.live_prose import LiveProse
 from primer.book.logs import book_logger
-from primer.book.source import Marker, NearMiss, TraceSource, parse_line
-from primer.book.sources import NO_KEY, MockRunSource, book_for_page, collect, page_source, resolve_source
+from primer.book.source import Marker, NearMiss, TraceSource, TraceSummary, parse_line
+from primer.book.sources import (
+    NO_KEY,
+    MockRunSource,
+    book_for_page,
+    collect,
+    page_source,
+    require_scenario,
+    resolve_source,
+)
 from primer.errors import ConfigError, NotFound, PrimerError
 from primer.locator import DEFAULT_PACKAGE, ChapterLocator
 
@@ -72,6 +81,14 @@ __all__ = ["NO_KEY", "MockRunSource", "TraceExtension", "TraceProcessor", "colle
 # Under ``mkdocs.`` so MkDocs counts the warnings (``--strict``); elsewhere it
 # is an ordinary logger.
 log = book_logger("mkdocs.plugins.primer.book")
+
+
+@dataclass
+class PageIds:
+    """The ids a page uses so far, while its traces all come from the cache (the renderer not loaded)."""
+
+    used: set[str]
+
 
 class TraceProcessor(BlockProcessor):
     """Replaces each marker line with its rendered traces (stashed, so never re-parsed)."""
@@ -150,6 +167,9 @@ class TraceExtension(Extension):
         self._cache = cache
         self.md: Markdown | None = None
         self._anchors: Anchors | None = None
+        # The ids used on the page so far: the renderer's Anchors hold this
+        # set, and a page whose every trace comes from the cache needs no more.
+        self._ids = PageIds(set())
         self._headed: set[str] = set()
 
     @property
@@ -158,7 +178,7 @@ class TraceExtension(Extension):
         if self._anchors is None:
             from primer.book.render import Anchors
 
-            self._anchors = Anchors()
+            self._anchors = Anchors(used=self._ids.used)
         return self._anchors
 
     @property
@@ -202,6 +222,7 @@ class TraceExtension(Extension):
     def reset(self) -> None:
         """A new document: ids need only be unique within one page."""
         self._anchors = None
+        self._ids = PageIds(set())
         self._headed = set()
 
     def html_for_near_miss(self, near: NearMiss) -> str:
@@ -212,8 +233,17 @@ class TraceExtension(Extension):
             log.warning("%s", near.message)
         return render_error(near.message, marker=near.text)
 
+    def _summary(self, chapter: str) -> TraceSummary | None:
+        # A book's store shows a chapter by its summary when the build found
+        # it unchanged (primer.book.manifest): its runs are then read only on a miss.
+        summary = getattr(self.source, "summary", None)
+        return summary(chapter) if summary is not None else None
+
     def has_live(self, chapter: str, scenario: str | None) -> bool:
         """Whether a live block's prose shows: the chapter (or the scenario) has a live run (``live_prose``)."""
+        summary = self._summary(chapter)
+        if summary is not None:
+            return summary.live is not None and (scenario is None or scenario in summary.live)
         try:
             live = self.source.traces(chapter).live
         except PrimerError as error:
@@ -222,29 +252,24 @@ class TraceExtension(Extension):
             return False
         return live is not None and (scenario is None or any(s.name == scenario for s in live.scenarios))
 
+    def _kept(self, chapter: str, scenario: str | None, started: float) -> str | None:
+        """The marker's HTML from the cache by the chapter's summary, its runs unread; None: render it."""
+        summary = self._summary(chapter)
+        cache = self.cache
+        if summary is None or cache is None:
+            return None
+        require_scenario(chapter, scenario, summary.names)
+        cache.seconds += time.perf_counter() - started
+        return cache.cached(chapter, scenario, summary.html, anchors=self._ids, head=chapter not in self._headed)
+
     def html_for(self, chapter: str, scenario: str | None) -> str:
         """The HTML for one marker: the traces, or a visible error block."""
         started = time.perf_counter()
-        from primer.book.render import render_error, render_traces  # the first marker's: its share too
-
         marker = f"::: trace {chapter}{f' {scenario}' if scenario else ''}"
         try:
-            traces = collect(self.source, chapter, scenario)
-            # A chapter's switch, totals and live status head its first trace
-            # on the page only: chapters mostly place one marker per scenario.
-            head = chapter not in self._headed
-            anchors = self.anchors
-
-            def render() -> str:
-                return render_traces(traces, scenario, anchors=anchors, head=head)
-
-            cache = self.cache
-            if cache is None:
-                html = render()
-            else:
-                # Loading the renderer and the traces count with the cache's own time.
-                cache.seconds += time.perf_counter() - started
-                html = cache.html(traces, scenario, anchors=anchors, head=head, render=render)
+            html = self._kept(chapter, scenario, started)
+            if html is None:
+                html = self._rendered(chapter, scenario, started)
             self._headed.add(chapter)
             # Zensical resolves links as written in the page's Markdown file, as for its
             # own links: relative to that file, which it then makes relative to the page.
@@ -253,17 +278,43 @@ class TraceExtension(Extension):
         except NotFound as error:
             if self.getConfig("warn_missing"):
                 log.warning("%s: %s", marker, error)
-            return render_error(str(error), marker=marker)
+            return _error(str(error), marker)
         except PrimerError as error:
             log.warning("%s: %s", marker, error)
-            return render_error(str(error), marker=marker)
+            return _error(str(error), marker)
         except Exception as error:
             log.warning("%s could not be rendered: %s: %s", marker, type(error).__name__, error, exc_info=True)
-            return render_error(
+            return _error(
                 f"The traces could not be rendered ({type(error).__name__}: {error}). "
                 "This is a bug in the book machinery: the build log has the traceback.",
-                marker=marker,
+                marker,
             )
+
+    def _rendered(self, chapter: str, scenario: str | None, started: float) -> str:
+        """The marker's HTML from its traces: rendered, or from the cache by their digest."""
+        from primer.book.render import render_traces  # the first marker's: its share too
+
+        traces = collect(self.source, chapter, scenario)
+        # A chapter's switch, totals and live status head its first trace
+        # on the page only: chapters mostly place one marker per scenario.
+        head = chapter not in self._headed
+        anchors = self.anchors
+
+        def render() -> str:
+            return render_traces(traces, scenario, anchors=anchors, head=head)
+
+        cache = self.cache
+        if cache is None:
+            return render()
+        # Loading the renderer and the traces count with the cache's own time.
+        cache.seconds += time.perf_counter() - started
+        return cache.html(traces, scenario, anchors=anchors, head=head, render=render)
+
+
+def _error(message: str, marker: str) -> str:
+    from primer.book.render import render_error
+
+    return render_error(message, marker=marker)
 
 
 def makeExtension(**kwargs: Any) -> TraceExtension:

@@ -14,9 +14,12 @@ could act on (arguments that are not a JSON object, a tool it was not given).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from primer.errors import quoted
-from primer.trace import ScenarioRun
+
+if TYPE_CHECKING:  # a warm build with nothing to do reports without the trace models
+    from primer.trace import ScenarioRun
 
 __all__ = ["Report", "anomalies", "failed"]
 

@@ -139,7 +139,7 @@ class Session:
             if key not in self.books:
                 from primer.book.build import Book
                 from primer.book.chapters import Chapters
-                from primer.settings import Settings
+                from primer.variables import chapters_package
 
                 # A book's chapters package lives beside its mkdocs.yml; `mkdocs` and `zensical`,
                 # run as commands, do not put that folder on the import path. Last: nothing installed
@@ -147,7 +147,7 @@ class Session:
                 if str(root.resolve()) not in sys.path:
                     sys.path.append(str(root.resolve()))
                 cache = root / CACHE_DIR
-                package = Settings.without_live().chapters_package(chapters)
+                package = chapters_package(chapters)
                 self.books[key] = Book(
                     docs_dir,
                     cache / "traces",

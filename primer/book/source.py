@@ -44,6 +44,7 @@ __all__ = [
     "Marker",
     "NearMiss",
     "TraceSource",
+    "TraceSummary",
     "find_markers",
     "find_near_misses",
     "parse_line",
@@ -184,6 +185,33 @@ class ChapterTraces:
     live_status: LiveStatus
     #: Where the chapter's trace JSON is published, relative to the site root.
     download_url: str | None = None
+
+
+@dataclass(frozen=True)
+class TraceSummary:
+    """What a page needs of a chapter's traces when they have not been read: names and keys.
+
+    A warm build that finds every trace current (``primer.book.manifest``)
+    hands these out instead of reading the trace files: a page checks its
+    markers against the names and takes its HTML from the cache by ``html``;
+    the runs themselves are read only if that HTML is missing.
+    """
+
+    chapter: str
+    #: The scenarios of the mock run, in order.
+    mock: tuple[str, ...]
+    #: The scenarios of the live run shown, in order; None if there is none.
+    live: tuple[str, ...] | None
+    live_status: LiveStatus
+    #: The key the rendered HTML is kept by (``primer.book.html_cache.HtmlCache.traces_key``).
+    html: str
+    #: The key the published JSON is kept by in the cache (``primer.book.store``); None if unknown.
+    published: str | None
+
+    @property
+    def names(self) -> list[str]:
+        """Every scenario name of both runs, mock first, each once."""
+        return list(dict.fromkeys([*self.mock, *(self.live or ())]))
 
 
 class TraceSource(Protocol):

@@ -11,7 +11,8 @@ The Markdown extension (``primer.book.markdown``) asks, in order:
 3. ``MockRunSource``: the chapter's mock scenarios, run in this process.
 
 ``collect`` loads a marker's traces from a source, checking the scenario
-asked for exists; ``page_source`` is the Markdown file being rendered, when
+asked for exists (``require_scenario``, which a page also uses with a
+``TraceSummary``'s names); ``page_source`` is the Markdown file being rendered, when
 the generator says (Zensical does).
 """
 
@@ -30,7 +31,7 @@ from primer.locator import ChapterLocator, no_scenario
 if TYPE_CHECKING:
     from primer.book.build import Book
 
-__all__ = ["NO_KEY", "MockRunSource", "book_for_page", "collect", "page_source", "resolve_source"]
+__all__ = ["NO_KEY", "MockRunSource", "book_for_page", "collect", "page_source", "require_scenario", "resolve_source"]
 
 #: Why a standalone page has no live run.
 NO_KEY = "no key yet: live runs are recorded by the book build when PRIMER_API_KEY is set"
@@ -68,11 +69,14 @@ class MockRunSource:
 def collect(source: TraceSource, chapter: str, scenario: str | None = None) -> ChapterTraces:
     """Load a marker's traces: the chapter's, checked to hold the scenario asked for."""
     traces = source.traces(chapter)
-    if scenario is not None:
-        names = [s.name for run in (traces.mock, traces.live) if run for s in run.scenarios]
-        if scenario not in names:
-            raise no_scenario(chapter, scenario, list(dict.fromkeys(names)))
+    require_scenario(chapter, scenario, [s.name for run in (traces.mock, traces.live) if run for s in run.scenarios])
     return traces
+
+
+def require_scenario(chapter: str, scenario: str | None, names: list[str]) -> None:
+    """Raise ``NotFound`` naming what exists if ``scenario`` is given and not among ``names`` (mock's, then live's)."""
+    if scenario is not None and scenario not in names:
+        raise no_scenario(chapter, scenario, list(dict.fromkeys(names)))
 
 
 def resolve_source(source: Any) -> TraceSource:
