@@ -226,6 +226,12 @@ def main() -> None:
     parser.add_argument("--pairs", type=int, default=7)
     parser.add_argument("--no-front-ends", action="store_true")
     args = parser.parse_args()
+    # The builds run with PYTHONDONTWRITEBYTECODE (no bytecode written into the
+    # generated books): the library's own is written once here, as any earlier
+    # import in the checkout or an installed wheel has it, so that no build
+    # compiles the library's source anew (which a fresh checkout would make
+    # every build of this benchmark do, traces off included).
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(ROOT / "primer")], check=True)
     with tempfile.TemporaryDirectory(prefix="scale-") as folder:
         work = Path(folder)
         for size in args.chapters:

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -300,14 +301,17 @@ class HtmlCache:
         return self.folder / f"{slot}.html" if self.folder is not None else None
 
     def _read(self, slot: str) -> _Entry | None:
-        path = self._path(slot)
-        if path is None:
+        if self.folder is None:
             return None
+        # A plain string path and open(): a warm build reads one file per marker.
+        path = os.path.join(self.folder, f"{slot}.html")
         try:
-            # Bytes, not read_text: newline translation would change the HTML.
-            head, _, html = path.read_bytes().decode("utf-8").partition("\n")
-            data = json.loads(head)
-            return _Entry(data["key"], html, tuple(data["anchors"]))
+            # Bytes, not text mode: newline translation would change the HTML.
+            with open(path, "rb") as file:
+                raw = file.read()
+            end = raw.index(b"\n")  # ValueError if there is none: read as unreadable
+            head = json.loads(raw[:end])
+            return _Entry(head["key"], raw[end + 1 :].decode("utf-8"), tuple(head["anchors"]))
         except FileNotFoundError:
             return None
         except (OSError, ValueError, KeyError, TypeError) as error:

@@ -36,7 +36,9 @@ def page_relative(html: str, page_url: str) -> str:
     Absolute paths and URLs (which the pattern cannot match: no ``:``) are
     left alone.
     """
-    if "data-tr-root-relative" not in html:
+    marker = " data-tr-root-relative="
+    found = html.find(marker)
+    if found < 0:
         return html
     folder = posixpath.dirname(page_url) or "."
 
@@ -46,4 +48,17 @@ def page_relative(html: str, page_url: str) -> str:
             return match[0]
         return f'href="{posixpath.relpath(path, folder)}"{match["between"]} data-tr-root-relative="{path}"'
 
-    return _LINK.sub(relative, html)
+    # Only the tags that carry the attribute (two per chapter on a page of
+    # tens of kilobytes): matching the pattern at every href of the page,
+    # the theme's navigation included, cost more than the rest of the hook.
+    pieces, done = [], 0
+    while found >= 0:
+        start = html.rfind("<", done, found)
+        end = html.find(">", found)
+        if start < 0 or end < 0:
+            break
+        pieces += [html[done:start], _LINK.sub(relative, html[start:end])]
+        done = end
+        found = html.find(marker, end)
+    pieces.append(html[done:])
+    return "".join(pieces)

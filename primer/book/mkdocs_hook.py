@@ -103,8 +103,15 @@ log = book_logger("mkdocs.plugins.primer")
 
 
 def _book(config: MkDocsConfig) -> Book:
-    # Opened by on_config: every later event of the build finds it.
+    # Opened by on_config: every later event of the build finds it, and
+    # finds it here by the configuration object (asked several times a page).
+    if _opened is not None and _opened[0] is config:
+        return _opened[1]
     return SESSION.book(_root(config), Path(config.docs_dir))
+
+
+#: The configuration of this build and its book (on_config sets it).
+_opened: tuple[MkDocsConfig, Book] | None = None
 
 
 def _root(config: MkDocsConfig) -> Path:
@@ -136,6 +143,8 @@ def on_config(config: MkDocsConfig) -> MkDocsConfig:
     started = time.perf_counter()
     # The engine is imported here, on the first build: its share of the time.
     book = SESSION.book(_root(config), Path(config.docs_dir), chapters=options.get("chapters"))
+    global _opened  # noqa: PLW0603 - the one book of this build, for its other events
+    _opened = (config, book)
     opened = time.perf_counter() - started
     book.prepare()
     # What the book loaded (parsed traces, imported chapters) outlives every
