@@ -25,7 +25,6 @@ from __future__ import annotations
 import ast
 import importlib
 import inspect
-import pkgutil
 from collections.abc import Iterable, Mapping, Sequence
 from types import ModuleType
 from typing import TYPE_CHECKING
@@ -51,6 +50,8 @@ DEFAULT_PACKAGE = "primer.chapters"
 
 def chapter_names_in(path: Iterable[str]) -> list[str]:
     """Every chapter module's name in a package's ``__path__``, sorted (nothing is imported)."""
+    import pkgutil  # only when chapters are listed: MkDocs loads the locator with traces off too
+
     return sorted(info.name for info in pkgutil.iter_modules(path) if not info.name.startswith("_"))
 
 

@@ -20,7 +20,6 @@ what must be known before the rest of the library is loaded:
 
 from __future__ import annotations
 
-import difflib
 import os
 import re
 from collections.abc import Mapping
@@ -56,7 +55,11 @@ def traces_off(environ: Mapping[str, str] | None = None) -> bool:
 def unknown_variables(environ: Mapping[str, str]) -> list[str]:
     """One sentence for each ``PRIMER_*`` name in ``environ`` that no setting reads, with the closest known one."""
     known = sorted(VARIABLES.values())
-    messages = []
+    messages: list[str] = []
+    if not any(name.startswith("PRIMER_") and name not in known for name in environ):
+        return messages
+    import difflib  # only for a name to correct: every build asks, traces off included
+
     for name in sorted(environ):
         if name.startswith("PRIMER_") and name not in known:
             # Compared without the prefix every name shares, which would make any two look alike.

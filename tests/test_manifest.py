@@ -97,6 +97,18 @@ def test_an_edited_chapter_module_is_run_again(book: SmallBook) -> None:
     assert "Milk costs" in page(warm)
 
 
+def test_files_rewritten_byte_for_byte_are_the_same_inputs(book: SmallBook) -> None:
+    settled(book)
+    # As a checkout or a copy leaves them: new times (and a new inode), the same bytes.
+    for path in [book.chapter("ch_alpha"), book.root / ".cache" / "trace-book" / "traces" / "ch_beta.mock.json"]:
+        data = path.read_bytes()
+        path.unlink()
+        path.write_bytes(data)
+    warm = opened(book)
+    assert warm.prepare().line() == "traces: ran 0, reused 3"
+    assert short(warm)
+
+
 def test_a_new_module_in_the_chapters_package_is_noticed(book: SmallBook) -> None:
     settled(book)
     book.write_chapter("ch_gamma", ALPHA.replace("Chapter alpha", "Chapter gamma"))

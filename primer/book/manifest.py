@@ -19,9 +19,12 @@ warned about) records, in ``.cache/trace-book/traces/manifest.json``:
   status, and the keys its rendered HTML and published JSON are kept by; the
   renderer's fingerprint; the number of scenarios reused.
 
-The next build (``reuse``) hashes the same inputs again (bytes, not times:
-a trace file replaced by another of the same size and time is noticed) and,
-when every one is as recorded, hands the outcome to the store as
+The next build (``reuse``) looks at the same inputs again: a file whose size,
+modification and change times and inode are as recorded is taken as it was
+(the change time cannot be set back, so a file rewritten with the same size
+and modification time is noticed), any other is hashed and compared (a
+checkout that rewrote it byte for byte changes nothing). When every one is
+as recorded, it hands the outcome to the store as
 ``TraceSummary`` objects. Pages check their markers against the names and
 take their HTML from the cache; publishing links the cached JSON; no trace
 is parsed unless a piece of the cache is missing, and then only that
@@ -55,6 +58,7 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
 
     from primer.book.build import Book
+    from primer.trace import ChapterRun, Mode
 
 __all__ = ["NAME", "Warnings", "code_inputs", "record", "reuse"]
 
@@ -88,6 +92,35 @@ def _digest(path: str | Path) -> str | None:
         return None
 
 
+def _signature(path: str | Path) -> list[int] | None:
+    """What the file system says of a file without reading it: size, times, inode (None: no such file)."""
+    try:
+        stat = os.stat(path)
+    except FileNotFoundError:
+        return None
+    # The change time cannot be set back (os.utime itself sets it), so a
+    # file rewritten with the same size and modification time still differs.
+    return [stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns, stat.st_ino]
+
+
+#: A file as recorded: [its digest, its signature when hashed], or None for a file that must not exist.
+Entry = list[Any] | None
+
+
+def _entry(path: str | Path) -> Entry:
+    signature = _signature(path)  # before the bytes: a save in between shows as a change next time
+    digest = _digest(path) if signature is not None else None
+    return [digest, signature] if digest is not None else None
+
+
+def _same(path: str | Path, recorded: Entry) -> bool:
+    """Whether a file is as recorded: the same signature, or, if not, the same bytes (a checkout rewrote it)."""
+    signature = _signature(path)
+    if recorded is None or signature is None:
+        return recorded is None and signature is None
+    return bool(signature == recorded[1] or _digest(path) == recorded[0])
+
+
 def _environment(environ: Mapping[str, str]) -> dict[str, str] | None:
     """The ``PRIMER_*`` settings as set; None if a secret is set (nothing of it is recorded)."""
     if any(name in environ for name in _SECRETS):
@@ -110,15 +143,20 @@ def _versions() -> dict[str, str]:
     return found
 
 
-def code_inputs(book: Book) -> dict[str, str | None]:
-    """The digest of every Python file under the book's code packages and the library, and of the templates."""
+def _code_files(book: Book) -> list[str]:
+    """Every Python file under the book's code packages and the library, and the templates."""
     files: set[str] = set()
     for root in {*book.chapters.graph.roots.values(), _LIBRARY}:
         for folder, subdirs, names in os.walk(root):
             subdirs[:] = [d for d in subdirs if d != "__pycache__"]
             files.update(os.path.join(folder, name) for name in names if name.endswith(".py"))
     files.update(str(path) for path in _TEMPLATES.iterdir())
-    return {path: _digest(path) for path in sorted(files)}
+    return sorted(files)
+
+
+def code_inputs(book: Book) -> dict[str, Entry]:
+    """The book's code files as they are now (``_code_files``), each with its digest and signature."""
+    return {path: _entry(path) for path in _code_files(book)}
 
 
 def _inputs(book: Book) -> dict[str, Any]:
@@ -130,7 +168,7 @@ def _inputs(book: Book) -> dict[str, Any]:
     }
 
 
-def record(book: Book, code: dict[str, str | None] | None) -> None:
+def record(book: Book, code: dict[str, Entry] | None) -> None:
     """Record the build just made if it ended clean (``code``: its code inputs, None if not); else drop the record."""
     path = book.store.cache_dir / NAME
     clean = code is not None and book.enabled and _environment(os.environ) is not None
@@ -151,19 +189,22 @@ def _outcome(book: Book) -> dict[str, Any] | None:
 
     store, reused = book.store, 0
     chapters: dict[str, Any] = {}
-    traces_files: dict[str, str | None] = {}
+    traces_files: dict[str, Entry] = {}
     for chapter in store.chapters():
         traces = store.traces(chapter)
         status = traces.live_status
         if traces.mock is None or status.failure is not None or book.scenario_names.get(chapter) is None:
             return None
-        mock = store.digest(traces.mock)
-        live = store.digest(traces.live) if traces.live is not None else None
         published = store.publisher.document_key(chapter, traces)
-        if mock is None or (traces.live is not None and live is None) or published is None:
+        runs: tuple[tuple[Mode, ChapterRun | None], ...] = (("mock", traces.mock), ("live", traces.live))
+        for mode, run in runs:
+            path = store.path(chapter, mode)
+            entry = traces_files[str(path)] = _entry(path)  # None: it must stay absent
+            # The file as it is now must be the one the build showed.
+            if (entry[0] if entry is not None else None) != (store.digest(run) if run is not None else None):
+                return None
+        if published is None:
             return None
-        traces_files[str(store.path(chapter, "mock"))] = mock
-        traces_files[str(store.path(chapter, "live"))] = live  # None: it must stay absent
         chapters[chapter] = {
             "mock": [run.name for run in traces.mock.scenarios],
             "live": [run.name for run in traces.live.scenarios] if traces.live is not None else None,
@@ -188,8 +229,9 @@ def _read(book: Book) -> dict[str, Any] | None:
         # The cheap checks first; the files' bytes last.
         current = (
             all(data.get(k) == v for k, v in _inputs(book).items())
-            and data["code"] == code_inputs(book)
-            and all(_digest(path) == digest for path, digest in data["traces"].items())
+            and sorted(data["code"]) == (files := _code_files(book))
+            and all(_same(path, data["code"][path]) for path in files)
+            and all(_same(path, entry) for path, entry in data["traces"].items())
         )
     except (KeyError, AttributeError, TypeError):
         return None

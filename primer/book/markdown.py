@@ -48,7 +48,6 @@ from __future__ import annotations
 
 import time
 import xml.etree.ElementTree as etree
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from markdown import Markdown
@@ -59,7 +58,7 @@ from markdown.extensions import Extension
 from primer.book.links import page_relative
 from primer.book.live_prose import LiveProse
 from primer.book.logs import book_logger
-from primer.book.source import Marker, NearMiss, TraceSource, TraceSummary, parse_line
+from primer.book.markers import Marker, NearMiss, parse_line
 from primer.book.sources import (
     NO_KEY,
     MockRunSource,
@@ -75,6 +74,7 @@ from primer.locator import DEFAULT_PACKAGE, ChapterLocator
 if TYPE_CHECKING:  # loaded on first use: MkDocs loads the extension with traces off too
     from primer.book.html_cache import HtmlCache
     from primer.book.render import Anchors
+    from primer.book.source import TraceSource, TraceSummary
 
 __all__ = ["NO_KEY", "MockRunSource", "TraceExtension", "TraceProcessor", "collect", "makeExtension"]
 
@@ -83,11 +83,12 @@ __all__ = ["NO_KEY", "MockRunSource", "TraceExtension", "TraceProcessor", "colle
 log = book_logger("mkdocs.plugins.primer.book")
 
 
-@dataclass
 class PageIds:
     """The ids a page uses so far, while its traces all come from the cache (the renderer not loaded)."""
 
-    used: set[str]
+    # A plain class: this module is loaded by every build, traces off too.
+    def __init__(self, used: set[str]) -> None:
+        self.used = used
 
 
 class TraceProcessor(BlockProcessor):

@@ -65,7 +65,6 @@ from typing import TYPE_CHECKING, Any
 from mkdocs.config.config_options import ExtraScriptValue
 from mkdocs.structure.files import File, InclusionLevel
 
-from primer.book import assets
 from primer.book.links import PUBLISHED_DIR, page_relative
 from primer.book.logs import book_logger
 from primer.book.pages import chapters_named, off_page
@@ -160,6 +159,8 @@ def on_config(config: MkDocsConfig) -> MkDocsConfig:
         # A path and a flag, not objects: the extension finds the book in the session.
         config.mdx_configs[EXTENSION] = {**options, "docs_dir": str(book.docs_dir), "warn_missing": False}
     if book.enabled:
+        from primer.book import assets
+
         for path in assets.stylesheets():
             if path not in config.extra_css:
                 config.extra_css.append(path)
@@ -184,6 +185,8 @@ def on_files(files: Files, config: MkDocsConfig) -> Files:
         return files
     book = _book(config)
     if book.enabled:
+        from primer.book import assets
+
         for path, source in assets.sources().items():
             earlier = files.get_file_from_path(path)
             if earlier is not None:  # a copy another front end wrote into the docs

@@ -19,10 +19,11 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from primer.book import live_prose
-from primer.book.source import ChapterTraces, Marker, NearMiss, find_markers, scan
+from primer.book.markers import Marker, NearMiss, find_markers, scan
 from primer.locator import unknown
 
 if TYPE_CHECKING:  # loaded with the listing: a build with traces off needs neither
+    from primer.book.source import ChapterTraces
     from primer.trace import ChapterRun, ScenarioRun
 
 __all__ = ["chapters_named", "check", "listing", "malformed", "off_page", "placeholder", "replace"]

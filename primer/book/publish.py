@@ -80,13 +80,18 @@ def _place(path: Path, text: str, cached: Path | None) -> None:
 
 def _place_cached(path: Path, cached: Path) -> bool:
     """Put the content of ``cached`` at ``path`` (a hard link when new); False if it cannot be read."""
-    if not path.exists():
+    try:
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
             os.link(cached, path)
             return True
-        except OSError:
-            pass  # no copy (then the read below fails too), or another file system
+        except FileNotFoundError:
+            if not cached.exists():
+                return False
+            path.parent.mkdir(parents=True, exist_ok=True)  # the first file of a new site
+            os.link(cached, path)
+            return True
+    except OSError:
+        pass  # there already (a docs folder), or another file system: compared and written
     try:
         # Bytes, not read_text: newline translation would change the document.
         text = cached.read_bytes().decode("utf-8")
@@ -178,21 +183,22 @@ class Publisher:
         return written
 
     def _from_summary(self, chapter: str, path: Path, otlp: Path, written: list[Path]) -> bool:
-        """Publish from the copies a chapter's summary names; False if it has none, or one is gone."""
+        """Publish from the copies a chapter's summary names; False if it has none, or its JSON is gone."""
         summary = self.store.summary(chapter)
         if summary is None or summary.published is None:
             return False
         key = summary.published
-        cached_otlp = self.store.cache_dir / "otlp" / f"{chapter}.{key}.json"
-        from primer.export import otlp_available  # cached: the manifest asked it already
-
-        if otlp_available() and not cached_otlp.is_file():
-            return False
         if not _place_cached(path, self.store.cache_dir / "published" / f"{chapter}.{key}.json"):
             return False
         written.append(path)
-        if otlp_available() and _place_cached(otlp, cached_otlp):
+        from primer.export import otlp_available  # cached: the manifest asked it already
+
+        if not otlp_available():
+            return True
+        if _place_cached(otlp, self.store.cache_dir / "otlp" / f"{chapter}.{key}.json"):
             written.append(otlp)
+        else:  # made again from the runs (the key is the one their document has)
+            written += self._publish_otlp(otlp, self.store.traces(chapter), key)
         return True
 
     def _publish_otlp(self, path: Path, traces: ChapterTraces, key: str) -> list[Path]:

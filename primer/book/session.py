@@ -41,11 +41,9 @@ from typing import TYPE_CHECKING
 
 from jinja2.bccache import Bucket, BytecodeCache
 
-from primer.book import assets
-from primer.book.payloads import PayloadStash
-
 if TYPE_CHECKING:  # the engine is loaded when a book is opened: not with traces off
     from primer.book.build import Book
+    from primer.book.payloads import PayloadStash
 
 __all__ = ["CACHE_DIR", "SESSION", "MemoryBytecodeCache", "Session"]
 
@@ -96,18 +94,26 @@ class Session:
     off: bool = False
     #: The theme's compiled templates, shared by every rebuild of a serve session.
     theme_bytecode: MemoryBytecodeCache = field(default_factory=MemoryBytecodeCache)
-    #: Trace payloads set aside while a search plugin reads a page.
-    payloads: PayloadStash = field(default_factory=PayloadStash)
     #: Page -> the chapters its markers and live blocks name, as last rendered (for ``--dirty``).
     page_chapters: dict[str, set[str]] = field(default_factory=dict)
     # Book key -> the token of the build its traces were prepared for.
     _prepared: dict[str, object] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
+    _payloads: PayloadStash | None = None
 
     def start(self, command: str, *, dirty: bool) -> None:
         """Record what the front end runs (MkDocs says so once, in ``on_startup``)."""
         self.command = command
         self.dirty = dirty
+
+    @property
+    def payloads(self) -> PayloadStash:
+        """Trace payloads set aside while a search plugin reads a page (made on first use: not with traces off)."""
+        if self._payloads is None:
+            from primer.book.payloads import PayloadStash
+
+            self._payloads = PayloadStash()
+        return self._payloads
 
     @property
     def serving(self) -> bool:
@@ -187,6 +193,8 @@ class Session:
             if last is not None and (token is None or last is token):
                 return
             book.prepare()
+            from primer.book import assets
+
             for root in (book.docs_dir, *([site_dir] if site_dir is not None else [])):
                 book.publish(root)
                 if book.enabled:

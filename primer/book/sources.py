@@ -24,12 +24,12 @@ from typing import TYPE_CHECKING, Any
 
 from markdown import Markdown
 
-from primer.book.source import ChapterTraces, LiveStatus, TraceSource
 from primer.errors import ConfigError
 from primer.locator import ChapterLocator, no_scenario
 
 if TYPE_CHECKING:
     from primer.book.build import Book
+    from primer.book.source import ChapterTraces, TraceSource
 
 __all__ = ["NO_KEY", "MockRunSource", "book_for_page", "collect", "page_source", "require_scenario", "resolve_source"]
 
@@ -55,6 +55,7 @@ class MockRunSource:
     def traces(self, chapter: str) -> ChapterTraces:
         """The chapter's mock run (raises ``NotFound`` for an unknown chapter)."""
         if chapter not in self._runs:
+            from primer.book.source import ChapterTraces, LiveStatus
             from primer.runner import run_chapter  # the library: only when a chapter runs
 
             self._runs[chapter] = ChapterTraces(
