@@ -10,7 +10,9 @@
    the chapter includes, the rest: Material's page), and its element count.
 2. Growth with turns on built pages: a small Material book with the book's
    theme and extensions, one page per generated scenario (2, 40 and 80
-   turns); the 40-turn page may weigh at most 25 times the 2-turn one.
+   turns); the 40-turn page may weigh at most 25 times the 2-turn one. Its
+   payload blocks link to a payload page, as the book's do (that page is
+   weighed, not written: this book publishes nothing).
 3. With ``--browser``: the ch09 page and a plain Material page of about the
    same size (prose, built in the same book) in headless Debian Chromium at
    a 4x CPU slowdown (Lighthouse's mobile setting), served from 127.0.0.1:
@@ -46,6 +48,7 @@ sys.path.insert(0, str(ROOT))
 
 COPIED = ["docs", "hooks", "primer", "tests", "mkdocs.yml", "README.md", "pyproject.toml"]
 PAGE = "ch09_who_retries/index.html"
+PAYLOADS = "traces/ch09_who_retries.payloads.html"
 PLAIN = "plain_page"
 CHROMIUM = Path("/usr/bin/chromium")
 ARGS = [
@@ -156,25 +159,29 @@ def build_book(source: Path, target: Path, plain_bytes: int = 0) -> Path:
 # -- growth with turns, on built pages ---------------------------------------
 
 
-def growth_sizes(turns: tuple[int, ...]) -> dict[int, Weight]:
+def growth_sizes(turns: tuple[int, ...]) -> tuple[dict[int, Weight], dict[int, int]]:
+    """The built page of each scenario, and the bytes of its payload page."""
     from mkdocs.commands.build import build
     from mkdocs.config import load_config
 
+    from primer.book.assets import install
+    from primer.book.render import render_payloads
     from primer.book.source import ChapterTraces, LiveStatus
+    from primer.book.store import TraceStore
     from primer.trace import ChapterRun
     from tests.test_render_data import long_run
 
     class Long:
         def traces(self, chapter: str) -> ChapterTraces:
             run = ChapterRun(chapter=chapter, mode="mock", scenarios=[long_run(int(chapter.split("_")[1]))])
-            return ChapterTraces(chapter, run, None, LiveStatus("missing", reason="no key yet"))
+            status = LiveStatus("missing", reason="no key yet")
+            return ChapterTraces(chapter, run, None, status, payloads_url=TraceStore.payloads_url(chapter))
 
     with tempfile.TemporaryDirectory() as folder:
         book = Path(folder)
         docs = book / "docs"
-        # The trace assets where mkdocs.yml names them (the book's hook would add them), and the book's stylesheet.
-        shutil.copytree(ROOT / "primer" / "book" / "assets", docs / "assets" / "trace-book")
-        shutil.copytree(ROOT / "docs" / "stylesheets", docs / "stylesheets")
+        install(docs)  # the trace stylesheet and script, which the book's hook would add
+        shutil.copytree(ROOT / "docs" / "stylesheets", docs / "stylesheets")  # the book's palette
         for n in turns:
             (docs / f"long_{n}.md").write_text(f"# {n} turns\n\n::: trace long_{n}\n", "utf-8")
         config = (ROOT / "mkdocs.yml").read_text("utf-8")
@@ -184,7 +191,8 @@ def growth_sizes(turns: tuple[int, ...]) -> dict[int, Weight]:
         (book / "mkdocs.yml").write_text(config, "utf-8")
         extension = {"primer.book.markdown": {"source": Long()}}
         build(load_config(str(book / "mkdocs.yml"), markdown_extensions=[*_extensions(config), extension]))
-        return {n: weigh(book / "site" / f"long_{n}" / "index.html") for n in turns}
+        pages = {n: weigh(book / "site" / f"long_{n}" / "index.html") for n in turns}
+        return pages, {n: len(render_payloads(Long().traces(f"long_{n}")).encode()) for n in turns}
 
 
 def _extensions(config: str) -> list[Any]:
@@ -283,12 +291,15 @@ def main() -> None:
     if args.baseline:
         books = {"baseline": args.baseline.resolve(), **books}
     weights: dict[str, Weight] = {}
+    payloads: dict[str, tuple[int, int]] = {}
     loads: dict[str, dict[str, Load]] = {}
     with tempfile.TemporaryDirectory() as folder:
         for name, source in books.items():
             target = Path(folder) / name.replace(" ", "_")
             site = build_book(source, target)
             weights[name] = weigh(site / PAGE)
+            data = (site / PAYLOADS).read_bytes() if (site / PAYLOADS).exists() else b""
+            payloads[name] = (len(data), gz(data))
             if args.browser:
                 site = build_book(source, Path(folder) / f"{name}_plain".replace(" ", "_"), weights[name].raw)
                 loads[name] = browse(site, ["ch09_who_retries/", f"{PLAIN}/"], args.runs)
@@ -303,6 +314,10 @@ def main() -> None:
             *(f"{weights[n].parts[part][0]:,} / {weights[n].parts[part][1]:,}" for n in names),
         )
     row("  elements", *(f"{weights[n].elements:,}" for n in names))
+    row(
+        "payload page (raw / gzipped)",
+        *(f"{payloads[n][0]:,} / {payloads[n][1]:,}" if payloads[n][0] else "none" for n in names),
+    )
     print("targets: at most 200,000 bytes raw and 30,000 gzipped")
     if args.browser:
         print()
@@ -324,9 +339,14 @@ def main() -> None:
         print(f"plain page: {weights[names[-1]].raw:,} bytes of prose as built, the same size as the ch09 page")
 
     print()
-    sizes = growth_sizes((2, 40, 80))
+    sizes, payload_pages = growth_sizes((2, 40, 80))
     for n, weight in sizes.items():
-        row(f"{n}-turn scenario, built page", f"{weight.raw:,} raw", f"{weight.gzip9:,} gzipped")
+        row(
+            f"{n}-turn scenario, built page",
+            f"{weight.raw:,} raw",
+            f"{weight.gzip9:,} gzipped",
+            f"payload page {payload_pages[n]:,}",
+        )
     print(f"growth 40 turns / 2 turns: {sizes[40].raw / sizes[2].raw:.1f}x (at most 25x)")
     print(f"growth 80 turns / 40 turns: {sizes[80].raw / sizes[40].raw:.2f}x (linear is 2x)")
 

@@ -21,6 +21,7 @@ to /tmp/screens.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import json
 import os
@@ -116,7 +117,17 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     from mkdocs.commands.build import build
     from mkdocs.config import load_config
 
+    from primer.book.render import render_payloads
+    from primer.book.source import ChapterTraces
+    from primer.book.store import TraceStore
     from tests.test_render_data import FixtureSource
+
+    class Published(FixtureSource):
+        """The fixture chapters as a book shows them: payload blocks link to the chapter's payload page."""
+
+        def traces(self, chapter: str) -> ChapterTraces:
+            traces = super().traces(chapter)
+            return dataclasses.replace(traces, payloads_url=TraceStore.payloads_url(chapter))
 
     root = tmp_path_factory.mktemp("book")
     docs = root / "docs"
@@ -129,8 +140,14 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     with serving(root / "site") as url:
         # Instant navigation only takes links listed in the sitemap, written from site_url.
         (root / "mkdocs.yml").write_text(MKDOCS_YML.replace("http://127.0.0.1/", url + "/"), "utf-8")
-        extension = {"primer.book.markdown": {"source": FixtureSource()}}
+        source = Published()
+        extension = {"primer.book.markdown": {"source": source}}
         build(load_config(str(root / "mkdocs.yml"), markdown_extensions=["tables", extension]))
+        # Published as the book's hook publishes them.
+        (root / "site" / "traces").mkdir(exist_ok=True)
+        for chapter in ("ch05_loop_endings", "ch09_who_retries", "hostile"):
+            page = root / "site" / TraceStore.payloads_url(chapter)
+            page.write_text(render_payloads(source.traces(chapter)), "utf-8")
         yield url
 
 
@@ -225,6 +242,9 @@ def open_page(
 
 def open_everything(page: Any) -> None:
     """Open every <details> of the traces, as a reader who clicked them all would."""
+    page.evaluate("document.querySelectorAll('.tr details').forEach(d => d.open = true)")
+    # The payloads are filled in from the chapter's payload page: then open what they hold.
+    page.wait_for_function("!document.querySelector('.tr-body[data-tr-payload]')")
     page.evaluate("document.querySelectorAll('.tr details').forEach(d => d.open = true)")
     page.wait_for_timeout(100)  # the toggle events: colours, copied rows, rebuilt bodies
 
@@ -406,10 +426,12 @@ def test_print_all_prints_every_run_with_everything_open(browser: Any, site: str
     page = open_page(browser, site, "/ch09/").page
     page.evaluate("window.print = () => { window.__printed = true; }")  # no dialog in a test
     page.locator(".tr-head .tr-mode[data-tr-mode='live']").click()  # live runs hidden on screen
-    closed = page.locator(".tr details:not([open])").count()
+    opened = page.locator(".tr details[open]").count()
     button = page.get_by_role("button", name="print all traces of ch09_who_retries, every part open")
     button.click()
-    assert page.evaluate("window.__printed") is True
+    # Once every payload is filled in from the chapter's payload page.
+    page.wait_for_function("window.__printed === true")
+    assert page.locator(".tr-body[data-tr-payload]").count() == 0
     page.evaluate("window.dispatchEvent(new Event('beforeprint'))")
     page.emulate_media(media="print")
     # Everything, but the views that repeat what is printed anyway.
@@ -420,7 +442,7 @@ def test_print_all_prints_every_run_with_everything_open(browser: Any, site: str
     assert page.locator(".tr-run[data-mode='live']").first.is_visible()
     page.evaluate("window.dispatchEvent(new Event('afterprint'))")
     page.emulate_media(media="screen")
-    assert page.locator(".tr details:not([open])").count() == closed
+    assert page.locator(".tr details[open]").count() == opened
     assert not page.locator(".tr-run[data-mode='live']").first.is_visible()
     page.evaluate("localStorage.clear()")
     page.context.close()
@@ -549,8 +571,14 @@ def test_every_trace_link_works_without_javascript(browser: Any, book: Book) -> 
                 shown = target.locator("> summary") if target.evaluate("e => e.tagName") == "DETAILS" else target
                 assert shown.is_visible(), f"{path}: {href} is not shown when followed"
             else:
-                response = page.context.request.get(urljoin(f"{book.url}/{path}", href))
+                address, _, fragment = href.partition("#")
+                response = page.context.request.get(urljoin(f"{book.url}/{path}", address))
                 assert response.status == 200, f"{path}: {href} -> {response.status}"
+                if address.endswith(".payloads.html"):
+                    # A payload block's link lands on the payload in the chapter's payload page.
+                    assert address.endswith(f"traces/{path.rstrip('/')}.payloads.html"), href
+                    assert f'id="{fragment}"' in response.text(), f"{path}: {href} has no target"
+                    continue
                 data = json.loads(response.body())
                 if href.endswith(f"traces/{path.rstrip('/')}.json"):
                     assert data["chapter"] == path.rstrip("/")

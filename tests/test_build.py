@@ -174,9 +174,11 @@ def test_a_warm_build_renders_nothing_and_search_skips_payloads(tmp_path):
     assert "markers rendered 0, reused 2" in share
     assert book.page() == page
 
-    # Payloads are on the page, but search sees only summary lines.
+    # Payloads are in the chapter's payload page, which the page links to, and search sees only summary lines.
     system = "You answer briefly and plainly."
-    assert system in page
+    assert system not in page
+    assert 'href="traces/ch_alpha.payloads.html#' in page
+    assert system in (book.root / "site" / "traces" / "ch_alpha.payloads.html").read_text()
     index = json.loads((book.root / "site" / "search" / "search_index.json").read_text())
     text = " ".join(doc["title"] + " " + doc["text"] for doc in index["docs"])
     assert "scenario asks_price" in text

@@ -83,8 +83,10 @@ def trace_blocks(site: Path, rewrites: tuple[str, str] | None = None) -> dict[st
 
 def published(folder: Path) -> dict[str, bytes]:
     # traces/CHAPTER.json, both modes, and CHAPTER.otlp.json beside it (mock spans at a fixed moment, so
-    # the same traces give the same bytes); never the frozen CHAPTER.live.json.
-    return {p.name: p.read_bytes() for p in sorted(folder.glob("*.json")) if not p.name.endswith(".live.json")}
+    # the same traces give the same bytes), and the payload page CHAPTER.payloads.html; never the frozen
+    # CHAPTER.live.json.
+    files = [*folder.glob("*.json"), *folder.glob("*.payloads.html")]
+    return {p.name: p.read_bytes() for p in sorted(files) if not p.name.endswith(".live.json")}
 
 
 def run(book: Path, *command: str) -> subprocess.CompletedProcess[str]:
@@ -125,7 +127,8 @@ def test_the_three_front_ends_show_the_same_traces(three_builds: Path) -> None:
 def test_the_three_front_ends_publish_the_same_trace_json(three_builds: Path) -> None:
     mkdocs = published(three_builds / "site_mkdocs" / "traces")
     chapters = [page.stem for page in (three_builds / "docs").glob("ch*.md")]
-    assert sorted(mkdocs) == sorted(f"{chapter}{kind}" for chapter in chapters for kind in (".json", ".otlp.json"))
+    kinds = (".json", ".otlp.json", ".payloads.html")
+    assert sorted(mkdocs) == sorted(f"{chapter}{kind}" for chapter in chapters for kind in kinds)
     assert published(three_builds / "site_properdocs" / "traces") == mkdocs
     assert published(three_builds / "site" / "traces") == mkdocs
 

@@ -68,7 +68,8 @@ def test_a_build_with_nothing_changed_reads_no_trace_and_shows_the_same(
         assert page(warm) == full
         assert warm.rendered.rendered == 0
         warm.publish(book.root / "warm")
-    for name in ("ch_alpha.json", "ch_beta.json"):
+    # The payload pages too, from the cache: no run was read to publish them.
+    for name in ("ch_alpha.json", "ch_beta.json", "ch_alpha.payloads.html", "ch_beta.payloads.html"):
         published = [(book.root / folder / "traces" / name).read_bytes() for folder in ("warm", "full")]
         assert published[0] == published[1]
 
@@ -86,6 +87,8 @@ def test_a_missing_piece_of_the_cache_is_made_again_from_that_chapters_runs(book
     warm.publish(book.root / "warm")
     published = json.loads((book.root / "warm" / "traces" / "ch_beta.json").read_text())
     assert published["mock"]["scenarios"][0]["name"] == "greets"
+    payloads = [(book.root / folder / "traces" / "ch_beta.payloads.html").read_bytes() for folder in ("warm", "full")]
+    assert payloads[0] == payloads[1]  # rendered again from its runs
 
 
 def test_an_edited_chapter_module_is_run_again(book: SmallBook) -> None:

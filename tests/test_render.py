@@ -16,7 +16,7 @@ import pytest
 from primer import summary
 from primer.book.links import page_relative
 from primer.book.markdown import TraceExtension
-from primer.book.render import Anchors, json_block, render_traces
+from primer.book.render import Anchors, json_block, render_payloads, render_traces
 from primer.book.source import ChapterTraces, LiveStatus
 from primer.trace import Backoff, ChapterRun, ErrorInfo
 from tests.servers.provider import ReplayProvider
@@ -677,3 +677,61 @@ def test_the_trace_json_link_is_made_relative_to_its_page() -> None:
     assert page_relative('<a href="/x.json" data-tr-root-relative="/x.json">', "a/") == (
         '<a href="/x.json" data-tr-root-relative="/x.json">'
     )
+
+
+# -- payloads in the chapter's payload page ---------------------------------
+
+
+def _published(traces: ChapterTraces) -> ChapterTraces:
+    url = f"traces/{traces.chapter}.payloads.html"
+    return ChapterTraces(traces.chapter, traces.mock, traces.live, traces.live_status, traces.download_url, url)
+
+
+_STUB = re.compile(
+    r'<div class="tr-body" data-search-exclude id="(?P<id>[^"]+)" data-tr-payload><p class="tr-note">'
+    r'<a class="tr-load" href="(?P<href>[^"]+)" data-tr-root-relative="(?P<path>[^"]+)">the payloads</a></p></div>'
+)
+_ELEMENT = re.compile(
+    r'<div class="tr-payload" id="(?P<id>[^"]+)"><p class="tr-payload-id">[^<]*</p>\n(?P<body>.*?)\n</div>', re.S
+)
+_INLINE = re.compile(r'<div class="tr-body" data-search-exclude id="(?P<id>[^"]+)">\n(?P<body>.*?)\n</div>', re.S)
+
+
+@pytest.mark.parametrize("chapter", ["ch09_who_retries", "hostile"])
+def test_payload_blocks_link_to_the_payload_page_which_holds_each_one_as_drawn_inline(chapter: str) -> None:
+    traces = _published(FixtureSource().traces(chapter))
+    html = render_traces(traces)
+    stubs = list(_STUB.finditer(html))
+    assert stubs
+    # Every payload block is a link, and nothing else of it is on the page.
+    assert html.count('class="tr-body"') == len(stubs)
+    for stub in stubs:
+        assert stub["href"] == f"traces/{chapter}.payloads.html#{stub['id']}"
+        assert stub["path"] == f"traces/{chapter}.payloads.html"
+    assert "You answer briefly" not in html
+    ids = [stub["id"] for stub in stubs]
+    assert len(ids) == len(set(ids))
+
+    payloads = render_payloads(traces)
+    assert payloads.startswith("<!doctype html>\n<!-- trace-book payloads -->")
+    elements = {m["id"]: m["body"] for m in _ELEMENT.finditer(payloads)}
+    # One element per block, by the block's id, holding what the block holds when drawn inline.
+    inline = {m["id"]: m["body"] for m in _INLINE.finditer(render_traces(traces, payloads=False))}
+    assert list(elements) == list(inline) == ids
+    for anchor, body in inline.items():
+        # Links to a call land on its payload, which is in the payload page too.
+        linked = re.sub(
+            r'href="#([^"]+)"', lambda m: f'href="#{m[1]}-body"' if f"{m[1]}-body" in inline else m[0], body
+        )
+        assert elements[anchor] == page_relative(linked, f"traces/{chapter}.payloads.html")
+    assert "<script" not in payloads.lower().replace("&lt;script", "")
+    if chapter == "ch09_who_retries":
+        assert "You answer briefly" in payloads
+
+
+def test_a_payload_link_is_made_relative_to_the_page_fragment_and_all() -> None:
+    html = render_traces(_published(FixtureSource().traces("ch09_who_retries")))
+    relative = page_relative(html, "ch09_who_retries/")
+    stub = _STUB.search(relative)
+    assert stub is not None
+    assert stub["href"] == f"../traces/ch09_who_retries.payloads.html#{stub['id']}"

@@ -113,4 +113,7 @@ def test_the_build_warns_naming_chapter_and_scenario_so_strict_fails(tmp_path: P
     (line,) = build.lines("replies and the run used")
     assert "traces: ch_leftover / too_long: the mock script holds 3 replies and the run used 2" in line
     assert not build.lines("just_right:")
-    assert "scripted replies never used" in book.page(), "the note is on the page, in the last model call"
+    # The note is in the last model call's payload, in the chapter's payload page the page links to.
+    payloads = (book.root / "site" / "traces" / "ch_leftover.payloads.html").read_text()
+    assert "scripted replies never used" in payloads, "the note is in the last model call"
+    assert "traces/ch_leftover.payloads.html#" in book.page()

@@ -170,6 +170,31 @@ def test_the_store_is_the_renderers_source_and_publishes_both_modes(tmp_path):
     assert store.download_url("ch") == "traces/ch.json"
 
 
+def test_the_store_publishes_each_chapters_payload_page_and_removes_a_gone_chapters_own(tmp_path):
+    from primer.book.render import render_payloads
+
+    store = TraceStore(tmp_path / "live", tmp_path / "cache")
+    url = store.payloads_url("ch")
+    assert url == "traces/ch.payloads.html"
+    store.show(ChapterTraces("ch", _run(), None, LiveStatus("missing", "no key"), "traces/ch.json", url))
+    folder = tmp_path / "site" / "traces"
+    folder.mkdir(parents=True)
+    (folder / "gone.payloads.html").write_text(
+        render_payloads(ChapterTraces("gone", _run("gone"), None, LiveStatus("missing")))
+    )
+    (folder / "mine.payloads.html").write_text("<p>an author's own page</p>")
+    written = store.publish(tmp_path / "site", lambda chapter: render_payloads(store.traces(chapter)))
+    page = folder / "ch.payloads.html"
+    assert page in written
+    assert page.read_text() == render_payloads(store.traces("ch"))
+    assert not (folder / "gone.payloads.html").exists()  # a chapter no longer shown
+    assert (folder / "mine.payloads.html").exists()  # not the book's
+    # Without a way to render them, none is written.
+    page.unlink()
+    store.publish(tmp_path / "site")
+    assert not page.exists()
+
+
 def test_the_otlp_json_is_the_same_in_every_build_and_made_once_per_version(tmp_path):
     traces = ChapterTraces("ch", _run(), _run("ch", "live"), LiveStatus("current"), "traces/ch.json")
     first = TraceStore(tmp_path / "live", tmp_path / "cache")

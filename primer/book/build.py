@@ -230,7 +230,18 @@ class Book:
         which every front end copies it as a static file.
         """
         with self.clock("publish"):
-            return self.store.publish(root) if self.enabled else []
+            return self.store.publish(root, self._payloads) if self.enabled else []
+
+    def _payloads(self, chapter: str) -> str:
+        # The chapter's payload page, rendered only when its traces (or the
+        # renderer) changed; a chapter shown by its summary is not even read.
+        summary = self.store.summary(chapter)
+        if summary is not None and (kept := self.rendered.cached_payloads(chapter, summary.html)) is not None:
+            return kept
+        from primer.book.render import render_payloads
+
+        traces = self.store.traces(chapter)
+        return self.rendered.payloads(traces, lambda: render_payloads(traces))
 
     def log_share(self) -> None:
         """Log this build's own share of the time, per part, at DEBUG."""

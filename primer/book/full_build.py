@@ -116,5 +116,6 @@ def _show(book: Book, state: ChapterState, report: Report) -> None:
             book.log.warning(warning)
     for unused in [warning for run in shown for warning in unused_warnings(run)]:
         book.log.warning(f"traces: {state.name} / {unused}")  # a mock script the run did not use up
-    traces = ChapterTraces(state.name, mock, state.live, state.status, book.store.download_url(state.name))
+    store, name = book.store, state.name
+    traces = ChapterTraces(name, mock, state.live, state.status, store.download_url(name), store.payloads_url(name))
     book.store.show(traces)

@@ -138,7 +138,7 @@ def traces_digest(traces: ChapterTraces, run_digest: Callable[[ChapterRun], str 
         digest.update(b"\n")
     status = traces.live_status
     failure = status.failure.model_dump(mode="json") if status.failure is not None else None
-    head = [traces.chapter, status.state, status.reason, failure, traces.download_url]
+    head = [traces.chapter, status.state, status.reason, failure, traces.download_url, traces.payloads_url]
     digest.update(json.dumps(head, sort_keys=True).encode())
     return digest.hexdigest()
 
@@ -207,6 +207,7 @@ class HtmlCache:
                 and last.live is traces.live
                 and last.live_status == traces.live_status
                 and last.download_url == traces.download_url
+                and last.payloads_url == traces.payloads_url
             ):
                 return digest
         digest = traces_digest(traces, self.run_digest)
@@ -224,14 +225,42 @@ class HtmlCache:
         self._used.add(slot)
         return slot, hashlib.sha256(f"{renderer} {traces_key}".encode()).hexdigest()
 
-    def _kept(self, slot: str, key: str, anchors: Anchors) -> str | None:
+    def _kept(self, slot: str, key: str, anchors: Anchors | None) -> str | None:
         entry = self._memory.get(slot) or self._read(slot)
         if entry is None or entry.key != key:
             return None
         self._memory[slot] = entry
-        anchors.used.update(entry.anchors)
-        self.reused += 1
+        if anchors is not None:  # a marker's, not a payload page
+            anchors.used.update(entry.anchors)
+            self.reused += 1
         return entry.html
+
+    def _payloads_slot(self, chapter: str, traces_key: str) -> tuple[str, str]:
+        # A chapter's payload page (``render_payloads``): one per chapter, whatever pages show it.
+        slot = f"{chapter}-payloads"
+        renderer = self.fingerprint or renderer_fingerprint(self.fingerprint_file)
+        self._used.add(slot)
+        return slot, hashlib.sha256(f"{renderer} {traces_key}".encode()).hexdigest()
+
+    def cached_payloads(self, chapter: str, traces_key: str) -> str | None:
+        """The chapter's payload page kept for traces of key ``traces_key`` (a summary's ``html``); None otherwise."""
+        return self._kept(*self._payloads_slot(chapter, traces_key), None)
+
+    def payloads(self, traces: ChapterTraces, render: Callable[[], str]) -> str:
+        """The chapter's payload page ``render()`` gives, rendered only if not kept (not counted as a marker)."""
+        started = time.perf_counter()
+        try:
+            slot, key = self._payloads_slot(traces.chapter, self.traces_key(traces))
+            kept = self._kept(slot, key, None)
+            if kept is not None:
+                return kept
+            html = render()
+            entry = _Entry(key, html, ())
+            self._memory[slot] = entry
+            self._write(slot, entry)
+            return html
+        finally:
+            self.seconds += time.perf_counter() - started
 
     def cached(
         self, chapter: str, scenario: str | None, traces_key: str, *, anchors: Anchors, head: bool

@@ -19,13 +19,19 @@ from __future__ import annotations
 import posixpath
 import re
 
-__all__ = ["PUBLISHED_DIR", "page_relative"]
+__all__ = ["PAYLOADS_HEAD", "PAYLOADS_SUFFIX", "PUBLISHED_DIR", "page_relative"]
 
 #: Folder of the site (and of the docs, for frozen live traces) holding trace JSON.
 PUBLISHED_DIR = "traces"
+#: How a chapter's payload page is named after the chapter, in ``PUBLISHED_DIR``.
+PAYLOADS_SUFFIX = ".payloads.html"
+#: How a payload page the book wrote begins (an author's own HTML there stays).
+PAYLOADS_HEAD = "<!doctype html>\n<!-- trace-book payloads -->"
 
-# An href and, later in the same tag, the same path marked root-relative.
-_LINK = re.compile(r'href="(?P<path>[^"#?:]*)"(?P<between>[^<>]*?) data-tr-root-relative="(?P=path)"')
+# An href (maybe with a fragment) and, later in the same tag, the same path marked root-relative.
+_LINK = re.compile(
+    r'href="(?P<path>[^"#?:]*)(?P<fragment>#[^"]*)?"(?P<between>[^<>]*?) data-tr-root-relative="(?P=path)"'
+)
 
 
 def page_relative(html: str, page_url: str) -> str:
@@ -46,7 +52,8 @@ def page_relative(html: str, page_url: str) -> str:
         path = match["path"]
         if path.startswith("/"):
             return match[0]
-        return f'href="{posixpath.relpath(path, folder)}"{match["between"]} data-tr-root-relative="{path}"'
+        fragment = match["fragment"] or ""
+        return f'href="{posixpath.relpath(path, folder)}{fragment}"{match["between"]} data-tr-root-relative="{path}"'
 
     # Only the tags that carry the attribute (two per chapter on a page of
     # tens of kilobytes): matching the pattern at every href of the page,

@@ -18,7 +18,8 @@ after::
     page.content = stash.give_back("ch09.md", page.content)  # after search
 
 The index holds the same words as before (the summary lines, never a
-payload); the page's final HTML is the same, every payload included.
+payload); the page's final HTML is the same, every payload block included
+(in a book's page, a payload block is a link to the chapter's payload page).
 
 A block's text is kept by a digest of the block: a warm build shows the
 same cached blocks again, and with ``keep_in`` (the hook's, in the book's
@@ -50,11 +51,12 @@ log = book_logger("mkdocs.plugins.primer")
 BLOCK_START = "<!--trace-book-->"
 BLOCK_END = "<!--/trace-book-->"
 
-#: The opening tags of payload blocks. A block holds no ``div`` (the
-#: templates promise it), so the first ``</div>`` after one closes it.
-OPENINGS = ('<div class="tr-body" data-search-exclude>', '<div class="tr-timeline" data-search-exclude>')
+#: How the opening tags of payload blocks begin (a ``tr-body`` has an id, and
+#: may be only a link to the chapter's payload page). A block holds no ``div``
+#: (the templates promise it), so the first ``</div>`` after one closes it.
+OPENINGS = ('<div class="tr-body" data-search-exclude', '<div class="tr-timeline" data-search-exclude')
 #: One payload block: its opening tag, its content, its closing tag.
-PAYLOAD = re.compile(r'(<div class="tr-(?:body|timeline)" data-search-exclude>)(.*?)(</div>)', re.S)
+PAYLOAD = re.compile(r'(<div class="tr-(?:body|timeline)" data-search-exclude[^>]*>)(.*?)(</div>)', re.S)
 # What no reader of the index needs: scripts, templates, styles, whole.
 _INERT = re.compile(r"<(script|template|style)\b.*?</\1\s*>", re.S | re.I)
 _TAG = re.compile(r"<[^>]*>")

@@ -1,5 +1,10 @@
 """Publishing: each chapter's traces as ``traces/CHAPTER.json`` (and its OTLP JSON) for readers to download.
 
+Beside them goes ``traces/CHAPTER.payloads.html``, the chapter's payloads as
+a plain page (one element per payload block, by the block's id): the pages
+link each payload block to it, and traces.js fills a block in from it when
+it is opened.
+
 Both modes of a chapter go into one file, ``{"chapter", "live_status",
 "mock", "live"}``, beside it ``traces/CHAPTER.otlp.json``: the same runs as
 OpenTelemetry spans for Phoenix, Jaeger and the like, when the ``otel``
@@ -26,11 +31,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from primer.book.atomic import write_if_changed
-from primer.book.links import PUBLISHED_DIR
+from primer.book.links import PAYLOADS_HEAD, PAYLOADS_SUFFIX, PUBLISHED_DIR
 from primer.book.logs import book_logger
 from primer.errors import MissingExtra
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from primer.book.source import ChapterTraces
     from primer.book.store import TraceStore
 
@@ -123,6 +130,15 @@ def _published(path: Path) -> bool:
         return False
 
 
+def _published_payloads(path: Path) -> bool:
+    # Only a payload page publish wrote: an author's own HTML there stays.
+    try:
+        with path.open("rb") as file:
+            return file.read(len(PAYLOADS_HEAD)) == PAYLOADS_HEAD.encode()
+    except OSError:
+        return False
+
+
 def _head(chapter: str, traces: ChapterTraces) -> str:
     status = traces.live_status
     return json.dumps(
@@ -160,12 +176,14 @@ class Publisher:
         self._otlp: dict[str, tuple[str, str]] = {}
         self._otlp_missing = False
 
-    def publish(self, root: Path) -> list[Path]:
+    def publish(self, root: Path, payloads: Callable[[str], str] | None = None) -> list[Path]:
         """Write each chapter's traces (both modes) to ``root/traces/CHAPTER.json``.
 
         ``root`` is the site, or the docs folder (whose ``traces`` folder
         also holds the frozen live traces): a published file of a chapter
         that is no longer shown is removed, so no front end copies it.
+        With ``payloads`` (a chapter's payload page, by its name), each
+        chapter's payload page goes to ``root/traces/CHAPTER.payloads.html``.
         """
         written: list[Path] = []
         shown = self.store.chapters()
@@ -177,8 +195,15 @@ class Publisher:
                 _place(path, document, self._published[chapter][3])
                 written.append(path)
                 written += self._publish_otlp(otlp, self.store.traces(chapter), key)
+            if payloads is not None:
+                page = root / PUBLISHED_DIR / f"{chapter}{PAYLOADS_SUFFIX}"
+                write_if_changed(page, payloads(chapter), durable=False)  # made again at will
+                written.append(page)
         for path in (root / PUBLISHED_DIR).glob("*.json"):
             if path.stem not in shown and not path.name.endswith(".live.json") and _published(path):
+                path.unlink(missing_ok=True)
+        for path in (root / PUBLISHED_DIR).glob(f"*{PAYLOADS_SUFFIX}"):
+            if path.name[: -len(PAYLOADS_SUFFIX)] not in shown and _published_payloads(path):
                 path.unlink(missing_ok=True)
         return written
 

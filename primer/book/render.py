@@ -27,6 +27,13 @@ as a value inside its JSON; the whole body as sent is rebuilt by traces.js
 Payloads are plain escaped text (traces.js colours JSON when it is opened),
 and every ``<pre>`` has an id of its own, which Material's copy button uses
 to name the block it copies.
+
+A book's page does not carry the payloads: when the traces name a
+``payloads_url``, each payload block (``div.tr-body``, by an id of its own) is
+a link to its element in the chapter's payload page (``render_payloads``,
+published beside the trace JSON), which a reader without JavaScript lands
+on and traces.js fills the block in from when it is first opened. The
+timelines stay on the page: they are shown unopened.
 """
 
 from __future__ import annotations
@@ -44,6 +51,7 @@ from jinja2 import Environment, PackageLoader, StrictUndefined
 from markupsafe import Markup
 
 from primer import summary
+from primer.book.links import PAYLOADS_HEAD, PAYLOADS_SUFFIX, PUBLISHED_DIR, page_relative
 from primer.book.payloads import BLOCK_END, BLOCK_START
 from primer.book.source import ChapterTraces, LiveStatus
 from primer.book.stream_view import stream_view
@@ -69,6 +77,7 @@ __all__ = [
     "json_block",
     "json_inline",
     "render_error",
+    "render_payloads",
     "render_traces",
 ]
 
@@ -733,14 +742,21 @@ def _safe_url(url: str | None) -> str | None:
 
 
 def render_traces(
-    traces: ChapterTraces, scenario: str | None = None, *, anchors: Anchors | None = None, head: bool = True
+    traces: ChapterTraces,
+    scenario: str | None = None,
+    *,
+    anchors: Anchors | None = None,
+    head: bool = True,
+    payloads: bool = True,
 ) -> str:
     """The HTML of a chapter's traces, or of one scenario's.
 
     Raises ``NotFound`` (naming the scenarios there are) for an unknown
     scenario; ``anchors`` keeps ids unique across several traces on a page;
     ``head=False`` leaves out the chapter's switch, totals, live status and
-    download link, for a page's second marker of the same chapter.
+    download link, for a page's second marker of the same chapter. When the
+    traces name a ``payloads_url``, each payload block is a link into the
+    chapter's payload page (``render_payloads``) unless ``payloads=False``.
     """
     anchors = anchors if anchors is not None else Anchors()
     anchor = anchors.make(traces.chapter, *([scenario] if scenario else []), "traces")
@@ -757,6 +773,7 @@ def render_traces(
             scenarios=scenarios,
             status=status,
             download_url=_safe_url(traces.download_url),
+            payloads_url=_safe_url(traces.payloads_url) if payloads else None,
             # Only where the book publishes it: the export needs the optional otel extra.
             otlp=otlp_available(),
             head=head,
@@ -765,6 +782,54 @@ def render_traces(
     # Marked, so a search plugin can be given the block's summary lines alone
     # (primer.book.payloads); comments are inert on the page.
     return f"{BLOCK_START}{_clean(html)}{BLOCK_END}"
+
+
+# A payload block as render_traces draws it inline: it holds no div, so the first </div> closes it.
+_INLINE_PAYLOAD = re.compile(
+    r'<div class="tr-body" data-search-exclude id="(?P<id>[^"]+)">\n(?P<body>.*?)\n</div>', re.S
+)
+
+_IN_PAGE_LINK = re.compile(r'href="#([^"]+)"')
+
+
+def render_payloads(traces: ChapterTraces) -> str:
+    """The chapter's payload page: every payload block of its traces, by the block's id, as a plain page.
+
+    Published beside the trace JSON as ``traces/CHAPTER.payloads.html``
+    (``TraceStore.payloads_url``): a page's payload block links to its
+    element here, and traces.js fills the block in from it when opened. The
+    ids are the ones the chapter's blocks have on a page that shows the
+    chapter once. A link inside a payload to a call on the page points at
+    that call's payload instead, which is here too; links to what only the
+    page has (a turn, an ending) work once filled in. Root-relative links are
+    made relative to this page.
+    """
+    html = render_traces(traces, payloads=False)
+    parts = [
+        f"{PAYLOADS_HEAD}\n",
+        '<html lang="en"><head><meta charset="utf-8">',
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        '<meta name="robots" content="noindex">',
+        f"<title>Payloads of {_text(traces.chapter)}</title>",
+        "<style>body{font-family:sans-serif;margin:1rem}pre{white-space:pre-wrap;overflow-wrap:anywhere}"
+        "table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:.2rem .4rem;vertical-align:top}"
+        ".tr-payload{border-top:2px solid #888;margin-top:1rem}.tr-payload-id{font-family:monospace}</style>",
+        "</head><body>\n",
+        f"<h1>Payloads of {_text(traces.chapter)}</h1>\n",
+    ]
+    blocks = [(match["id"], match["body"]) for match in _INLINE_PAYLOAD.finditer(html)]
+    here = {anchor for anchor, _ in blocks}
+
+    def landing(link: re.Match[str]) -> str:
+        # A link to a call on the page lands, here, on that call's payload (and, filled in, inside the call).
+        target = f"{link[1]}-body"
+        return f'href="#{target}"' if target in here else link[0]
+
+    for anchor, body in blocks:
+        linked = _IN_PAGE_LINK.sub(landing, body)
+        parts.append(f'<div class="tr-payload" id="{anchor}"><p class="tr-payload-id">{anchor}</p>\n{linked}\n</div>\n')
+    parts.append("</body></html>\n")
+    return page_relative("".join(parts), f"{PUBLISHED_DIR}/{traces.chapter}{PAYLOADS_SUFFIX}")
 
 
 def render_error(message: str, *, marker: str | None = None) -> str:

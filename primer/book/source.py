@@ -62,6 +62,9 @@ class ChapterTraces:
     live_status: LiveStatus
     #: Where the chapter's trace JSON is published, relative to the site root.
     download_url: str | None = None
+    #: Where the chapter's payload page is published, relative to the site root: with
+    #: one, a page's payload blocks link to it (traces.js fills them in when opened).
+    payloads_url: str | None = None
 
 
 @dataclass(frozen=True)

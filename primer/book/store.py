@@ -30,13 +30,13 @@ from __future__ import annotations
 
 import gc
 import hashlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from primer.book.atomic import write_if_changed
-from primer.book.links import PUBLISHED_DIR
+from primer.book.links import PAYLOADS_SUFFIX, PUBLISHED_DIR
 from primer.book.publish import MOCK_EPOCH, Publisher
 from primer.book.source import ChapterTraces, TraceSummary
 from primer.book.trace_file import CorruptTrace, parse
@@ -191,15 +191,26 @@ class TraceStore:
             raise NotFound(f"There are no traces for chapter {chapter!r}. The chapters are: {chapters}.")
         mock = self.load(chapter, "mock")
         live = self.load(chapter, "live") if summary.live is not None else None
-        found = ChapterTraces(chapter, mock, live, summary.live_status, self.download_url(chapter))
+        found = ChapterTraces(
+            chapter, mock, live, summary.live_status, self.download_url(chapter), self.payloads_url(chapter)
+        )
         self._shown[chapter] = found
         return found
 
-    def publish(self, root: Path) -> list[Path]:
-        """Write each chapter's traces (both modes) to ``root/traces/CHAPTER.json`` (``primer.book.publish``)."""
-        return self.publisher.publish(root)
+    def publish(self, root: Path, payloads: Callable[[str], str] | None = None) -> list[Path]:
+        """Write each chapter's traces (both modes) to ``root/traces/CHAPTER.json`` (``primer.book.publish``).
+
+        With ``payloads`` (a chapter's payload page by its name), each chapter's goes
+        to ``root/traces/CHAPTER.payloads.html``.
+        """
+        return self.publisher.publish(root, payloads)
 
     @staticmethod
     def download_url(chapter: str) -> str:
         """Where ``publish`` puts a chapter's JSON, relative to the site root."""
         return f"{PUBLISHED_DIR}/{chapter}.json"
+
+    @staticmethod
+    def payloads_url(chapter: str) -> str:
+        """Where ``publish`` puts a chapter's payload page, relative to the site root."""
+        return f"{PUBLISHED_DIR}/{chapter}{PAYLOADS_SUFFIX}"

@@ -6,6 +6,11 @@
  *   localStorage) and per scenario (this page only);
  * - a link to a turn or tool call opens the <details> around it, on load, on
  *   hashchange and after Material's instant navigation;
+ * - payloads are not on the page: each payload block links to its element
+ *   in the chapter's payload page (traces/CHAPTER.payloads.html, which a
+ *   reader without JavaScript lands on). When the first <details> holding
+ *   one opens, that page is fetched once and every block of the chapter is
+ *   filled in from it, with copy buttons made as Material makes them;
  * - JSON is coloured when the <details> around it is first opened (the page
  *   ships it as plain text: highlighting markup was most of its weight);
  * - "whole context" is filled in from the run's transcript, and "the whole
@@ -19,7 +24,9 @@
  * Material re-renders the page body on instant navigation, so setup runs on
  * every document$ emission and binds only to elements not yet bound.
  * Everything taken from the page is put back as text (textContent,
- * createElement), never as HTML: the payloads are untrusted.
+ * createElement), never as HTML: the payloads are untrusted. The payload
+ * page is the renderer's own escaped HTML, parsed by DOMParser (which runs
+ * no script) and moved in node by node.
  */
 (function () {
   "use strict";
@@ -141,7 +148,12 @@
     } catch (error) {
       return;
     }
-    reveal(document.getElementById(id));
+    var target = document.getElementById(id);
+    if (target) reveal(target);
+    else if (document.querySelector(".tr-body[data-tr-payload]")) {
+      // Maybe in a payload not filled in yet.
+      fillAll().then(function () { reveal(document.getElementById(id)); });
+    }
   }
 
   // In-page links (the timeline, "as declared in turn 1") open their target
@@ -149,8 +161,121 @@
   function onLink(event) {
     var link = event.target.closest('.tr a[href^="#"]');
     if (!link) return;
-    var target = document.getElementById(decodeURIComponent(link.getAttribute("href").slice(1)));
+    var id = decodeURIComponent(link.getAttribute("href").slice(1));
+    var target = document.getElementById(id);
     if (target) reveal(target);
+    else fillAll().then(function () { reveal(document.getElementById(id)); });
+  }
+
+  // -- payloads, filled in from the chapter's payload page ------------------
+
+  var payloadPages = {}; // URL without its hash -> a promise of the parsed page
+
+  function payloadUrl(stub) {
+    var link = stub.querySelector("a.tr-load");
+    return link ? link.href.split("#")[0] : null;
+  }
+
+  function payloadPage(url) {
+    if (!payloadPages[url]) {
+      payloadPages[url] = fetch(url).then(function (response) {
+        if (!response.ok) throw new Error(url + ": " + response.status);
+        return response.text();
+      }).then(function (text) {
+        return new DOMParser().parseFromString(text, "text/html");
+      });
+      // A failed fetch is tried again at the next opening; the link stays meanwhile.
+      payloadPages[url].catch(function () { delete payloadPages[url]; });
+    }
+    return payloadPages[url];
+  }
+
+  // Material's copy button for a block filled in after it made its own, as
+  // Material makes one: the block is named "__code_" and its own id (or the
+  // closest one around it), and the button's clipboard handler is bound to
+  // the document, so a copy works here too.
+  var codeIds = 0;
+  // The copy button's title if the theme makes copy buttons (Material's "content.code.copy"), else null.
+  var COPY = (function () {
+    var config = document.getElementById("__config");
+    try {
+      var settings = JSON.parse(config.textContent);
+      if ((settings.features || []).indexOf("content.code.copy") < 0) return null;
+      return (settings.translations || {})["clipboard.copy"] || "Copy to clipboard";
+    } catch (error) {
+      return null;
+    }
+  })();
+
+  function copyButton(pre) {
+    if (!COPY) return;
+    var named = pre.closest("[id]");
+    var id = "__code_" + (named ? named.id : "tr-" + codeIds++);
+    while (document.getElementById(id) && document.getElementById(id) !== pre) id += "-" + codeIds++;
+    pre.id = id;
+    var nav = element("nav", "md-code__nav");
+    var button = element("button", "md-code__button");
+    button.title = COPY;
+    button.setAttribute("data-clipboard-target", "#" + id + " > code");
+    button.setAttribute("data-md-type", "copy");
+    nav.appendChild(button);
+    pre.insertBefore(nav, pre.firstChild);
+  }
+
+  function rootRelative(scope) {
+    // The path is kept in its own attribute: Material may already have made
+    // the href absolute against the page's URL.
+    scope.querySelectorAll(".tr a[data-tr-root-relative]").forEach(function (link) {
+      var path = link.getAttribute("data-tr-root-relative");
+      if (!/^([a-z]+:)?\/\//i.test(path) && path.charAt(0) !== "/") link.href = new URL(path, ROOT).href;
+      link.removeAttribute("data-tr-root-relative");
+    });
+  }
+
+  // Fill every block of the page that links to the payload page at `url`.
+  function fillFrom(url) {
+    return payloadPage(url).then(function (page) {
+      document.querySelectorAll(".tr-body[data-tr-payload]").forEach(function (stub) {
+        if (payloadUrl(stub) !== url) return;
+        var source = page.getElementById(stub.id);
+        if (!source) return; // not in the payload page: the link stays
+        var content = document.createDocumentFragment();
+        Array.prototype.forEach.call(source.childNodes, function (node) {
+          if (node.nodeType === 1 && node.classList.contains("tr-payload-id")) return;
+          content.appendChild(document.importNode(node, true));
+        });
+        stub.textContent = "";
+        stub.appendChild(content);
+        stub.removeAttribute("data-tr-payload");
+        rootRelative(stub);
+        stub.querySelectorAll("pre").forEach(copyButton);
+        var details = stub.closest("details");
+        if (details && details.open) colour(details);
+      });
+      updateAll();
+    });
+  }
+
+  // Fill the payload blocks directly in `details` (and so every block of its chapter).
+  function fillPayloads(details) {
+    var urls = [];
+    details.querySelectorAll(":scope > .tr-body[data-tr-payload]").forEach(function (stub) {
+      var url = payloadUrl(stub);
+      if (url && urls.indexOf(url) < 0) urls.push(url);
+    });
+    return Promise.all(urls.map(fillFrom));
+  }
+
+  // Fill every payload block of the page.
+  function fillAll() {
+    var urls = [];
+    document.querySelectorAll(".tr-body[data-tr-payload]").forEach(function (stub) {
+      var url = payloadUrl(stub);
+      if (url && urls.indexOf(url) < 0) urls.push(url);
+    });
+    return Promise.all(urls.map(function (url) {
+      return fillFrom(url).catch(function () {});
+    }));
   }
 
   // -- JSON colours ---------------------------------------------------------
@@ -280,6 +405,10 @@
   function onToggle(event) {
     var details = event.target;
     if (details.tagName !== "DETAILS" || !details.open || !details.closest(".tr")) return;
+    // Not what the print opens to leave folded on paper.
+    if (details.querySelector(":scope > .tr-body[data-tr-payload]") && !details.hasAttribute("data-tr-folded")) {
+      fillPayloads(details).catch(function () {});
+    }
     if (details.classList.contains("tr-whole")) fillContext(details);
     if (details.classList.contains("tr-sent")) fillBody(details);
     if (details.classList.contains("tr-turn")) {
@@ -342,6 +471,19 @@
     var open = all.some(function (d) { return !d.open; });
     all.forEach(function (d) { d.open = open; });
     labelAll(button);
+    if (!open) return;
+    // What the payloads bring in opens too, unless folded meanwhile.
+    var urls = [];
+    target.querySelectorAll(".tr-body[data-tr-payload]").forEach(function (stub) {
+      var url = payloadUrl(stub);
+      if (url && urls.indexOf(url) < 0) urls.push(url);
+    });
+    if (!urls.length) return;
+    Promise.all(urls.map(fillFrom)).then(function () {
+      if (!target.open) return;
+      within(target).forEach(function (d) { d.open = true; });
+      labelAll(button);
+    }).catch(function () {});
   }
 
   // -- printing ---------------------------------------------------------------
@@ -371,6 +513,11 @@
 
   function onPrintAll(event) {
     if (!event.target.closest(".tr-print")) return;
+    // Every payload in place first: printing prints what is on the page.
+    fillAll().then(printEverything);
+  }
+
+  function printEverything() {
     printAll = true;
     document.documentElement.classList.add("tr-print-all");
     // Not the views that repeat what is printed anyway: the whole context
@@ -404,12 +551,9 @@
       if (legend && legend.lastElementChild) addAll(run, legend.lastElementChild, runName(run));
     });
     document.querySelectorAll(".tr details[open]").forEach(colour);
-    // The path is kept in its own attribute: Material may already have made
-    // the href absolute against the page's URL.
-    document.querySelectorAll(".tr a[data-tr-root-relative]").forEach(function (link) {
-      var path = link.getAttribute("data-tr-root-relative");
-      if (!/^([a-z]+:)?\/\//i.test(path) && path.charAt(0) !== "/") link.href = new URL(path, ROOT).href;
-      link.removeAttribute("data-tr-root-relative");
+    rootRelative(document);
+    document.querySelectorAll(".tr details[open]").forEach(function (details) {
+      if (details.querySelector(":scope > .tr-body[data-tr-payload]")) fillPayloads(details).catch(function () {});
     });
     revealHash();
   }
