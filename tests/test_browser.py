@@ -424,7 +424,10 @@ def test_printing_prints_what_is_open(browser: Any, site: str) -> None:
 
 def test_print_all_prints_every_run_with_everything_open(browser: Any, site: str) -> None:
     page = open_page(browser, site, "/ch09/").page
-    page.evaluate("window.print = () => { window.__printed = true; }")  # no dialog in a test
+    # No dialog in a test. A function, not an assignment: Playwright calls what
+    # an expression evaluates to when it is a function, which would "print" at once.
+    page.evaluate("() => { window.print = () => { window.__printed = true; }; }")
+    assert page.evaluate("window.__printed") is None
     page.locator(".tr-head .tr-mode[data-tr-mode='live']").click()  # live runs hidden on screen
     opened = page.locator(".tr details[open]").count()
     button = page.get_by_role("button", name="print all traces of ch09_who_retries, every part open")
