@@ -277,7 +277,7 @@ class _Quiet(SimpleHTTPRequestHandler):
 
 
 def row(label: str, *values: str) -> None:
-    print(f"{label:<40}" + "".join(f"{value:>24}" for value in values))
+    print(f"{label:<40}" + "".join(f"{value:>28}" for value in values))
 
 
 def main() -> None:
@@ -321,7 +321,7 @@ def main() -> None:
     print("targets: at most 200,000 bytes raw and 30,000 gzipped")
     if args.browser:
         print()
-        row("in Chromium, 4x slower CPU, 390 px", *(f"{n}: ch09 / plain" for n in names))
+        row("in Chromium, 4x slower CPU, 390 px", *(f" {n}: ch09 / plain" for n in names))
         for label, attribute, unit in (
             ("  elements", "elements", ""),
             ("  DOMContentLoaded", "dom_content_loaded", " ms"),
