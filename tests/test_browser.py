@@ -622,6 +622,12 @@ def test_every_page_meets_wcag_aa(browser: Any, book: Book, scheme: str) -> None
             checked += 1
         page.context.close()
     assert checked >= 17  # every chapter page
+    # Where a payload link takes a reader without JavaScript: everything in one main landmark.
+    page = open_page(browser, book.url, "/traces/ch09_who_retries.payloads.html", scheme).page
+    page.evaluate("document.querySelectorAll('details').forEach(d => d.open = true)")
+    assert page.locator("main .tr-payload").count() == page.locator(".tr-payload").count() > 10
+    assert _axe(page) == [], f"the ch09 payload page, {scheme}"
+    page.context.close()
 
 
 def test_folded_ch09_scenarios_tell_their_story(browser: Any, book: Book) -> None:

@@ -811,10 +811,12 @@ def render_payloads(traces: ChapterTraces) -> str:
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
         '<meta name="robots" content="noindex">',
         f"<title>Payloads of {_text(traces.chapter)}</title>",
-        "<style>body{font-family:sans-serif;margin:1rem}pre{white-space:pre-wrap;overflow-wrap:anywhere}"
+        # Summaries at least 24 px tall (WCAG 2.2 target size).
+        "<style>body{font-family:sans-serif;margin:1rem}"
+        "summary{padding:.2rem 0;min-height:24px;box-sizing:border-box}pre{white-space:pre-wrap;overflow-wrap:anywhere}"
         "table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:.2rem .4rem;vertical-align:top}"
         ".tr-payload{border-top:2px solid #888;margin-top:1rem}.tr-payload-id{font-family:monospace}</style>",
-        "</head><body>\n",
+        "</head><body><main>\n",  # one landmark holding it all, for a screen reader's "skip to main"
         f"<h1>Payloads of {_text(traces.chapter)}</h1>\n",
     ]
     blocks = [(match["id"], match["body"]) for match in _INLINE_PAYLOAD.finditer(html)]
@@ -828,7 +830,7 @@ def render_payloads(traces: ChapterTraces) -> str:
     for anchor, body in blocks:
         linked = _IN_PAGE_LINK.sub(landing, body)
         parts.append(f'<div class="tr-payload" id="{anchor}"><p class="tr-payload-id">{anchor}</p>\n{linked}\n</div>\n')
-    parts.append("</body></html>\n")
+    parts.append("</main></body></html>\n")
     return page_relative("".join(parts), f"{PUBLISHED_DIR}/{traces.chapter}{PAYLOADS_SUFFIX}")
 
 
