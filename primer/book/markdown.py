@@ -29,10 +29,15 @@ A line meant as a marker that is not a valid one (``:::trace x``,
 ``::: traces x``, ``::: trace``: see ``primer.book.source``) is shown as an
 error block with the valid form, and logged, rather than left as text.
 
-Two more options serve the book's hook, which sets them: ``docs_dir``, and
+Three more options serve the book's hook, which sets them: ``docs_dir``;
 ``warn_missing``: with False, a marker naming an unknown chapter or scenario,
 or a malformed one, still shows its error block but is not logged here,
-because the hook warns about it already, naming the page and line. A book's
+because the hook warns about it already, naming the page and line; and
+``traces_off``: with True (``PRIMER_TRACES=off``), each marker shows the short
+placeholder ``primer.book.pages.placeholder`` says, no live block's prose
+shows, and nothing is loaded or run. The placeholder is stashed as a trace
+is, never parsed as raw HTML: the build then costs what it costs without the
+machinery (``benchmarks/scale.py``). A book's
 rendered markers are kept in its ``HtmlCache`` (``primer.book.html_cache``);
 a ``cache`` may also be given to the constructor.
 
@@ -59,6 +64,7 @@ from primer.book.links import page_relative
 from primer.book.live_prose import LiveProse
 from primer.book.logs import book_logger
 from primer.book.markers import Marker, NearMiss, parse_line
+from primer.book.pages import placeholder
 from primer.book.sources import (
     NO_KEY,
     MockRunSource,
@@ -101,6 +107,8 @@ class TraceProcessor(BlockProcessor):
     @staticmethod
     def _first(block: str) -> tuple[int, Marker | NearMiss] | None:
         # The first line of the block meant as a marker, valid or not.
+        if ":::" not in block:  # asked of nearly every block of every page: most hold none
+            return None
         for index, line in enumerate(block.split("\n")):
             parsed = parse_line(line) if ":::" in line else None
             if parsed is not None:
@@ -123,12 +131,14 @@ class TraceProcessor(BlockProcessor):
         before, after = "\n".join(lines[:index]).rstrip("\n"), "\n".join(lines[index + 1 :]).lstrip("\n")
         if before:
             self.parser.parseBlocks(parent, [before])
-        if isinstance(marker, Marker):
-            html = self.extension.html_for(marker.chapter, marker.scenario)
-        else:
+        if isinstance(marker, NearMiss):
             html = self.extension.html_for_near_miss(marker)
-        placeholder = etree.SubElement(parent, "p")
-        placeholder.text = self.parser.md.htmlStash.store(html)
+        elif self.extension.off:
+            html = placeholder(marker)
+        else:
+            html = self.extension.html_for(marker.chapter, marker.scenario)
+        stashed = etree.SubElement(parent, "p")
+        stashed.text = self.parser.md.htmlStash.store(html)
         if after:
             blocks.insert(0, after)
 
@@ -143,7 +153,9 @@ class TraceExtension(Extension):
     page's rendering context); ``warn_missing`` (default True): log markers
     naming an unknown chapter or scenario, and lines meant as markers that
     are not valid ones (the book's hook warns about those itself, naming
-    page and line).
+    page and line); ``traces_off`` (default False): show a placeholder for
+    each marker, load and run nothing (the book's hook sets it when
+    ``PRIMER_TRACES=off``).
     """
 
     def __init__(
@@ -156,8 +168,11 @@ class TraceExtension(Extension):
                 True,
                 "Log markers naming an unknown chapter or scenario, and malformed markers (the book's hook does).",
             ],
+            "traces_off": [False, "Show a placeholder for each marker, load and run nothing (PRIMER_TRACES=off)."],
         }
         super().__init__(**kwargs)
+        #: Whether traces are off (``traces_off``): asked once per marker and live block.
+        self.off = bool(self.getConfig("traces_off"))
         if cache is not None:
             from primer.book.html_cache import HtmlCache
 
@@ -242,6 +257,8 @@ class TraceExtension(Extension):
 
     def has_live(self, chapter: str, scenario: str | None) -> bool:
         """Whether a live block's prose shows: the chapter (or the scenario) has a live run (``live_prose``)."""
+        if self.off:
+            return False
         summary = self._summary(chapter)
         if summary is not None:
             return summary.live is not None and (scenario is None or scenario in summary.live)
