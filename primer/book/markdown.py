@@ -34,10 +34,10 @@ Three more options serve the book's hook, which sets them: ``docs_dir``;
 or a malformed one, still shows its error block but is not logged here,
 because the hook warns about it already, naming the page and line; and
 ``traces_off``: with True (``PRIMER_TRACES=off``), each marker shows the short
-placeholder ``primer.book.pages.placeholder`` says, no live block's prose
-shows, and nothing is loaded or run. The placeholder is stashed as a trace
-is, never parsed as raw HTML: the build then costs what it costs without the
-machinery (``benchmarks/scale.py``). A book's
+note ``primer.book.pages.placeholder`` writes, no live block's prose shows,
+and nothing is loaded or run. The note is built as elements, never parsed
+(as raw HTML, or as Markdown): the build then costs what it costs without
+the machinery (``benchmarks/scale.py``). A book's
 rendered markers are kept in its ``HtmlCache`` (``primer.book.html_cache``);
 a ``cache`` may also be given to the constructor.
 
@@ -59,12 +59,13 @@ from markdown import Markdown
 from markdown.blockparser import BlockParser
 from markdown.blockprocessors import BlockProcessor
 from markdown.extensions import Extension
+from markdown.util import AtomicString
 
 from primer.book.links import page_relative
 from primer.book.live_prose import LiveProse
 from primer.book.logs import book_logger
 from primer.book.markers import Marker, NearMiss, parse_line
-from primer.book.pages import placeholder
+from primer.book.pages import OFF_CLASS, off_note
 from primer.book.sources import (
     NO_KEY,
     MockRunSource,
@@ -103,12 +104,13 @@ class TraceProcessor(BlockProcessor):
     def __init__(self, parser: BlockParser, extension: TraceExtension) -> None:
         super().__init__(parser)
         self.extension = extension
+        # What test() found in the block it was asked about, for run(), which
+        # Python-Markdown calls next with that block: each is parsed once.
+        self._tested: tuple[str, tuple[int, Marker | NearMiss] | None] = ("", None)
 
     @staticmethod
     def _first(block: str) -> tuple[int, Marker | NearMiss] | None:
         # The first line of the block meant as a marker, valid or not.
-        if ":::" not in block:  # asked of nearly every block of every page: most hold none
-            return None
         for index, line in enumerate(block.split("\n")):
             parsed = parse_line(line) if ":::" in line else None
             if parsed is not None:
@@ -117,12 +119,17 @@ class TraceProcessor(BlockProcessor):
 
     def test(self, parent: etree.Element, block: str) -> bool:
         """Whether the block holds a line meant as a marker (a near miss is shown as an error)."""
-        return self._first(block) is not None
+        if ":::" not in block:  # asked of nearly every block of every page: most hold none
+            return False
+        self._tested = (block, self._first(block))
+        return self._tested[1] is not None
 
     def run(self, parent: etree.Element, blocks: list[str]) -> None:
         """Render the first marker of the block; the text around it is parsed as usual."""
         block = blocks.pop(0)
-        found = self._first(block)
+        tested, found = self._tested
+        if tested is not block:
+            found = self._first(block)
         if found is None:  # test() said yes; be safe if another processor changed it
             blocks.insert(0, block)
             return
@@ -131,16 +138,28 @@ class TraceProcessor(BlockProcessor):
         before, after = "\n".join(lines[:index]).rstrip("\n"), "\n".join(lines[index + 1 :]).lstrip("\n")
         if before:
             self.parser.parseBlocks(parent, [before])
-        if isinstance(marker, NearMiss):
-            html = self.extension.html_for_near_miss(marker)
-        elif self.extension.off:
-            html = placeholder(marker)
+        if isinstance(marker, Marker) and self.extension.off:
+            _placeholder(parent, marker)
         else:
-            html = self.extension.html_for(marker.chapter, marker.scenario)
-        stashed = etree.SubElement(parent, "p")
-        stashed.text = self.parser.md.htmlStash.store(html)
+            if isinstance(marker, NearMiss):
+                html = self.extension.html_for_near_miss(marker)
+            else:
+                html = self.extension.html_for(marker.chapter, marker.scenario)
+            stashed = etree.SubElement(parent, "p")
+            stashed.text = self.parser.md.htmlStash.store(html)
         if after:
             blocks.insert(0, after)
+
+
+def _placeholder(parent: etree.Element, marker: Marker) -> None:
+    # The note ``primer.book.pages.placeholder`` writes, built as elements with
+    # atomic text: no inline pattern reads it, and Python-Markdown has no
+    # stashed HTML to put back (which costs more than the elements, on every page).
+    before, code, after = off_note(marker)
+    note = etree.SubElement(etree.SubElement(parent, "p", {"class": OFF_CLASS}), "em")
+    note.text = AtomicString(before)
+    inside = etree.SubElement(note, "code")
+    inside.text, inside.tail = AtomicString(code), AtomicString(after)
 
 
 class TraceExtension(Extension):

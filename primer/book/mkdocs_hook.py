@@ -140,9 +140,9 @@ def on_config(config: MkDocsConfig) -> MkDocsConfig:
             log.warning(f"traces: {message}")
         log.info("traces: off (PRIMER_TRACES=off), nothing ran")
         if EXTENSION in config.markdown_extensions:
-            # The extension shows the placeholders: stashed, as traces are, they
-            # cost Python-Markdown nothing, where raw HTML put here would go
-            # through its HTML block parser (and MkDocs' own) on every page.
+            # The extension shows the placeholders, built as elements: raw HTML
+            # put in the page here would go through Python-Markdown's HTML
+            # block parser (and MkDocs' own) on every page.
             config.mdx_configs[EXTENSION] = {**config.mdx_configs.get(EXTENSION, {}), "traces_off": True}
         return config
     options = config.mdx_configs.get(EXTENSION, {})
