@@ -140,6 +140,14 @@ def test_with_traces_off_every_marker_is_a_placeholder_and_no_source_is_asked() 
     assert "`:::trace ch_d` looks like a trace marker" in tree.find("div", class_="tr-failed")[0].text
 
 
+def test_primer_traces_off_is_read_where_no_hook_sets_the_option(monkeypatch: pytest.MonkeyPatch) -> None:
+    source = FixtureSource()
+    monkeypatch.setenv("PRIMER_TRACES", " Off ")
+    html = markdown.Markdown(extensions=[TraceExtension(source=source)]).convert("::: trace ch09_who_retries")
+    assert html == placeholder(Marker("ch09_who_retries", None, 0))
+    assert source.asked == []
+
+
 def test_one_processor_registered_between_indented_code_and_mkdocstrings() -> None:
     md = markdown.Markdown(extensions=["primer.book.markdown"])
     processors = md.parser.blockprocessors

@@ -33,9 +33,10 @@ Three more options serve the book's hook, which sets them: ``docs_dir``;
 ``warn_missing``: with False, a marker naming an unknown chapter or scenario,
 or a malformed one, still shows its error block but is not logged here,
 because the hook warns about it already, naming the page and line; and
-``traces_off``: with True (``PRIMER_TRACES=off``), each marker shows the short
-note ``primer.book.pages.placeholder`` writes, no live block's prose shows,
-and nothing is loaded or run. The note is built as elements, never parsed
+``traces_off``: with True, each marker shows the short note
+``primer.book.pages.placeholder`` writes, no live block's prose shows, and
+nothing is loaded or run. ``PRIMER_TRACES=off`` does the same where no hook
+sets the option (Zensical, a plain ``markdown.Markdown``). The note is built as elements, never parsed
 (as raw HTML, or as Markdown): the build then costs what it costs without
 the machinery (``benchmarks/scale.py``). A book's
 rendered markers are kept in its ``HtmlCache`` (``primer.book.html_cache``);
@@ -77,6 +78,7 @@ from primer.book.sources import (
 )
 from primer.errors import ConfigError, NotFound, PrimerError
 from primer.locator import DEFAULT_PACKAGE, ChapterLocator
+from primer.variables import traces_off
 
 if TYPE_CHECKING:  # loaded on first use: MkDocs loads the extension with traces off too
     from primer.book.html_cache import HtmlCache
@@ -174,7 +176,7 @@ class TraceExtension(Extension):
     are not valid ones (the book's hook warns about those itself, naming
     page and line); ``traces_off`` (default False): show a placeholder for
     each marker, load and run nothing (the book's hook sets it when
-    ``PRIMER_TRACES=off``).
+    ``PRIMER_TRACES=off``, which the extension also reads itself).
     """
 
     def __init__(
@@ -190,8 +192,8 @@ class TraceExtension(Extension):
             "traces_off": [False, "Show a placeholder for each marker, load and run nothing (PRIMER_TRACES=off)."],
         }
         super().__init__(**kwargs)
-        #: Whether traces are off (``traces_off``): asked once per marker and live block.
-        self.off = bool(self.getConfig("traces_off"))
+        #: Whether traces are off: the option, or ``PRIMER_TRACES=off`` where no hook sets it (Zensical).
+        self.off = bool(self.getConfig("traces_off")) or traces_off()
         if cache is not None:
             from primer.book.html_cache import HtmlCache
 
