@@ -15,6 +15,7 @@ emoji included, is left as it is.
 
 from __future__ import annotations
 
+import functools
 import re
 
 __all__ = ["inert"]
@@ -28,7 +29,8 @@ __all__ = ["inert"]
 # - the bidirectional overrides, embeddings, isolates and marks, which
 #   reorder what is shown ("Trojan Source");
 # - lone surrogates, which cannot even be encoded to print.
-_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
+# Every one of them is also one str.isprintable() is False for.
+_UNSAFE = "[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]"
 
 _NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
@@ -58,4 +60,13 @@ def inert(text: str) -> str:
 
         print("\n".join(inert(line) for line in lines))
     """
-    return _UNSAFE.sub(_escape, text) if _UNSAFE.search(text) else text
+    if text.isprintable():  # the most of what is logged: no pattern needed, nor compiled
+        return text
+    return _unsafe().sub(_escape, text)
+
+
+@functools.cache
+def _unsafe() -> re.Pattern[str]:
+    # Compiled on first use: about a quarter of a millisecond, which every
+    # build would pay as it imports the library, traces off too.
+    return re.compile(_UNSAFE)

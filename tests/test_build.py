@@ -4,17 +4,26 @@ from __future__ import annotations
 
 import html
 import json
+import logging
 import os
 import subprocess
 import sys
+from types import SimpleNamespace
 
 import pytest
 
+from primer.book import mkdocs_hook
+from primer.book.markers import Marker
+from primer.book.pages import placeholder
+from primer.book.session import SESSION
 from primer.summary import chapter_line, scenario_line
 from primer.trace import SCHEMA_VERSION, ChapterRun
 from tests.books import ALPHA, BETA, BROKEN, PAGE, edit, make_book
 
 pytestmark = pytest.mark.slow
+
+#: The markers of the page ``test_traces_off_shows_a_placeholder_wherever_the_page_has_a_marker`` builds.
+OFF_MARKERS = (("ch_alpha", None), ("ch_beta", None), ("ch_alpha", "asks_price"))
 
 
 def _published(book, chapter: str) -> dict:
@@ -203,6 +212,51 @@ def test_traces_off_runs_nothing_and_shows_a_placeholder(tmp_path):
     assert "scenario asks_price" not in page
     assert not (book.root / ".cache").exists()
     assert not (book.root / "site" / "traces").exists()
+
+
+def test_traces_off_shows_a_placeholder_wherever_the_page_has_a_marker(tmp_path):
+    page = (
+        "# Off\n\n::: trace ch_alpha\n\n!!! note\n    ::: trace ch_beta\n\n"
+        "- an item\n\n    ::: trace ch_alpha asks_price\n\n"
+        "::: live ch_alpha\nIn the live run, look.\n::: end live\n\n```\n::: trace ch_beta\n```\n"
+    )
+    shown = [placeholder(Marker(chapter, scenario, 0)) for chapter, scenario in OFF_MARKERS]
+    for renderer in (True, False):
+        book = make_book(tmp_path / str(renderer), pages={"index": page}, renderer=renderer)
+        config = book.root / "mkdocs.yml"
+        extensions = "\n" if renderer else "\nmarkdown_extensions:\n"
+        config.write_text(config.read_text().rstrip("\n") + extensions + "  - admonition\n")
+        done = book.build("--strict", PRIMER_TRACES="off")
+        assert done.returncode == 0, done.log
+        built = book.page()
+        # The extension shows a placeholder for each marker it renders (inside an admonition or a
+        # list too); without it the hook does, for the markers that start a line.
+        assert [built.count(each) for each in shown] == ([1, 1, 1] if renderer else [1, 0, 0]), built
+        assert "In the live run" not in built
+        assert "::: trace ch_beta" in built, "the fenced example stays as written"
+        assert "scenario asks_price" not in built
+        assert not (book.root / ".cache").exists()
+
+
+def test_with_traces_off_the_hook_leaves_the_markers_to_the_extension(monkeypatch, caplog):
+    # Raw HTML put in the page would go through Python-Markdown's HTML block parser and
+    # MkDocs' own, on every page: the extension stashes the placeholders instead.
+    monkeypatch.setattr(SESSION, "off", False)
+    monkeypatch.setenv("PRIMER_TRACES", "off")
+    config = SimpleNamespace(docs_dir="/book/docs", markdown_extensions=["toc", mkdocs_hook.EXTENSION], mdx_configs={})
+    assert mkdocs_hook.on_config(config) is config  # type: ignore[arg-type]
+    assert SESSION.off
+    assert config.mdx_configs == {mkdocs_hook.EXTENSION: {"traces_off": True}}
+    text = "# Ch\n\n::: trace ch_alpha\n\n:::trace ch_alpha\n"
+    page = SimpleNamespace(file=SimpleNamespace(src_uri="ch.md"))
+    with caplog.at_level(logging.WARNING, logger="mkdocs.plugins.primer"):
+        assert mkdocs_hook.on_page_markdown(text, page, config, None) == text  # type: ignore[arg-type]
+    [warning] = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert warning.startswith("traces: docs/ch.md line 5: `:::trace ch_alpha` looks like a trace marker")
+    # Without the extension the hook puts the placeholder in itself.
+    config.markdown_extensions.remove(mkdocs_hook.EXTENSION)
+    placed = mkdocs_hook.on_page_markdown(text, page, config, None)  # type: ignore[arg-type]
+    assert placeholder(Marker("ch_alpha", None, 0)) in placed
 
 
 def test_traces_off_loads_neither_the_engine_nor_pydantic(tmp_path):

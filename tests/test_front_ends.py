@@ -89,10 +89,10 @@ def published(folder: Path) -> dict[str, bytes]:
     return {p.name: p.read_bytes() for p in sorted(files) if not p.name.endswith(".live.json")}
 
 
-def run(book: Path, *command: str) -> subprocess.CompletedProcess[str]:
+def run(book: Path, *command: str, **extra: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("PRIMER_")}
     # The copy's library, whichever tool runs: they all import the same code.
-    env.update(PYTHONPATH=str(book), NO_MKDOCS_2_WARNING="1")
+    env.update(PYTHONPATH=str(book), NO_MKDOCS_2_WARNING="1", **extra)
     return subprocess.run(
         [sys.executable, "-m", *command], cwd=book, env=env, capture_output=True, text=True, timeout=600, check=False
     )
@@ -174,3 +174,22 @@ def test_a_broken_marker_fails_every_strict_check(tmp_path: Path) -> None:
     done = run(book, "zensical", "build")
     assert done.returncode == 0
     assert "looks like a trace marker but is not one" in done.stdout + done.stderr
+
+
+def test_with_traces_off_every_front_end_shows_the_placeholders_and_runs_nothing(tmp_path: Path) -> None:
+    book = copy_the_book(tmp_path)
+    pages = {}
+    for command, site in (
+        (("mkdocs", "build", "--strict", "--site-dir", "site_mkdocs"), "site_mkdocs"),
+        (("properdocs", "build", "--strict", "--config-file", "mkdocs.yml", "--site-dir", "site_properdocs"), None),
+        (("zensical", "build"), "site"),  # runs no hook: the extension reads PRIMER_TRACES itself
+    ):
+        done = run(book, *command, PRIMER_TRACES="off")
+        assert done.returncode == 0, done.stdout + done.stderr
+        page = (book / (site or "site_properdocs") / "ch09_who_retries" / "index.html").read_text(encoding="utf-8")
+        pages[command[0]] = [line for line in page.splitlines() if "primer-traces-off" in line]
+        assert not trace_blocks(book / (site or "site_properdocs")), f"{command[0]}: no trace and no error block"
+    assert pages["mkdocs"], "a placeholder for each marker"
+    assert pages["properdocs"] == pages["mkdocs"]
+    assert pages["zensical"] == pages["mkdocs"]
+    assert not (book / ".cache" / "trace-book").exists(), "nothing ran (.cache itself is Zensical's page cache)"

@@ -26,7 +26,7 @@ import pytest
 from primer.book.build import Book
 from primer.book.logs import InertRecords, book_logger
 from primer.book.markdown import TraceExtension
-from primer.inert import inert
+from primer.inert import _UNSAFE, inert
 from tests.books import REPO, make_book
 from tests.servers.provider import ReplayProvider, error_body
 from tests.servers.service import LocalHttpbin
@@ -189,6 +189,14 @@ def test_an_exception_group_and_a_stack_are_inert_too(log_output) -> None:
     assert "  RuntimeError: \\x1b[31mred" in text
     assert f"  OSError: disk\\n{FORGED}" in text
     assert "Stack (most recent call last):" in text
+
+
+def test_every_character_inert_escapes_is_one_isprintable_refuses() -> None:
+    # inert returns printable text as it is without looking further: safe only while this holds.
+    escaped = re.findall(_UNSAFE, "".join(map(chr, range(sys.maxunicode + 1))))
+    assert len(escaped) == 0x20 + 0x21 + 1 + 2 + 2 + 5 + 4 + 0x800
+    assert not [char for char in escaped if char.isprintable()]
+    assert inert("plain, accents é, CJK 漢字, emoji 🙂") == "plain, accents é, CJK 漢字, emoji 🙂"
 
 
 def test_a_malformed_call_is_left_to_logging() -> None:

@@ -69,6 +69,18 @@ def test_a_block_is_kept_without_its_two_lines_or_dropped_whole() -> None:
     assert hidden.count("\n") == PAGE.count("\n"), "lines are blanked, so line numbers stay"
 
 
+@pytest.mark.parametrize("opening", ["::: live ch_beta", "   :::\tlive\tch_beta greets", "::: live ch_beta \r"])
+def test_a_block_however_spaced_is_found_and_a_page_without_one_is_left_as_it_is(opening: str) -> None:
+    # A page with no line that could open or close a block is not read line by line.
+    for closing in ("::: end live", "  :::  end \t live "):
+        page = f"Before.\n\n{opening}\nLive prose.\n{closing}\n\nAfter."
+        assert [(b.start, b.end) for b in blocks(page)] == [(3, 5)], repr(page)
+        assert "Live prose." not in select(page, lambda chapter, scenario: False)
+    lines = ["# Page", "", "::: trace ch_beta", "", "::: lively ch_beta", "::: ending live"]
+    md = markdown.Markdown(extensions=[TraceExtension(traces_off=True)])
+    assert md.preprocessors["primer_live_prose"].run(lines) is lines
+
+
 def test_what_is_wrong_with_a_block_is_said_naming_page_and_line() -> None:
     page = "::: live ch_nope\nx\n::: end live\n\n::: live ch_beta nobody\ny\n::: end live\n\n::: live ch_beta\nz\n"
     assert problems("docs/p.md", page, {"ch_beta": ["greets"]}) == [

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import random
 import re
 import shutil
 import signal
@@ -31,6 +32,7 @@ from mkdocs.exceptions import Abort
 from primer.book.atomic import STALE_AFTER, TEMP_SUFFIX, write_if_changed
 from primer.book.build import Book, anomalies
 from primer.book.chapters import Chapters
+from primer.book.markers import find_near_misses, scan
 from primer.book.session import SESSION
 from primer.book.source import MARKER_FORM, Marker, NearMiss, find_markers, parse_line
 from primer.book.store import CorruptTrace, TraceStore
@@ -87,6 +89,57 @@ def test_other_lines_are_left_alone(line: str) -> None:
 def test_valid_markers_are_markers() -> None:
     assert parse_line("::: trace ch_alpha", 3) == Marker("ch_alpha", None, 3)
     assert parse_line("::: trace ch_alpha asks_price \t", 4) == Marker("ch_alpha", "asks_price", 4)
+
+
+#: Lines meant as markers, valid or not, and some that are not ours.
+FINE_OR_NOT = [
+    *NEAR_MISSES,
+    "::: trace ch_alpha",
+    "::: trace ch_alpha asks_price \t",
+    ":::\ttrace\tch_alpha\tasks_price",
+    "::: TRACE ch_alpha",
+    "::: trace ch_alpha\r asks_price",
+    "::: trace ch_alpha\x0basks_price",
+    "::: tracemalloc",
+    "::::: trace ch_alpha",
+]
+
+
+@pytest.mark.parametrize("ending", ["\n", "\r\n", "\r\r\n"])
+@pytest.mark.parametrize("line", FINE_OR_NOT)
+def test_the_quick_look_for_near_misses_finds_what_reading_line_by_line_does(line: str, ending: str) -> None:
+    # find_near_misses first looks for lines meant as markers anywhere, and reads the page line
+    # by line only if one is not valid (every page is asked, traces off too).
+    pages = [
+        f"# Page{ending}{ending}::: trace ch_alpha{ending}{ending}{line}{ending}After.",
+        f"{line}",
+        f"```{ending}{line}{ending}```{ending}{ending}::: trace ch_beta{ending}",
+        f"Text{ending}{line}{ending}text",
+    ]
+    for page in pages:
+        assert find_near_misses(page) == [each for each in scan(page) if isinstance(each, NearMiss)], repr(page)
+
+
+def test_the_quick_look_for_near_misses_agrees_with_parse_line_on_lines_made_at_random() -> None:
+    chance = random.Random(10)
+    starts = (
+        ["", "", "", " ", "    "],
+        [":::", ":::", ":::", "::"],
+        [" ", " ", "\t", ""],
+        ["trace", "trace", "traces", "Trace"],
+    )
+    spaces, words = [" ", "\t", "  ", ""], ["ch_a", "b", "b-c", ".", "\r", ":::", ""]
+
+    def line() -> str:
+        start = "".join(chance.choice(each) for each in starts)
+        return start + "".join(chance.choice(spaces) + chance.choice(words) for _ in range(chance.randint(0, 3)))
+
+    lines = [line() for _ in range(3000)]
+    kinds = [type(parse_line(each)) for each in lines]
+    assert kinds.count(Marker) > 50
+    assert kinds.count(NearMiss) > 300
+    for line in lines:
+        assert find_near_misses(line) == [each for each in scan(line) if isinstance(each, NearMiss)], repr(line)
 
 
 BAD_PAGE = """# Careless

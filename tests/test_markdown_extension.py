@@ -12,6 +12,8 @@ import pytest
 
 from primer.book import markdown as extension_module
 from primer.book.markdown import NO_KEY, MockRunSource, TraceExtension, makeExtension
+from primer.book.markers import Marker
+from primer.book.pages import placeholder
 from primer.chapters import chapter_names
 from tests.test_render_data import FixtureSource, mock_chapter, parse
 
@@ -106,6 +108,44 @@ def test_the_html_is_stashed_not_reparsed_as_markdown() -> None:
     assert not tree.find("strong")
     assert not tree.find("em")
     assert "**bold** _em_" in tree.text
+
+
+def test_with_traces_off_every_marker_is_a_placeholder_and_no_source_is_asked() -> None:
+    class Untouchable:
+        def traces(self, chapter: str) -> None:
+            raise AssertionError(f"traces are off, yet {chapter} was asked for")
+
+    text = (
+        "::: trace ch_a\n\nBefore\n::: trace ch_a one\nafter\n\n!!! note\n    ::: trace ch_b\n\n"
+        "::: live ch_a\nLive prose.\n::: end live\n\n```\n::: trace ch_c\n```\n\n:::trace ch_d\n"
+    )
+    md = markdown.Markdown(
+        extensions=["admonition", "fenced_code", TraceExtension(source=Untouchable(), traces_off=True)]
+    )
+    html = md.convert(text)
+    markers = [Marker("ch_a", None, 0), Marker("ch_a", "one", 0), Marker("ch_b", None, 0)]
+    shown = [placeholder(marker) for marker in markers]
+    # The same note as the hook writes without the extension, built as elements: never parsed
+    # (the hook puts no raw HTML in the page), nothing stashed for Python-Markdown to put back.
+    assert [html.count(each) for each in shown] == [1, 1, 1]
+    assert not [block for block in md.htmlStash.rawHtmlBlocks if "primer-traces-off" in block]
+    hostile = markdown.Markdown(extensions=[TraceExtension(traces_off=True)]).convert("::: trace _a_ __b__")
+    assert hostile == placeholder(Marker("_a_", "__b__", 0)), "no emphasis read into the names"
+    tree = parse(html)
+    assert [p.text for p in tree.find("p") if p.text in ("Before", "after")] == ["Before", "after"]
+    assert tree.find("div", class_="admonition")[0].find("p", class_="primer-traces-off")
+    assert "Live prose." not in html
+    assert "::: trace ch_c" in [code.text.strip() for code in tree.find("code")], "a fenced example stays as written"
+    # A line meant as a marker that is not one is still shown as the error it is.
+    assert "`:::trace ch_d` looks like a trace marker" in tree.find("div", class_="tr-failed")[0].text
+
+
+def test_primer_traces_off_is_read_where_no_hook_sets_the_option(monkeypatch: pytest.MonkeyPatch) -> None:
+    source = FixtureSource()
+    monkeypatch.setenv("PRIMER_TRACES", " Off ")
+    html = markdown.Markdown(extensions=[TraceExtension(source=source)]).convert("::: trace ch09_who_retries")
+    assert html == placeholder(Marker("ch09_who_retries", None, 0))
+    assert source.asked == []
 
 
 def test_one_processor_registered_between_indented_code_and_mkdocstrings() -> None:

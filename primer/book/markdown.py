@@ -29,10 +29,16 @@ A line meant as a marker that is not a valid one (``:::trace x``,
 ``::: traces x``, ``::: trace``: see ``primer.book.source``) is shown as an
 error block with the valid form, and logged, rather than left as text.
 
-Two more options serve the book's hook, which sets them: ``docs_dir``, and
+Three more options serve the book's hook, which sets them: ``docs_dir``;
 ``warn_missing``: with False, a marker naming an unknown chapter or scenario,
 or a malformed one, still shows its error block but is not logged here,
-because the hook warns about it already, naming the page and line. A book's
+because the hook warns about it already, naming the page and line; and
+``traces_off``: with True, each marker shows the short note
+``primer.book.pages.placeholder`` writes, no live block's prose shows, and
+nothing is loaded or run. ``PRIMER_TRACES=off`` does the same where no hook
+sets the option (Zensical, a plain ``markdown.Markdown``). The note is built as elements, never parsed
+(as raw HTML, or as Markdown): the build then costs what it costs without
+the machinery (``benchmarks/scale.py``). A book's
 rendered markers are kept in its ``HtmlCache`` (``primer.book.html_cache``);
 a ``cache`` may also be given to the constructor.
 
@@ -54,11 +60,13 @@ from markdown import Markdown
 from markdown.blockparser import BlockParser
 from markdown.blockprocessors import BlockProcessor
 from markdown.extensions import Extension
+from markdown.util import AtomicString
 
 from primer.book.links import page_relative
 from primer.book.live_prose import LiveProse
 from primer.book.logs import book_logger
 from primer.book.markers import Marker, NearMiss, parse_line
+from primer.book.pages import OFF_CLASS, off_note
 from primer.book.sources import (
     NO_KEY,
     MockRunSource,
@@ -70,6 +78,7 @@ from primer.book.sources import (
 )
 from primer.errors import ConfigError, NotFound, PrimerError
 from primer.locator import DEFAULT_PACKAGE, ChapterLocator
+from primer.variables import traces_off
 
 if TYPE_CHECKING:  # loaded on first use: MkDocs loads the extension with traces off too
     from primer.book.html_cache import HtmlCache
@@ -97,6 +106,9 @@ class TraceProcessor(BlockProcessor):
     def __init__(self, parser: BlockParser, extension: TraceExtension) -> None:
         super().__init__(parser)
         self.extension = extension
+        # What test() found in the block it was asked about, for run(), which
+        # Python-Markdown calls next with that block: each is parsed once.
+        self._tested: tuple[str, tuple[int, Marker | NearMiss] | None] = ("", None)
 
     @staticmethod
     def _first(block: str) -> tuple[int, Marker | NearMiss] | None:
@@ -109,12 +121,17 @@ class TraceProcessor(BlockProcessor):
 
     def test(self, parent: etree.Element, block: str) -> bool:
         """Whether the block holds a line meant as a marker (a near miss is shown as an error)."""
-        return self._first(block) is not None
+        if ":::" not in block:  # asked of nearly every block of every page: most hold none
+            return False
+        self._tested = (block, self._first(block))
+        return self._tested[1] is not None
 
     def run(self, parent: etree.Element, blocks: list[str]) -> None:
         """Render the first marker of the block; the text around it is parsed as usual."""
         block = blocks.pop(0)
-        found = self._first(block)
+        tested, found = self._tested
+        if tested is not block:
+            found = self._first(block)
         if found is None:  # test() said yes; be safe if another processor changed it
             blocks.insert(0, block)
             return
@@ -123,14 +140,28 @@ class TraceProcessor(BlockProcessor):
         before, after = "\n".join(lines[:index]).rstrip("\n"), "\n".join(lines[index + 1 :]).lstrip("\n")
         if before:
             self.parser.parseBlocks(parent, [before])
-        if isinstance(marker, Marker):
-            html = self.extension.html_for(marker.chapter, marker.scenario)
+        if isinstance(marker, Marker) and self.extension.off:
+            _placeholder(parent, marker)
         else:
-            html = self.extension.html_for_near_miss(marker)
-        placeholder = etree.SubElement(parent, "p")
-        placeholder.text = self.parser.md.htmlStash.store(html)
+            if isinstance(marker, NearMiss):
+                html = self.extension.html_for_near_miss(marker)
+            else:
+                html = self.extension.html_for(marker.chapter, marker.scenario)
+            stashed = etree.SubElement(parent, "p")
+            stashed.text = self.parser.md.htmlStash.store(html)
         if after:
             blocks.insert(0, after)
+
+
+def _placeholder(parent: etree.Element, marker: Marker) -> None:
+    # The note ``primer.book.pages.placeholder`` writes, built as elements with
+    # atomic text: no inline pattern reads it, and Python-Markdown has no
+    # stashed HTML to put back (which costs more than the elements, on every page).
+    before, code, after = off_note(marker)
+    note = etree.SubElement(etree.SubElement(parent, "p", {"class": OFF_CLASS}), "em")
+    note.text = AtomicString(before)
+    inside = etree.SubElement(note, "code")
+    inside.text, inside.tail = AtomicString(code), AtomicString(after)
 
 
 class TraceExtension(Extension):
@@ -143,7 +174,9 @@ class TraceExtension(Extension):
     page's rendering context); ``warn_missing`` (default True): log markers
     naming an unknown chapter or scenario, and lines meant as markers that
     are not valid ones (the book's hook warns about those itself, naming
-    page and line).
+    page and line); ``traces_off`` (default False): show a placeholder for
+    each marker, load and run nothing (the book's hook sets it when
+    ``PRIMER_TRACES=off``, which the extension also reads itself).
     """
 
     def __init__(
@@ -156,8 +189,11 @@ class TraceExtension(Extension):
                 True,
                 "Log markers naming an unknown chapter or scenario, and malformed markers (the book's hook does).",
             ],
+            "traces_off": [False, "Show a placeholder for each marker, load and run nothing (PRIMER_TRACES=off)."],
         }
         super().__init__(**kwargs)
+        #: Whether traces are off: the option, or ``PRIMER_TRACES=off`` where no hook sets it (Zensical).
+        self.off = bool(self.getConfig("traces_off")) or traces_off()
         if cache is not None:
             from primer.book.html_cache import HtmlCache
 
@@ -242,6 +278,8 @@ class TraceExtension(Extension):
 
     def has_live(self, chapter: str, scenario: str | None) -> bool:
         """Whether a live block's prose shows: the chapter (or the scenario) has a live run (``live_prose``)."""
+        if self.off:
+            return False
         summary = self._summary(chapter)
         if summary is not None:
             return summary.live is not None and (scenario is None or scenario in summary.live)

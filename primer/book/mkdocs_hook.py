@@ -26,9 +26,11 @@ events, and another book's is the same line::
   ``mkdocs serve --dirty``, which rebuilds only pages whose Markdown
   changed, has the pages whose traces changed rebuilt too (their built file
   is dated to 1970, older than any source).
-* ``on_page_markdown``: warns about markers naming what does not exist; with
-  ``PRIMER_TRACES=off`` swaps markers for a placeholder, and without the
-  extension for a plain listing of summary lines.
+* ``on_page_markdown``: warns about markers naming what does not exist, and
+  about lines meant as markers that are not valid ones; without the
+  extension, swaps markers for a plain listing of summary lines, or with
+  ``PRIMER_TRACES=off`` for a placeholder (which the extension shows itself:
+  ``on_config`` sets its ``traces_off`` option).
 * ``on_page_content`` (last) and ``on_page_context`` (after the search
   plugin): trace payloads are set aside while the search plugin parses the
   page, which it would only do to leave them out of the index
@@ -67,7 +69,7 @@ from mkdocs.structure.files import File, InclusionLevel
 
 from primer.book.links import PUBLISHED_DIR, page_relative
 from primer.book.logs import book_logger
-from primer.book.pages import chapters_named, off_page
+from primer.book.pages import chapters_named, malformed, off_page
 from primer.book.session import CACHE_DIR, SESSION
 from primer.variables import traces_off, unknown_variables
 
@@ -137,6 +139,11 @@ def on_config(config: MkDocsConfig) -> MkDocsConfig:
         for message in unknown_variables(os.environ):
             log.warning(f"traces: {message}")
         log.info("traces: off (PRIMER_TRACES=off), nothing ran")
+        if EXTENSION in config.markdown_extensions:
+            # The extension shows the placeholders, built as elements: raw HTML
+            # put in the page here would go through Python-Markdown's HTML
+            # block parser (and MkDocs' own) on every page.
+            config.mdx_configs[EXTENSION] = {**config.mdx_configs.get(EXTENSION, {}), "traces_off": True}
         return config
     options = config.mdx_configs.get(EXTENSION, {})
     started = time.perf_counter()
@@ -214,7 +221,10 @@ def on_page_markdown(markdown: str, page: Page, config: MkDocsConfig, files: Fil
     """Check the page's markers (naming page and line); a placeholder or a listing where there is no renderer."""
     name = _name(config, page.file.src_uri)
     if SESSION.off:
-        placed, warnings = off_page(name, markdown)
+        if EXTENSION in config.markdown_extensions:  # it shows the placeholders (on_config)
+            placed, warnings = markdown, malformed(name, markdown)
+        else:
+            placed, warnings = off_page(name, markdown)
         for warning in warnings:
             log.warning(f"traces: {warning}")
         return placed

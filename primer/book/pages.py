@@ -19,14 +19,24 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from primer.book import live_prose
-from primer.book.markers import Marker, NearMiss, find_markers, scan
+from primer.book.markers import Marker, NearMiss, find_markers, find_near_misses, scan
 from primer.locator import unknown
 
 if TYPE_CHECKING:  # loaded with the listing: a build with traces off needs neither
     from primer.book.source import ChapterTraces
     from primer.trace import ChapterRun, ScenarioRun
 
-__all__ = ["chapters_named", "check", "listing", "malformed", "off_page", "placeholder", "replace"]
+__all__ = [
+    "OFF_CLASS",
+    "chapters_named",
+    "check",
+    "listing",
+    "malformed",
+    "off_note",
+    "off_page",
+    "placeholder",
+    "replace",
+]
 
 
 def chapters_named(markdown: str) -> set[str]:
@@ -40,7 +50,7 @@ def _near_miss(page: str, near: NearMiss) -> str:
 
 def malformed(page: str, markdown: str) -> list[str]:
     """Warnings for the page's lines meant as markers that are not valid ones, naming page and line."""
-    return [_near_miss(page, each) for each in scan(markdown) if isinstance(each, NearMiss)]
+    return [_near_miss(page, each) for each in find_near_misses(markdown)]
 
 
 def check(page: str, markdown: str, scenarios: Mapping[str, Sequence[str] | None]) -> list[str]:
@@ -85,13 +95,20 @@ def off_page(page: str, markdown: str) -> tuple[str, list[str]]:
     return shown, malformed(page, markdown)
 
 
-def placeholder(marker: Marker) -> str:
-    """The note a marker becomes when traces are off."""
+#: The class of the note a marker becomes when traces are off.
+OFF_CLASS = "primer-traces-off"
+
+
+def off_note(marker: Marker) -> tuple[str, str, str]:
+    """The words of the note a marker becomes when traces are off: before, inside and after its ``<code>``."""
     what = f"{marker.chapter} {marker.scenario}" if marker.scenario else marker.chapter
-    return (
-        f'<p class="primer-traces-off"><em>Traces of {html.escape(what)} are not shown: '
-        "this build ran with <code>PRIMER_TRACES=off</code>.</em></p>"
-    )
+    return f"Traces of {what} are not shown: this build ran with ", "PRIMER_TRACES=off", "."
+
+
+def placeholder(marker: Marker) -> str:
+    """The note a marker becomes when traces are off, as HTML (the extension builds the same as elements)."""
+    before, code, after = off_note(marker)
+    return f'<p class="{OFF_CLASS}"><em>{html.escape(before)}<code>{code}</code>{after}</em></p>'
 
 
 def _scenario_lines(run: ScenarioRun) -> list[str]:
