@@ -118,6 +118,39 @@ def test_a_scenario_that_raises_is_shown_and_fails_strict(tmp_path):
     assert fixed.count() == "traces: ran 1, reused 3"
 
 
+def test_a_broken_marker_inside_an_admonition_or_a_list_item_fails_strict_naming_page_and_line(tmp_path):
+    # Indented four spaces, these are markers only to the extension, which
+    # parses the page as Markdown does; the hook's own scan never sees them.
+    page = (
+        "# Nested\n\n"
+        "!!! note\n    ::: trace ch_alpha asks_price\n\n"  # valid: shown, no warning
+        "!!! note\n    ::: trace ch_alpha nosuch\n\n"  # line 7
+        "- an item\n\n    :::trace ch_beta\n\n"  # line 11
+        "::: trace ch_beta nosuch\n\n"  # line 13: the hook's own warning, said once
+        "    ::: trace ch_alpha indented_code\n"  # indented code: an example, not a marker
+    )
+    book = make_book(tmp_path, pages={"index": page})
+    config = book.root / "mkdocs.yml"
+    config.write_text(config.read_text() + "  - admonition\n")
+
+    done = book.build("--strict")
+    assert done.returncode != 0, done.log
+    warnings = done.lines("WARNING")
+    assert len(warnings) == 3, done.log
+    assert any("index.md line 7: the marker `::: trace ch_alpha nosuch`" in w for w in warnings), done.log
+    assert any("index.md line 11: `:::trace ch_beta` looks like a trace marker" in w for w in warnings), done.log
+    assert any("index.md line 13" in w and "ch_beta nosuch" in w for w in warnings), done.log
+    shown = book.page()
+    assert shown.count('class="tr tr-failed"') == 3
+    assert "scenario asks_price" in shown  # the valid nested marker
+    assert "::: trace ch_alpha indented_code" in shown  # left as code
+    # Fixed, the build passes --strict.
+    config.write_text(config.read_text())
+    (book.docs / "index.md").write_text(page.replace(" nosuch", "").replace(":::trace", "::: trace"))
+    fixed = book.build("--strict")
+    assert fixed.returncode == 0, fixed.log
+
+
 def test_a_corrupt_trace_is_reported_and_replaced(tmp_path):
     book = make_book(tmp_path)
     assert book.build().returncode == 0

@@ -81,6 +81,9 @@ from primer.locator import DEFAULT_PACKAGE, ChapterLocator
 from primer.variables import traces_off
 
 if TYPE_CHECKING:  # loaded on first use: MkDocs loads the extension with traces off too
+    from collections.abc import Callable
+
+    from primer.book.build import Book
     from primer.book.html_cache import HtmlCache
     from primer.book.render import Anchors
     from primer.book.source import TraceSource, TraceSummary
@@ -153,6 +156,12 @@ class TraceProcessor(BlockProcessor):
             blocks.insert(0, after)
 
 
+def _names(line: str) -> tuple[str, str | None] | None:
+    # The chapter and scenario a line names, if it is a valid marker.
+    parsed = parse_line(line)
+    return (parsed.chapter, parsed.scenario) if isinstance(parsed, Marker) else None
+
+
 def _placeholder(parent: etree.Element, marker: Marker) -> None:
     # The note ``primer.book.pages.placeholder`` writes, built as elements with
     # atomic text: no inline pattern reads it, and Python-Markdown has no
@@ -202,6 +211,7 @@ class TraceExtension(Extension):
         self._given = source
         self._source: TraceSource | None = None
         self._cache = cache
+        self._book: Book | None = None  # the hook's book, when it has one
         self.md: Markdown | None = None
         self._anchors: Anchors | None = None
         # The ids used on the page so far: the renderer's Anchors hold this
@@ -232,6 +242,7 @@ class TraceExtension(Extension):
                     package = Settings.without_live().chapters_package(self.getConfig("chapters"))
                     self._source = MockRunSource(ChapterLocator(package))
                 else:
+                    self._book = book
                     self._source = book.store
                     self._cache = self._cache or book.rendered
         return self._source
@@ -268,7 +279,30 @@ class TraceExtension(Extension):
 
         if self.getConfig("warn_missing"):
             log.warning("%s", near.message)
+        elif (where := self._unseen(lambda line: line.rstrip() == near.text.strip())) is not None:
+            log.warning("traces: %s: %s", where, near.message)
         return render_error(near.message, marker=near.text)
+
+    def _unseen(self, meant: Callable[[str], bool]) -> str | None:
+        """``page line N`` of a marker the hook did not see, as it warns; None if it did, or there is no hook.
+
+        The hook warns about markers, naming page and line, from the lines it
+        reads as the page's own (``markers.scan``: indented at most three
+        spaces). One inside an admonition, a content tab or a list item is
+        indented more, and only this extension, parsing the page as Markdown
+        does, finds it; so it warns itself, or ``--strict`` would pass a
+        marker that shows an error block. ``meant`` says whether a line,
+        unindented, is the one found.
+        """
+        reading = self._book.reading if self._book is not None else None
+        if reading is None:
+            return None
+        page, markdown = reading
+        for number, line in enumerate(markdown.split("\n"), 1):
+            if ":::" in line and meant(text := line.lstrip(" \t")):
+                indent = len(line.expandtabs(4)) - len(text.expandtabs(4))
+                return f"{page} line {number}" if indent > 3 else None
+        return None
 
     def _summary(self, chapter: str) -> TraceSummary | None:
         # A book's store shows a chapter by its summary when the build found
@@ -317,6 +351,8 @@ class TraceExtension(Extension):
         except NotFound as error:
             if self.getConfig("warn_missing"):
                 log.warning("%s: %s", marker, error)
+            elif (where := self._unseen(lambda line: _names(line) == (chapter, scenario))) is not None:
+                log.warning("traces: %s: the marker `%s`: %s", where, marker, error)
             return _error(str(error), marker)
         except PrimerError as error:
             log.warning("%s: %s", marker, error)
