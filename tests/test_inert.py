@@ -206,7 +206,12 @@ def test_a_malformed_call_is_left_to_logging() -> None:
 
 
 def test_every_logger_the_book_uses_has_the_filter(tmp_path: Path) -> None:
-    # Those the modules log on, once imported, and the one a Book is handed.
+    # Those the modules log on, once imported (here: the file may run alone,
+    # and the library loads some of them only on first use), and the one a Book is handed.
+    import primer.book.markdown
+    import primer.book.mkdocs_hook
+    import primer.book.payloads  # noqa: F401
+
     for name in ("mkdocs.plugins.primer", "mkdocs.plugins.primer.book"):
         assert [f for f in logging.getLogger(name).filters if isinstance(f, InertRecords)], name
     given = logging.getLogger("tests.test_inert.given")
