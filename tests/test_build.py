@@ -144,8 +144,11 @@ def test_a_broken_marker_inside_an_admonition_or_a_list_item_fails_strict_naming
     assert shown.count('class="tr tr-failed"') == 3
     assert "scenario asks_price" in shown  # the valid nested marker
     assert "::: trace ch_alpha indented_code" in shown  # left as code
+    # With traces off only malformed markers are checked: the nested one, said once.
+    off = book.build("--strict", PRIMER_TRACES="off")
+    assert off.returncode != 0, off.log
+    assert [w.split("traces: ", 1)[1][:35] for w in off.lines("WARNING")] == ["docs/index.md line 11: `:::trace ch"]
     # Fixed, the build passes --strict.
-    config.write_text(config.read_text())
     (book.docs / "index.md").write_text(page.replace(" nosuch", "").replace(":::trace", "::: trace"))
     fixed = book.build("--strict")
     assert fixed.returncode == 0, fixed.log
@@ -279,7 +282,7 @@ def test_with_traces_off_the_hook_leaves_the_markers_to_the_extension(monkeypatc
     config = SimpleNamespace(docs_dir="/book/docs", markdown_extensions=["toc", mkdocs_hook.EXTENSION], mdx_configs={})
     assert mkdocs_hook.on_config(config) is config  # type: ignore[arg-type]
     assert SESSION.off
-    assert config.mdx_configs == {mkdocs_hook.EXTENSION: {"traces_off": True}}
+    assert config.mdx_configs == {mkdocs_hook.EXTENSION: {"traces_off": True, "warn_missing": False}}
     text = "# Ch\n\n::: trace ch_alpha\n\n:::trace ch_alpha\n"
     page = SimpleNamespace(file=SimpleNamespace(src_uri="ch.md"))
     with caplog.at_level(logging.WARNING, logger="mkdocs.plugins.primer"):

@@ -118,8 +118,6 @@ class Book:
         self._unknown = 0
         #: Chapter -> scenario names (None if the chapter cannot be imported).
         self.scenario_names: dict[str, list[str] | None] = {}
-        #: The page ``page`` last read, its name and Markdown (the extension names it in warnings).
-        self.reading: tuple[str, str] | None = None
 
     # -- the build ---------------------------------------------------------
 
@@ -203,7 +201,6 @@ class Book:
         a plain listing of summary lines.
         """
         with self.clock("pages"):
-            self.reading = (name, markdown)  # for the extension: markers it finds that the scan here did not
             if not self.enabled:
                 placed, warnings = off_page(name, markdown)
                 for warning in warnings:

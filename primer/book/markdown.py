@@ -83,7 +83,6 @@ from primer.variables import traces_off
 if TYPE_CHECKING:  # loaded on first use: MkDocs loads the extension with traces off too
     from collections.abc import Callable
 
-    from primer.book.build import Book
     from primer.book.html_cache import HtmlCache
     from primer.book.render import Anchors
     from primer.book.source import TraceSource, TraceSummary
@@ -211,7 +210,6 @@ class TraceExtension(Extension):
         self._given = source
         self._source: TraceSource | None = None
         self._cache = cache
-        self._book: Book | None = None  # the hook's book, when it has one
         self.md: Markdown | None = None
         self._anchors: Anchors | None = None
         # The ids used on the page so far: the renderer's Anchors hold this
@@ -242,7 +240,6 @@ class TraceExtension(Extension):
                     package = Settings.without_live().chapters_package(self.getConfig("chapters"))
                     self._source = MockRunSource(ChapterLocator(package))
                 else:
-                    self._book = book
                     self._source = book.store
                     self._cache = self._cache or book.rendered
         return self._source
@@ -294,7 +291,9 @@ class TraceExtension(Extension):
         marker that shows an error block. ``meant`` says whether a line,
         unindented, is the one found.
         """
-        reading = self._book.reading if self._book is not None else None
+        from primer.book.session import SESSION  # what the hook read: only on this error path
+
+        reading = SESSION.reading
         if reading is None:
             return None
         page, markdown = reading

@@ -143,7 +143,8 @@ def on_config(config: MkDocsConfig) -> MkDocsConfig:
             # The extension shows the placeholders, built as elements: raw HTML
             # put in the page here would go through Python-Markdown's HTML
             # block parser (and MkDocs' own) on every page.
-            config.mdx_configs[EXTENSION] = {**config.mdx_configs.get(EXTENSION, {}), "traces_off": True}
+            off = {"traces_off": True, "warn_missing": False}  # the hook warns, naming page and line
+            config.mdx_configs[EXTENSION] = {**config.mdx_configs.get(EXTENSION, {}), **off}
         return config
     options = config.mdx_configs.get(EXTENSION, {})
     started = time.perf_counter()
@@ -220,6 +221,7 @@ def _expire(book: Book, built: dict[str, Path]) -> list[str]:
 def on_page_markdown(markdown: str, page: Page, config: MkDocsConfig, files: Files) -> str:
     """Check the page's markers (naming page and line); a placeholder or a listing where there is no renderer."""
     name = _name(config, page.file.src_uri)
+    SESSION.reading = (name, markdown)  # for the extension, which warns about the markers only it finds
     if SESSION.off:
         if EXTENSION in config.markdown_extensions:  # it shows the placeholders (on_config)
             placed, warnings = markdown, malformed(name, markdown)

@@ -95,6 +95,9 @@ class Session:
         self.off = False
         #: The theme's compiled templates, shared by every rebuild of a serve session.
         self.theme_bytecode = MemoryBytecodeCache()
+        #: The page the hook last read, its name and Markdown: the extension names it
+        #: when it warns about a marker the hook's scan could not see (``TraceExtension._unseen``).
+        self.reading: tuple[str, str] | None = None
         #: Page -> the chapters its markers and live blocks name, as last rendered (for ``--dirty``).
         self.page_chapters: dict[str, set[str]] = {}
         # Book key -> the token of the build its traces were prepared for.
