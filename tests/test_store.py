@@ -183,12 +183,20 @@ def test_the_store_publishes_each_chapters_payload_page_and_removes_a_gone_chapt
         render_payloads(ChapterTraces("gone", _run("gone"), None, LiveStatus("missing")))
     )
     (folder / "mine.payloads.html").write_text("<p>an author's own page</p>")
-    written = store.publish(tmp_path / "site", lambda chapter: render_payloads(store.traces(chapter)))
+    written = store.publish(tmp_path / "site", lambda chapter: ("k1", lambda: render_payloads(store.traces(chapter))))
     page = folder / "ch.payloads.html"
     assert page in written
     assert page.read_text() == render_payloads(store.traces("ch"))
     assert not (folder / "gone.payloads.html").exists()  # a chapter no longer shown
     assert (folder / "mine.payloads.html").exists()  # not the book's
+    # Another site, the same key: the copy kept in the cache, linked, not made again.
+    kept = store.publish(tmp_path / "site2", lambda chapter: ("k1", lambda: pytest.fail("made again")))
+    assert kept[-1].read_bytes() == page.read_bytes()
+    assert kept[-1].stat().st_ino == (tmp_path / "cache" / "payloads" / "ch.k1.html").stat().st_ino
+    # A new key: made again, and the older copy dropped.
+    store.publish(tmp_path / "site3", lambda chapter: ("k2", lambda: "<p>new</p>"))
+    assert (tmp_path / "site3" / "traces" / "ch.payloads.html").read_text() == "<p>new</p>"
+    assert [p.name for p in (tmp_path / "cache" / "payloads").iterdir()] == ["ch.k2.html"]
     # Without a way to render them, none is written.
     page.unlink()
     store.publish(tmp_path / "site")

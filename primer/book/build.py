@@ -33,7 +33,7 @@ nothing a scenario does stops the build.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -232,16 +232,23 @@ class Book:
         with self.clock("publish"):
             return self.store.publish(root, self._payloads) if self.enabled else []
 
-    def _payloads(self, chapter: str) -> str:
-        # The chapter's payload page, rendered only when its traces (or the
-        # renderer) changed; a chapter shown by its summary is not even read.
+    def _payloads(self, chapter: str) -> tuple[str, Callable[[], str]]:
+        # The chapter's payload page: its key (a chapter shown by its summary
+        # is not read for it), and how to make it, which publishing asks only
+        # when no copy of that key is kept. Rendered only when its traces (or
+        # the renderer) changed.
         summary = self.store.summary(chapter)
-        if summary is not None and (kept := self.rendered.cached_payloads(chapter, summary.html)) is not None:
-            return kept
-        from primer.book.render import render_payloads
+        traces_key = summary.html if summary is not None else self.rendered.traces_key(self.store.traces(chapter))
 
-        traces = self.store.traces(chapter)
-        return self.rendered.payloads(traces, lambda: render_payloads(traces))
+        def make() -> str:
+            if summary is not None and (kept := self.rendered.cached_payloads(chapter, summary.html)) is not None:
+                return kept
+            from primer.book.render import render_payloads
+
+            traces = self.store.traces(chapter)
+            return self.rendered.payloads(traces, lambda: render_payloads(traces))
+
+        return self.rendered.payloads_key(chapter, traces_key), make
 
     def log_share(self) -> None:
         """Log this build's own share of the time, per part, at DEBUG."""

@@ -242,6 +242,10 @@ class HtmlCache:
         self._used.add(slot)
         return slot, hashlib.sha256(f"{renderer} {traces_key}".encode()).hexdigest()
 
+    def payloads_key(self, chapter: str, traces_key: str) -> str:
+        """The key the chapter's payload page has for traces of key ``traces_key`` (its slot is in use)."""
+        return self._payloads_slot(chapter, traces_key)[1]
+
     def cached_payloads(self, chapter: str, traces_key: str) -> str | None:
         """The chapter's payload page kept for traces of key ``traces_key`` (a summary's ``html``); None otherwise."""
         return self._kept(*self._payloads_slot(chapter, traces_key), None)

@@ -38,6 +38,9 @@ from primer.errors import MissingExtra
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+    #: A chapter's payload page, by the chapter's name: the key it is kept by, and how to make it.
+    Payloads = Callable[[str], tuple[str, Callable[[], str]]]
+
     from primer.book.source import ChapterTraces
     from primer.book.store import TraceStore
 
@@ -109,16 +112,16 @@ def _place_cached(path: Path, cached: Path) -> bool:
 
 
 def _keep(cached: Path, document: str) -> None:
-    """Keep a chapter's published JSON in the cache folder, dropping its older versions."""
+    """Keep a published file (``CHAPTER.KEY.json``, ``.html``) in the cache folder, dropping its older versions."""
     chapter = cached.name.split(".")[0]
     try:
         if cached.parent.is_dir():
-            for old in cached.parent.glob(f"{chapter}.*.json"):
+            for old in cached.parent.glob(f"{chapter}.*{cached.suffix}"):
                 if old.name.count(".") == 2:  # CHAPTER.KEY.json
                     old.unlink(missing_ok=True)
         write_if_changed(cached, document, durable=False)
     except OSError as error:
-        _log.info(f"traces: the published JSON of {chapter} could not be cached: {error}")
+        _log.info(f"traces: the published {cached.suffix[1:]} of {chapter} could not be cached: {error}")
 
 
 def _published(path: Path) -> bool:
@@ -176,14 +179,15 @@ class Publisher:
         self._otlp: dict[str, tuple[str, str]] = {}
         self._otlp_missing = False
 
-    def publish(self, root: Path, payloads: Callable[[str], str] | None = None) -> list[Path]:
+    def publish(self, root: Path, payloads: Payloads | None = None) -> list[Path]:
         """Write each chapter's traces (both modes) to ``root/traces/CHAPTER.json``.
 
         ``root`` is the site, or the docs folder (whose ``traces`` folder
         also holds the frozen live traces): a published file of a chapter
         that is no longer shown is removed, so no front end copies it.
-        With ``payloads`` (a chapter's payload page, by its name), each
-        chapter's payload page goes to ``root/traces/CHAPTER.payloads.html``.
+        With ``payloads`` (a chapter's payload page, by its name: its key
+        and a way to make it), each chapter's payload page goes to
+        ``root/traces/CHAPTER.payloads.html``.
         """
         written: list[Path] = []
         shown = self.store.chapters()
@@ -197,7 +201,7 @@ class Publisher:
                 written += self._publish_otlp(otlp, self.store.traces(chapter), key)
             if payloads is not None:
                 page = root / PUBLISHED_DIR / f"{chapter}{PAYLOADS_SUFFIX}"
-                write_if_changed(page, payloads(chapter), durable=False)  # made again at will
+                self._publish_payloads(page, chapter, *payloads(chapter))
                 written.append(page)
         for path in (root / PUBLISHED_DIR).glob("*.json"):
             if path.stem not in shown and not path.name.endswith(".live.json") and _published(path):
@@ -206,6 +210,16 @@ class Publisher:
             if path.name[: -len(PAYLOADS_SUFFIX)] not in shown and _published_payloads(path):
                 path.unlink(missing_ok=True)
         return written
+
+    def _publish_payloads(self, page: Path, chapter: str, key: str, make: Callable[[], str]) -> None:
+        # Like the JSON: a hard link to the copy kept in the cache by its key,
+        # which a warm build neither reads nor writes; made when there is none.
+        cached = self.store.cache_dir / "payloads" / f"{chapter}.{key}.html"
+        if _place_cached(page, cached):
+            return
+        document = make()
+        _keep(cached, document)
+        _place(page, document, cached if cached.exists() else None)
 
     def _from_summary(self, chapter: str, path: Path, otlp: Path, written: list[Path]) -> bool:
         """Publish from the copies a chapter's summary names; False if it has none, or its JSON is gone."""

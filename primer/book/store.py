@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import gc
 import hashlib
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -43,6 +43,7 @@ from primer.book.trace_file import CorruptTrace, parse
 from primer.errors import NotFound
 
 if TYPE_CHECKING:  # the trace models are loaded by the first file parsed (primer.book.trace_file)
+    from primer.book.publish import Payloads
     from primer.trace import ChapterRun, Mode
 
 __all__ = ["MOCK_EPOCH", "PUBLISHED_DIR", "CorruptTrace", "TraceStore", "parse"]
@@ -197,11 +198,11 @@ class TraceStore:
         self._shown[chapter] = found
         return found
 
-    def publish(self, root: Path, payloads: Callable[[str], str] | None = None) -> list[Path]:
+    def publish(self, root: Path, payloads: Payloads | None = None) -> list[Path]:
         """Write each chapter's traces (both modes) to ``root/traces/CHAPTER.json`` (``primer.book.publish``).
 
-        With ``payloads`` (a chapter's payload page by its name), each chapter's goes
-        to ``root/traces/CHAPTER.payloads.html``.
+        With ``payloads`` (a chapter's payload page by its name: its key, and
+        how to make it), each chapter's goes to ``root/traces/CHAPTER.payloads.html``.
         """
         return self.publisher.publish(root, payloads)
 
