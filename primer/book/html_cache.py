@@ -220,7 +220,10 @@ class HtmlCache:
         """Where a marker's HTML is kept, and the key it must have there."""
         used = "\n".join(sorted(anchors.used))
         page = hashlib.sha256(used.encode()).hexdigest()[:12] if used else "first"
-        slot = f"{chapter}-{scenario or 'all'}-{'head' if head else 'body'}-{page}"
+        return self._use(f"{chapter}-{scenario or 'all'}-{'head' if head else 'body'}-{page}", traces_key)
+
+    def _use(self, slot: str, traces_key: str) -> tuple[str, str]:
+        """Mark ``slot`` used by this build; it and the key its entry must have for traces of ``traces_key``."""
         renderer = self.fingerprint or renderer_fingerprint(self.fingerprint_file)
         self._used.add(slot)
         return slot, hashlib.sha256(f"{renderer} {traces_key}".encode()).hexdigest()
@@ -237,10 +240,7 @@ class HtmlCache:
 
     def _payloads_slot(self, chapter: str, traces_key: str) -> tuple[str, str]:
         # A chapter's payload page (``render_payloads``): one per chapter, whatever pages show it.
-        slot = f"{chapter}-payloads"
-        renderer = self.fingerprint or renderer_fingerprint(self.fingerprint_file)
-        self._used.add(slot)
-        return slot, hashlib.sha256(f"{renderer} {traces_key}".encode()).hexdigest()
+        return self._use(f"{chapter}-payloads", traces_key)
 
     def payloads_key(self, chapter: str, traces_key: str) -> str:
         """The key the chapter's payload page has for traces of key ``traces_key`` (its slot is in use)."""
@@ -254,15 +254,7 @@ class HtmlCache:
         """The chapter's payload page ``render()`` gives, rendered only if not kept (not counted as a marker)."""
         started = time.perf_counter()
         try:
-            slot, key = self._payloads_slot(traces.chapter, self.traces_key(traces))
-            kept = self._kept(slot, key, None)
-            if kept is not None:
-                return kept
-            html = render()
-            entry = _Entry(key, html, ())
-            self._memory[slot] = entry
-            self._write(slot, entry)
-            return html
+            return self._made(*self._payloads_slot(traces.chapter, self.traces_key(traces)), None, render)
         finally:
             self.seconds += time.perf_counter() - started
 
@@ -297,18 +289,22 @@ class HtmlCache:
         started = time.perf_counter()
         try:
             slot, key = self._slot(traces.chapter, scenario, self.traces_key(traces), anchors, head)
-            kept = self._kept(slot, key, anchors)
-            if kept is not None:
-                return kept
-            before = set(anchors.used)
-            html = render()
-            entry = _Entry(key, html, tuple(sorted(anchors.used - before)))
-            self._memory[slot] = entry
-            self._write(slot, entry)
-            self.rendered += 1
-            return html
+            return self._made(slot, key, anchors, render)
         finally:
             self.seconds += time.perf_counter() - started
+
+    def _made(self, slot: str, key: str, anchors: Anchors | None, render: Callable[[], str]) -> str:
+        """The entry kept in ``slot`` if it has ``key``, else ``render()``, kept there (``anchors``: a marker's)."""
+        kept = self._kept(slot, key, anchors)
+        if kept is not None:
+            return kept
+        before = set(anchors.used) if anchors is not None else set()
+        html = render()
+        entry = _Entry(key, html, tuple(sorted(anchors.used - before)) if anchors is not None else ())
+        self._memory[slot] = entry
+        self._write(slot, entry)
+        self.rendered += anchors is not None  # markers only, as reused counts them
+        return html
 
     def prune(self) -> list[Path]:
         """Remove the slots not used since ``reset``; call it after a build that rendered every page."""
