@@ -16,13 +16,17 @@ so the machine's drift touches all alike), with every trace cached:
 
 and prints the medians, the medians of the per-round ratios (warm/off, the
 machinery's whole cost; off/bare, what merely having it costs: its imports,
-a look at each page for malformed markers, and the placeholders' own words,
-which the search plugin indexes: about 7 ms of a 100-chapter build),
+a look at each page for malformed markers, and the placeholders, one
+paragraph each, against the marker lines a bare build shows as text),
 the peak RSS of each, and the machinery's own timing line (``traces: the
 machinery's share``, logged at DEBUG) beside the measured warm - off
-difference. Then, once per size, the three front ends side by side on the
-same book: ``mkdocs build``, ``properdocs build``, ``zensical build`` (with
-``--clean``, so Zensical's own page cache does not hide the work), each warm.
+difference. The measured builds run as an author runs them, without
+``--verbose``: with it, MkDocs logs a line for every event a hook takes on
+every page, which would measure MkDocs' debug logging. The timing line is
+read from one more warm build a round, with ``--verbose``, outside the ratios.
+Then, once per size, the three front ends side by side on the same book:
+``mkdocs build``, ``properdocs build``, ``zensical build`` (with ``--clean``,
+so Zensical's own page cache does not hide the work), each warm.
 
 Targets (issue 10): warm ≤ 1.10 x off at 10 and at 100 chapters; off ≤ 1.02 x
 bare; the timing line agreeing with the measured difference.
@@ -173,8 +177,8 @@ def build(book: Path, *command: str, **extra: str) -> Run:
     return Run(wall, int(rss[1]) / 1024 if rss else float("nan"), float(share[1]) if share else None)
 
 
-def mkdocs(book: Path, **extra: str) -> Run:
-    return build(book, "mkdocs", "build", "--verbose", "-d", "site", **extra)
+def mkdocs(book: Path, *, verbose: bool = False, **extra: str) -> Run:
+    return build(book, "mkdocs", "build", *(["--verbose"] if verbose else []), "-d", "site", **extra)
 
 
 def measure(size: int, pairs: int, work: Path) -> dict[str, list[Run]]:
@@ -182,11 +186,12 @@ def measure(size: int, pairs: int, work: Path) -> dict[str, list[Run]]:
     bare = generate(work / f"bare{size}", size, machinery=False)
     mkdocs(book)  # fills the caches: every later build is warm
     mkdocs(bare)
-    runs: dict[str, list[Run]] = {"warm": [], "off": [], "bare": []}
+    runs: dict[str, list[Run]] = {"warm": [], "off": [], "bare": [], "line": []}
     kinds = [("warm", book, {}), ("off", book, {"PRIMER_TRACES": "off"}), ("bare", bare, {})]
     for n in range(pairs):
         for kind, where, env in kinds[n % 3 :] + kinds[: n % 3]:
             runs[kind].append(mkdocs(where, **env))
+        runs["line"].append(mkdocs(book, verbose=True))  # for the timing line only
         print(f"  {size} chapters: round {n + 1}/{pairs}", file=sys.stderr)
     return runs
 
@@ -211,7 +216,7 @@ def ratio(upper: list[Run], lower: list[Run]) -> float:
 def report(size: int, runs: dict[str, list[Run]]) -> None:
     med = {kind: statistics.median(r.wall for r in values) for kind, values in runs.items()}
     rss = {kind: max(r.rss for r in values) for kind, values in runs.items()}
-    shares = [r.share for r in runs["warm"] if r.share is not None]
+    shares = [r.share for r in runs["line"] if r.share is not None]
     print(f"\n{size} chapters x 4 scenarios, {len(runs['warm'])} interleaved rounds (wall seconds, medians)")
     for kind in ("warm", "off", "bare"):
         print(f"  {kind:5} {med[kind]:6.3f} s   peak RSS {rss[kind]:6.1f} MiB")

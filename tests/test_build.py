@@ -6,6 +6,7 @@ import html
 import json
 import logging
 import os
+import re
 import subprocess
 import sys
 from types import SimpleNamespace
@@ -299,7 +300,7 @@ def test_traces_off_loads_neither_the_engine_nor_pydantic(tmp_path):
     # What makes a build with traces off cost what one without the hook does (benchmarks/scale.py).
     book = make_book(tmp_path)
     done = subprocess.run(
-        [sys.executable, "-X", "importtime", "-m", "mkdocs", "build"],
+        [sys.executable, "-X", "importtime", "-m", "mkdocs", "build", "--verbose"],
         cwd=book.root,
         env=book.env(PRIMER_TRACES="off"),
         capture_output=True,
@@ -312,6 +313,10 @@ def test_traces_off_loads_neither_the_engine_nor_pydantic(tmp_path):
     assert "primer.book.mkdocs_hook" in imported
     loaded = {"pydantic", "primer.trace", "primer.settings", "primer.book.build", "primer.book.render", "primer.agent"}
     assert not loaded & imported
+    # Nor is the hook called on the events of each page it has nothing to do in (MkDocs logs each call).
+    called = re.findall(r"Running `(\w+)` event from plugin '[^']*traces\.py'", done.stderr)
+    assert called.count("page_markdown") == len(list((book.root / "docs").glob("*.md")))  # it checks markers
+    assert not {"page_content", "page_context"} & set(called)
 
 
 def test_a_live_trace_without_a_key_is_published_as_it_is(tmp_path):

@@ -110,6 +110,24 @@ def test_the_html_is_stashed_not_reparsed_as_markdown() -> None:
     assert "**bold** _em_" in tree.text
 
 
+def test_the_traces_are_put_back_whole_not_through_python_markdowns_stash() -> None:
+    # Its postprocessor would search every trace block (tens of kilobytes) for placeholders nested in it.
+    text = (
+        '<div class="author">raw <em>HTML</em></div>\n\n::: trace ch09_who_retries service_is_busy\n\n'
+        "- an item\n\n    ::: trace ch05_loop_endings\n"
+    )
+    md = markdown.Markdown(extensions=[TraceExtension(source=FixtureSource())])
+    html = md.convert(text)
+    assert not [block for block in md.htmlStash.rawHtmlBlocks if "tr-chapter" in block]
+    assert '<div class="author">raw <em>HTML</em></div>' in html, "the page's own raw HTML is put back as before"
+    assert "\x02" not in html
+    assert html.count("<!--trace-book-->") == 2
+    assert "<p><!--trace-book-->" not in html, "a block, not wrapped in the paragraph that held its place"
+    tree = parse(html)
+    assert len(tree.find("div", class_="tr-chapter")) == 2
+    assert tree.find("li")[0].find("div", class_="tr-chapter"), "nested in the list item it was written in"
+
+
 def test_with_traces_off_every_marker_is_a_placeholder_and_no_source_is_asked() -> None:
     class Untouchable:
         def traces(self, chapter: str) -> None:

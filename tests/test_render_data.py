@@ -64,6 +64,7 @@ HOSTILE = [
     "**bold** _em_ [link](javascript:alert(5)) <b>raw</b> `code`\n\n# heading",
     "{{ 7*7 }} {% raw %}{{ config }}{% endraw %} {# comment #}",
     "\x02wzxhzdk:0\x03 and &lt;already&gt; &amp; escaped",
+    "\x02trace-book:0\x03 would be the trace extension's own token",
 ]
 #: Harmless text of the same shape, to compare page structure against.
 TAME = [f"plain text number {i}" for i in range(len(HOSTILE))]

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import posixpath
 import re
+from functools import lru_cache
 
 __all__ = ["PAYLOADS_HEAD", "PAYLOADS_SUFFIX", "PUBLISHED_DIR", "page_relative"]
 
@@ -53,7 +54,7 @@ def page_relative(html: str, page_url: str) -> str:
         if path.startswith("/"):
             return match[0]
         fragment = match["fragment"] or ""
-        return f'href="{posixpath.relpath(path, folder)}{fragment}"{match["between"]} data-tr-root-relative="{path}"'
+        return f'href="{_relpath(path, folder)}{fragment}"{match["between"]} data-tr-root-relative="{path}"'
 
     # Only the tags that carry the attribute (two per chapter on a page of
     # tens of kilobytes): matching the pattern at every href of the page,
@@ -69,3 +70,12 @@ def page_relative(html: str, page_url: str) -> str:
         found = html.find(marker, end)
     pieces.append(html[done:])
     return "".join(pieces)
+
+
+@lru_cache(maxsize=4096)
+def _relpath(path: str, folder: str) -> str:
+    # A page links to its chapter's two files a score of times (the JSON, the
+    # payload page with a fragment per block), and posixpath.relpath asks the
+    # working directory twice each time. Both are relative to the site root,
+    # so the answer does not depend on that directory, only on the two paths.
+    return posixpath.relpath(path, folder)

@@ -52,6 +52,7 @@ way, which works without JavaScript.
 
 from __future__ import annotations
 
+import re
 import time
 import xml.etree.ElementTree as etree
 from typing import TYPE_CHECKING, Any
@@ -60,6 +61,7 @@ from markdown import Markdown
 from markdown.blockparser import BlockParser
 from markdown.blockprocessors import BlockProcessor
 from markdown.extensions import Extension
+from markdown.postprocessors import Postprocessor
 from markdown.util import AtomicString
 
 from primer.book.links import page_relative
@@ -87,7 +89,7 @@ if TYPE_CHECKING:  # loaded on first use: MkDocs loads the extension with traces
     from primer.book.render import Anchors
     from primer.book.source import TraceSource, TraceSummary
 
-__all__ = ["NO_KEY", "MockRunSource", "TraceExtension", "TraceProcessor", "collect", "makeExtension"]
+__all__ = ["NO_KEY", "MockRunSource", "PutBack", "TraceExtension", "TraceProcessor", "collect", "makeExtension"]
 
 # Under ``mkdocs.`` so MkDocs counts the warnings (``--strict``); elsewhere it
 # is an ordinary logger.
@@ -103,7 +105,7 @@ class PageIds:
 
 
 class TraceProcessor(BlockProcessor):
-    """Replaces each marker line with its rendered traces (stashed, so never re-parsed)."""
+    """Replaces each marker line with its rendered traces (held as a token, put back whole: never re-parsed)."""
 
     def __init__(self, parser: BlockParser, extension: TraceExtension) -> None:
         super().__init__(parser)
@@ -149,10 +151,46 @@ class TraceProcessor(BlockProcessor):
                 html = self.extension.html_for_near_miss(marker)
             else:
                 html = self.extension.html_for(marker.chapter, marker.scenario)
-            stashed = etree.SubElement(parent, "p")
-            stashed.text = self.parser.md.htmlStash.store(html)
+            held = etree.SubElement(parent, "p")
+            held.text = self.extension.hold(html)
         if after:
             blocks.insert(0, after)
+
+
+class PutBack(Postprocessor):
+    """Puts each marker's HTML where the paragraph holding its token is (``TraceExtension.hold``).
+
+    Not Python-Markdown's HTML stash: its postprocessor searches every
+    stashed block for placeholders nested in it, and a trace block is tens of
+    kilobytes with none, on every page of a warm build. A token is found in
+    the page's own HTML only, once.
+    """
+
+    def __init__(self, md: Markdown, extension: TraceExtension) -> None:
+        super().__init__(md)
+        self.extension = extension
+
+    def run(self, text: str) -> str:
+        """The document with each token, and the paragraph around it, replaced by its HTML."""
+        held = self.extension.held
+        if not held:
+            return text
+
+        def back(match: re.Match[str]) -> str:
+            index = int(match[1] or match[2])
+            return held[index] if index < len(held) else match[0]
+
+        return _TOKEN.sub(back, text)
+
+
+# A marker's token: STX and ETX around it, which the renderer never lets
+# through from a model, a tool or a service (``render._clean``), so no trace
+# can forge one; a word Python-Markdown's own placeholders do not use.
+def _token(index: str) -> str:
+    return f"\x02trace-book:{index}\x03"
+
+
+_TOKEN = re.compile(f"<p>{_token('([0-9]+)')}</p>|{_token('([0-9]+)')}")
 
 
 def _names(line: str) -> tuple[str, str | None] | None:
@@ -162,14 +200,11 @@ def _names(line: str) -> tuple[str, str | None] | None:
 
 
 def _placeholder(parent: etree.Element, marker: Marker) -> None:
-    # The note ``primer.book.pages.placeholder`` writes, built as elements with
-    # atomic text: no inline pattern reads it, and Python-Markdown has no
-    # stashed HTML to put back (which costs more than the elements, on every page).
-    before, code, after = off_note(marker)
-    note = etree.SubElement(etree.SubElement(parent, "p", {"class": OFF_CLASS}), "em")
-    note.text = AtomicString(before)
-    inside = etree.SubElement(note, "code")
-    inside.text, inside.tail = AtomicString(code), AtomicString(after)
+    # The note ``primer.book.pages.placeholder`` writes, built as an element
+    # with atomic text: no inline pattern reads it, and Python-Markdown has no
+    # stashed HTML to put back (which costs more than the element, on every page).
+    note = etree.SubElement(parent, "p", {"class": OFF_CLASS})
+    note.text = AtomicString(off_note(marker))
 
 
 class TraceExtension(Extension):
@@ -216,6 +251,13 @@ class TraceExtension(Extension):
         # set, and a page whose every trace comes from the cache needs no more.
         self._ids = PageIds(set())
         self._headed: set[str] = set()
+        #: The HTML of the page's markers so far, by token (``hold``).
+        self.held: list[str] = []
+
+    def hold(self, html: str) -> AtomicString:
+        """A token for ``html``, to stand as a paragraph's text until ``PutBack`` puts ``html`` there."""
+        self.held.append(html)
+        return AtomicString(_token(str(len(self.held) - 1)))
 
     @property
     def anchors(self) -> Anchors:
@@ -263,12 +305,16 @@ class TraceExtension(Extension):
         # Priority 24: just after fenced code is stashed (25), so a live block
         # quoted in a code sample stays an example.
         md.preprocessors.register(LiveProse(md, self.has_live), "primer_live_prose", 24)
+        # Priority 29: just after raw HTML is put back (30), before any
+        # postprocessor of another extension, which sees the page whole.
+        md.postprocessors.register(PutBack(md, self), "primer_put_back", 29)
 
     def reset(self) -> None:
         """A new document: ids need only be unique within one page."""
         self._anchors = None
         self._ids = PageIds(set())
         self._headed = set()
+        self.held = []
 
     def html_for_near_miss(self, near: NearMiss) -> str:
         """The error block for a line meant as a marker that is not a valid one (logged unless the hook does)."""

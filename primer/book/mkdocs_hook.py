@@ -145,6 +145,7 @@ def on_config(config: MkDocsConfig) -> MkDocsConfig:
             # block parser (and MkDocs' own) on every page.
             off = {"traces_off": True, "warn_missing": False}  # the hook warns, naming page and line
             config.mdx_configs[EXTENSION] = {**config.mdx_configs.get(EXTENSION, {}), **off}
+        _leave(config, "page_content", "page_context")
         return config
     options = config.mdx_configs.get(EXTENSION, {})
     started = time.perf_counter()
@@ -176,6 +177,18 @@ def on_config(config: MkDocsConfig) -> MkDocsConfig:
             if path not in [str(script) for script in config.extra_javascript]:
                 config.extra_javascript.append(ExtraScriptValue(path))
     return config
+
+
+def _leave(config: MkDocsConfig, *events: str) -> None:
+    # Events of every page the hook has nothing to do in (traces off): taken
+    # out of this build's list, MkDocs neither calls the hook there nor, with
+    # --verbose, logs that it does (two lines a page). The list is this
+    # configuration's: `mkdocs serve` loads the hook anew for each rebuild.
+    registered = getattr(getattr(config, "plugins", None), "events", {})
+    for event in events:
+        handlers = registered.get(event, [])
+        if globals()[f"on_{event}"] in handlers:
+            handlers.remove(globals()[f"on_{event}"])
 
 
 def on_files(files: Files, config: MkDocsConfig) -> Files:
