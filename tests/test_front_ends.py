@@ -17,6 +17,7 @@ same JSON, and its exit code is the strict check a Zensical build lacks.
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from html.parser import HTMLParser
@@ -189,6 +190,11 @@ def test_with_traces_off_every_front_end_shows_the_placeholders_and_runs_nothing
         page = (book / (site or "site_properdocs") / "ch09_who_retries" / "index.html").read_text(encoding="utf-8")
         pages[command[0]] = [line for line in page.splitlines() if "primer-traces-off" in line]
         assert not trace_blocks(book / (site or "site_properdocs")), f"{command[0]}: no trace and no error block"
+        # The stylesheet and script mkdocs.yml names are published: the page links them (and styles the note).
+        folder = book / (site or "site_properdocs") / "ch09_who_retries"
+        linked = re.findall(r'(?:href|src)="([^"]*assets/trace-book/[^"?]*)', page)
+        assert len(linked) == 2, linked
+        assert [link for link in linked if not (folder / link).resolve().is_file()] == [], command[0]
     assert pages["mkdocs"], "a placeholder for each marker"
     assert pages["properdocs"] == pages["mkdocs"]
     assert pages["zensical"] == pages["mkdocs"]

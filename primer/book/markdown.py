@@ -72,6 +72,7 @@ from primer.book.pages import OFF_CLASS, off_note
 from primer.book.sources import (
     NO_KEY,
     MockRunSource,
+    assets_for_page,
     book_for_page,
     collect,
     page_source,
@@ -145,6 +146,7 @@ class TraceProcessor(BlockProcessor):
         if before:
             self.parser.parseBlocks(parent, [before])
         if isinstance(marker, Marker) and self.extension.off:
+            assets_for_page(self.parser.md)
             _placeholder(parent, marker)
         else:
             if isinstance(marker, NearMiss):

@@ -203,19 +203,31 @@ def on_files(files: Files, config: MkDocsConfig) -> Files:
             )
             files.remove(file)
     if SESSION.off:
+        # The stylesheet and script the configuration names itself (as a book
+        # built with Zensical too does) are served all the same: its pages link them.
+        if config.extra_css or config.extra_javascript:
+            _serve_assets(files, config, only_named=True)
         return files
     book = _book(config)
     if book.enabled:
-        from primer.book import assets
-
-        for path, source in assets.sources().items():
-            earlier = files.get_file_from_path(path)
-            if earlier is not None:  # a copy another front end wrote into the docs
-                files.remove(earlier)
-            files.append(File.generated(config, path, abs_src_path=str(source)))
+        _serve_assets(files, config, only_named=False)
     if SESSION.dirty:
         _expire(book, {_name(config, f.src_uri): Path(f.abs_dest_path) for f in files.documentation_pages()})
     return files
+
+
+def _serve_assets(files: Files, config: MkDocsConfig, *, only_named: bool) -> None:
+    """Serve the package's stylesheet and script (``only_named``: those the configuration names)."""
+    from primer.book import assets
+
+    named = {*config.extra_css, *(str(script) for script in config.extra_javascript)}
+    for path, source in assets.sources().items():
+        if only_named and path not in named:
+            continue
+        earlier = files.get_file_from_path(path)
+        if earlier is not None:  # a copy another front end wrote into the docs
+            files.remove(earlier)
+        files.append(File.generated(config, path, abs_src_path=str(source)))
 
 
 def _expire(book: Book, built: dict[str, Path]) -> list[str]:

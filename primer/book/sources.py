@@ -31,7 +31,16 @@ if TYPE_CHECKING:
     from primer.book.build import Book
     from primer.book.source import ChapterTraces, TraceSource
 
-__all__ = ["NO_KEY", "MockRunSource", "book_for_page", "collect", "page_source", "require_scenario", "resolve_source"]
+__all__ = [
+    "NO_KEY",
+    "MockRunSource",
+    "assets_for_page",
+    "book_for_page",
+    "collect",
+    "page_source",
+    "require_scenario",
+    "resolve_source",
+]
 
 #: Why a standalone page has no live run.
 NO_KEY = "no key yet: live runs are recorded by the book build when PRIMER_API_KEY is set"
@@ -128,6 +137,29 @@ def book_for_page(md: Markdown | None, chapters: str, docs_dir: str) -> Book | N
     # A new configuration object is a new build (Zensical makes one when a watched file changes).
     SESSION.ready(book, config, site_dir=root / config["site_dir"])
     return book
+
+
+#: The configuration (of a Zensical build) the assets were last written for with traces off.
+_styled: list[object] = []
+
+
+def assets_for_page(md: Markdown | None) -> None:
+    """With traces off under Zensical: write the stylesheet and script into the docs and the site, once a build.
+
+    A book built with Zensical names them in ``mkdocs.yml`` (it runs no
+    hook), so its pages link them, traces off too, and they style the
+    placeholder. With traces on, preparing the book writes them
+    (``Session.ready``); under MkDocs the hook serves them (``on_files``).
+    """
+    context = _context(md)
+    if context is None or (_styled and _styled[0] is context.config):
+        return
+    from primer.book import assets
+
+    root = Path(context.config["root_dir"])
+    for folder in (context.config["docs_dir"], context.config["site_dir"]):
+        assets.install(root / folder)
+    _styled[:] = [context.config]
 
 
 def page_source(md: Markdown | None) -> str | None:
