@@ -627,6 +627,9 @@ def test_every_page_meets_wcag_aa(browser: Any, book: Book, scheme: str) -> None
     page.evaluate("document.querySelectorAll('details').forEach(d => d.open = true)")
     assert page.locator("main .tr-payload").count() == page.locator(".tr-payload").count() > 10
     assert _axe(page) == [], f"the ch09 payload page, {scheme}"
+    # In the reader's scheme: dark where the system is dark, as the book is.
+    background = page.evaluate("getComputedStyle(document.body).backgroundColor")
+    assert background == ("rgb(30, 33, 41)" if scheme == "dark" else "rgb(255, 255, 255)"), (scheme, background)
     page.context.close()
 
 

@@ -15,10 +15,8 @@ import os
 import random
 import re
 import shutil
-import signal
 import subprocess
 import sys
-import textwrap
 import time
 from pathlib import Path
 
@@ -41,6 +39,7 @@ from primer.scenario import Scenario
 from primer.settings import VARIABLES, Settings
 from primer.trace import ChapterRun, Ending, ScenarioRun
 from tests.books import BETA, make_book
+from tests.killed_writer import killed_writer
 from tests.servers import live_settings
 from tests.servers.provider import ReplayProvider
 from tests.servers.service import LocalHttpbin
@@ -442,38 +441,14 @@ def test_a_trace_file_with_nan_is_reported_and_run_again(tmp_path: Path) -> None
 # -- stale temporary files ----------------------------------------------------------
 
 
-def _killed_writer(path: Path) -> Path:
-    """Write ``path`` in a process killed half way; the temporary file it left."""
-    before = set(path.parent.iterdir())
-    script = textwrap.dedent(
-        f"""
-        import os, signal, sys
-        from pathlib import Path
-        sys.path.insert(0, {str(REPO)!r})
-        from primer.book.atomic import write_if_changed
-
-        def chunks():
-            yield b"x" * 1000
-            os.kill(os.getpid(), signal.SIGKILL)
-            yield b"never"
-
-        write_if_changed(Path({str(path)!r}), chunks())
-        """
-    )
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, check=False, timeout=60)
-    assert done.returncode == -signal.SIGKILL
-    [left] = set(path.parent.iterdir()) - before
-    return left
-
-
 @pytest.mark.skipif(os.name != "posix", reason="killed with SIGKILL")
 def test_a_killed_writes_temporary_file_goes_on_the_next_write_of_its_target(tmp_path: Path) -> None:
     path = tmp_path / "ch.live.json"
     other = tmp_path / "other.json"
     write_if_changed(path, "old")
     write_if_changed(other, "other")
-    left = _killed_writer(path)
-    others = _killed_writer(other)
+    left = killed_writer(path)
+    others = killed_writer(other)
     assert left.name.startswith(".ch.live.json.")
     assert left.name.endswith(TEMP_SUFFIX)
     # A write under way in a living process (this one's parent, say) is left alone.

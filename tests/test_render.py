@@ -689,7 +689,8 @@ def _published(traces: ChapterTraces) -> ChapterTraces:
 
 _STUB = re.compile(
     r'<div class="tr-body" data-search-exclude id="(?P<id>[^"]+)" data-tr-payload><p class="tr-note">'
-    r'<a class="tr-load" href="(?P<href>[^"]+)" data-tr-root-relative="(?P<path>[^"]+)">the payloads</a></p></div>'
+    r'<a class="tr-load" href="(?P<href>[^"]+)" data-tr-root-relative="(?P<path>[^"]+)">'
+    r"show the payloads \(on a separate page\)</a></p></div>"
 )
 _ELEMENT = re.compile(
     r'<div class="tr-payload" id="(?P<id>[^"]+)"><p class="tr-payload-id">[^<]*</p>\n(?P<body>.*?)\n</div>', re.S

@@ -6,10 +6,6 @@ import ast
 import json
 import os
 import shutil
-import signal
-import subprocess
-import sys
-import textwrap
 import threading
 import time
 
@@ -28,6 +24,7 @@ from primer.errors import NotFound
 from primer.settings import Settings
 from primer.trace import ChapterRun, Ending, ScenarioRun
 from tests.books import ALPHA, BETA, REPO, edit
+from tests.killed_writer import killed_writer
 
 
 def _run(chapter: str = "ch", mode: str = "mock", names: tuple[str, ...] = ("one",)) -> ChapterRun:
@@ -73,29 +70,12 @@ def test_a_process_killed_in_the_middle_of_a_write_leaves_the_old_file_whole(tmp
     path = tmp_path / "trace.json"
     write_if_changed(path, "old content")
     # The writer is killed outright (no cleanup runs) after its first chunk is on disk.
-    script = textwrap.dedent(
-        f"""
-        import os, signal, sys
-        from pathlib import Path
-        sys.path.insert(0, {str(REPO)!r})
-        from primer.book.atomic import write_if_changed
-
-        def chunks():
-            yield b"x" * 100_000
-            os.kill(os.getpid(), signal.SIGKILL)
-            yield b"never"
-
-        write_if_changed(Path({str(path)!r}), chunks())
-        """
-    )
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, check=False, timeout=60)
-    assert done.returncode == -signal.SIGKILL
+    left = killed_writer(path, size=100_000)
     assert path.read_text() == "old content"
-    leftovers = [p for p in tmp_path.iterdir() if p != path]
-    assert leftovers, "the killed writer left its temporary file"
     # ...as a dotfile, which MkDocs never publishes, and never under the target's name.
-    assert all(p.name.startswith(".") and p.name.endswith(TEMP_SUFFIX) for p in leftovers)
-    assert leftovers[0].stat().st_size == 100_000
+    assert left.name.startswith(".")
+    assert left.name.endswith(TEMP_SUFFIX)
+    assert left.stat().st_size == 100_000
 
 
 def test_a_replaced_file_keeps_its_permissions(tmp_path):

@@ -811,11 +811,16 @@ def render_payloads(traces: ChapterTraces) -> str:
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
         '<meta name="robots" content="noindex">',
         f"<title>Payloads of {_text(traces.chapter)}</title>",
-        # Summaries at least 24 px tall (WCAG 2.2 target size).
-        "<style>body{font-family:sans-serif;margin:1rem}"
+        # Summaries at least 24 px tall (WCAG 2.2 target size). Light or dark as
+        # the reader's system is, with every colour set (the browser's own dark
+        # link colours fail contrast), each at least 7:1 against its background.
+        "<style>:root{color-scheme:light dark}body{font-family:sans-serif;margin:1rem;background:#fff;color:#1a1a1a}"
+        "a{color:#0645ad}a:visited{color:#5a3696}"
         "summary{padding:.2rem 0;min-height:24px;box-sizing:border-box}pre{white-space:pre-wrap;overflow-wrap:anywhere}"
         "table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:.2rem .4rem;vertical-align:top}"
-        ".tr-payload{border-top:2px solid #888;margin-top:1rem}.tr-payload-id{font-family:monospace}</style>",
+        ".tr-payload{border-top:2px solid #888;margin-top:1rem}.tr-payload-id{font-family:monospace}"
+        "@media (prefers-color-scheme:dark){body{background:#1e2129;color:#e2e4e9}"
+        "a{color:#8ab4f8}a:visited{color:#d7aefb}td,th{border-color:#555}}</style>",
         "</head><body><main>\n",  # one landmark holding it all, for a screen reader's "skip to main"
         f"<h1>Payloads of {_text(traces.chapter)}</h1>\n",
     ]
