@@ -149,15 +149,19 @@ def main() -> None:
                     raise SystemExit(f"{mode}: scenarios failed: {result['failed']}\n{done.stderr}")
                 seconds[mode].append(wall)
         sequential, pool = (statistics.median(seconds[m]) for m in ("sequential", "pool"))
-        print(f"ch09's {len(scenarios_of(CHAPTER))} scenarios live, {args.delay * 1000:.0f} ms per request, "
-              f"{args.repeat} runs each (wall seconds, medians, a new interpreter each)")
+        print(
+            f"ch09's {len(scenarios_of(CHAPTER))} scenarios live, {args.delay * 1000:.0f} ms per request, "
+            f"{args.repeat} runs each (wall seconds, medians, a new interpreter each)"
+        )
         print(f"  sequential {sequential:6.2f} s")
         print(f"  pool       {pool:6.2f} s")
         print(f"  pool / sequential {pool / sequential:.3f}   (target <= 0.47)")
         alone = {m[4:]: statistics.median(v) for m, v in seconds.items() if m.startswith("one:")}
         slowest = max(alone, key=alone.__getitem__)
-        print(f"  the longest scenario alone ({slowest}) {alone[slowest]:.2f} s: "
-              f"the bound, {alone[slowest] / sequential:.3f} of sequential")
+        print(
+            f"  the longest scenario alone ({slowest}) {alone[slowest]:.2f} s: "
+            f"the bound, {alone[slowest] / sequential:.3f} of sequential"
+        )
         provider_proxy.shutdown()
         service_proxy.shutdown()
     httpbin.stop()

@@ -47,6 +47,8 @@ def message_for_model(tool: str, failure: Failure, *, may_have_taken_effect: boo
         times = f", {attempts} times" if attempts > 1 else ""
         return f"{name} failed: {failure.message}{times}. It may work later. Answer without it."
     return f"{name} failed: {failure.message}. It will not succeed. Answer without it."
+
+
 # --8<-- [end:message_for_model]
 
 

@@ -62,9 +62,7 @@ def no_chapter(chapter: str, names: Sequence[str]) -> NotFound:
 
 def no_scenario(chapter: str, scenario: str, names: Sequence[str]) -> NotFound:
     """The error for a scenario a chapter does not have, naming those it has."""
-    return NotFound(
-        f"Chapter {chapter} has no scenario {scenario!r}. Its scenarios are: {', '.join(names) or 'none'}."
-    )
+    return NotFound(f"Chapter {chapter} has no scenario {scenario!r}. Its scenarios are: {', '.join(names) or 'none'}.")
 
 
 def unknown(chapter: str, scenario: str | None, known: Mapping[str, Sequence[str] | None]) -> str | None:

@@ -195,6 +195,8 @@ def _parse_retry_after(value: str) -> float | None:
         return None
     now = email.utils.parsedate_to_datetime(email.utils.formatdate(usegmt=True))
     return max((when - now).total_seconds(), 0.0)
+
+
 # --8<-- [end:classify]
 
 
@@ -429,6 +431,8 @@ class ServiceCall:
             retry_after=response.headers.get("retry-after"),
             safe_to_repeat=response.status_code < 500 or response.status_code in _REFUSED_UNDONE,
         )
+
+
 # --8<-- [end:call]
 
 

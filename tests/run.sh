@@ -30,6 +30,7 @@ fi
 npm ci --prefix tests --no-audit --no-fund --loglevel=error >/dev/null
 
 .venv/bin/ruff check primer hooks tests benchmarks
+.venv/bin/ruff format --check --quiet primer hooks tests benchmarks
 .venv/bin/mypy
 
 # pytest exits 5 when it collected nothing: that is a broken suite, not a pass.

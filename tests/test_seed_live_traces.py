@@ -31,6 +31,7 @@ TRACES = ROOT / "docs" / PUBLISHED_DIR
 SCRIPT = ROOT / "tests" / "fixtures" / "import_seed_live.py"
 CHAPTERS = sorted(SEED_PAGES)
 
+
 def live_file(chapter: str) -> Path:
     return TRACES / f"{chapter}.live.json"
 

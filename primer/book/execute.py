@@ -52,7 +52,7 @@ __all__ = [
 ]
 
 #: Runs one scenario live; injected so tests can stand in for the network.
-LiveRunner = Callable[['Scenario', Settings], ScenarioRun]
+LiveRunner = Callable[["Scenario", Settings], ScenarioRun]
 
 
 class WorkerOutput(BaseModel):

@@ -85,6 +85,7 @@ def parse(data: bytes, path: Path) -> ChapterRun:
     from pydantic import ValidationError
 
     from primer.trace import READABLE_VERSIONS, ChapterRun, versions_read
+
     constants: list[str] = []
 
     def constant(token: str) -> float:
@@ -112,4 +113,3 @@ def parse(data: bytes, path: Path) -> ChapterRun:
         return ChapterRun.model_validate(raw)
     except ValidationError as error:
         raise CorruptTrace(path, _reason(error)) from None
-
