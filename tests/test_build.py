@@ -249,6 +249,11 @@ def test_traces_off_runs_nothing_and_shows_a_placeholder(tmp_path):
     assert "scenario asks_price" not in page
     assert not (book.root / ".cache").exists()
     assert not (book.root / "site" / "traces").exists()
+    # The stylesheet that sets the placeholders apart, served from the package; no script, nothing to drive.
+    assert 'href="assets/trace-book/traces.css"' in page
+    assert "primer-traces-off" in (book.root / "site" / "assets" / "trace-book" / "traces.css").read_text()
+    assert "traces.js" not in page
+    assert not (book.root / "site" / "assets" / "trace-book" / "traces.js").exists()
 
 
 def test_traces_off_shows_a_placeholder_wherever_the_page_has_a_marker(tmp_path):
@@ -280,10 +285,17 @@ def test_with_traces_off_the_hook_leaves_the_markers_to_the_extension(monkeypatc
     # MkDocs' own, on every page: the extension stashes the placeholders instead.
     monkeypatch.setattr(SESSION, "off", False)
     monkeypatch.setenv("PRIMER_TRACES", "off")
-    config = SimpleNamespace(docs_dir="/book/docs", markdown_extensions=["toc", mkdocs_hook.EXTENSION], mdx_configs={})
+    config = SimpleNamespace(
+        docs_dir="/book/docs",
+        markdown_extensions=["toc", mkdocs_hook.EXTENSION],
+        mdx_configs={},
+        extra_css=[],
+        extra_javascript=[],
+    )
     assert mkdocs_hook.on_config(config) is config  # type: ignore[arg-type]
     assert SESSION.off
     assert config.mdx_configs == {mkdocs_hook.EXTENSION: {"traces_off": True, "warn_missing": False}}
+    assert (config.extra_css, config.extra_javascript) == (["assets/trace-book/traces.css"], [])
     text = "# Ch\n\n::: trace ch_alpha\n\n:::trace ch_alpha\n"
     page = SimpleNamespace(file=SimpleNamespace(src_uri="ch.md"))
     with caplog.at_level(logging.WARNING, logger="mkdocs.plugins.primer"):

@@ -23,8 +23,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from primer.book.atomic import write_if_changed
-
 __all__ = ["FOLDER", "SITE_FOLDER", "install", "scripts", "sources", "stylesheets"]
 
 #: Where the files are in the package.
@@ -51,6 +49,9 @@ def scripts() -> list[str]:
 
 def install(root: Path) -> list[Path]:
     """Write the assets under ``root``, the docs or the site (only what changed), at their site paths."""
+    # Here, not at the top: a build with traces off links the stylesheet, and writes nothing.
+    from primer.book.atomic import write_if_changed
+
     written = []
     for site_path, source in sources().items():
         target = root / site_path

@@ -21,7 +21,9 @@ events, and another book's is the same line::
   extension's ``chapters`` option names its chapters), runs what is needed
   (``Book.prepare``), points the extension at the book (``docs_dir``) and
   has it leave warnings about markers to ``on_page_markdown``, which names
-  the page; adds the package's stylesheet and script to the site.
+  the page; adds the package's stylesheet and script to the site. With
+  ``PRIMER_TRACES=off``: the stylesheet only (it sets the placeholders
+  apart), and the hook leaves the page events it has nothing to do in.
 * ``on_files``: serves the stylesheet and script from the package. Under
   ``mkdocs serve --dirty``, which rebuilds only pages whose Markdown
   changed, has the pages whose traces changed rebuilt too (their built file
@@ -146,6 +148,7 @@ def on_config(config: MkDocsConfig) -> MkDocsConfig:
             off = {"traces_off": True, "warn_missing": False}  # the hook warns, naming page and line
             config.mdx_configs[EXTENSION] = {**config.mdx_configs.get(EXTENSION, {}), **off}
         _leave(config, "page_content", "page_context")
+        _add_assets(config, scripts=False)  # the stylesheet sets the placeholders apart from the prose
         return config
     options = config.mdx_configs.get(EXTENSION, {})
     started = time.perf_counter()
@@ -168,15 +171,20 @@ def on_config(config: MkDocsConfig) -> MkDocsConfig:
         # A path and a flag, not objects: the extension finds the book in the session.
         config.mdx_configs[EXTENSION] = {**options, "docs_dir": str(book.docs_dir), "warn_missing": False}
     if book.enabled:
-        from primer.book import assets
-
-        for path in assets.stylesheets():
-            if path not in config.extra_css:
-                config.extra_css.append(path)
-        for path in assets.scripts():
-            if path not in [str(script) for script in config.extra_javascript]:
-                config.extra_javascript.append(ExtraScriptValue(path))
+        _add_assets(config, scripts=True)
     return config
+
+
+def _add_assets(config: MkDocsConfig, *, scripts: bool) -> None:
+    """Link the package's stylesheet (and, with ``scripts``, its script) from every page."""
+    from primer.book import assets
+
+    for path in assets.stylesheets():
+        if path not in config.extra_css:
+            config.extra_css.append(path)
+    for path in assets.scripts() if scripts else []:
+        if path not in [str(script) for script in config.extra_javascript]:
+            config.extra_javascript.append(ExtraScriptValue(path))
 
 
 def _leave(config: MkDocsConfig, *events: str) -> None:
@@ -203,10 +211,9 @@ def on_files(files: Files, config: MkDocsConfig) -> Files:
             )
             files.remove(file)
     if SESSION.off:
-        # The stylesheet and script the configuration names itself (as a book
-        # built with Zensical too does) are served all the same: its pages link them.
-        if config.extra_css or config.extra_javascript:
-            _serve_assets(files, config, only_named=True)
+        # The stylesheet on_config added, and the script if the configuration
+        # names it itself (as a book built with Zensical too does): pages link them.
+        _serve_assets(files, config, only_named=True)
         return files
     book = _book(config)
     if book.enabled:
