@@ -111,8 +111,11 @@ def _place_cached(path: Path, cached: Path) -> bool:
     return True
 
 
-def _keep(cached: Path, document: str) -> None:
-    """Keep a published file (``CHAPTER.KEY.json``, ``.html``) in the cache folder, dropping its older versions."""
+def _keep(cached: Path, document: str, what: str) -> None:
+    """Keep a published file (``CHAPTER.KEY.json``, ``.html``) in the cache folder, dropping its older versions.
+
+    ``what`` names the file in the message said if it cannot be kept.
+    """
     chapter = cached.name.split(".")[0]
     try:
         if cached.parent.is_dir():
@@ -121,7 +124,7 @@ def _keep(cached: Path, document: str) -> None:
                     old.unlink(missing_ok=True)
         write_if_changed(cached, document, durable=False)
     except OSError as error:
-        _log.info(f"traces: the published {cached.suffix[1:]} of {chapter} could not be cached: {error}")
+        _log.info(f"traces: the {what} of {chapter} could not be cached: {error}")
 
 
 def _published(path: Path) -> bool:
@@ -218,7 +221,7 @@ class Publisher:
         if _place_cached(page, cached):
             return
         document = make()
-        _keep(cached, document)
+        _keep(cached, document, "payload page")
         _place(page, document, cached if cached.exists() else None)
 
     def _from_summary(self, chapter: str, path: Path, otlp: Path, written: list[Path]) -> bool:
@@ -261,8 +264,7 @@ class Publisher:
         return [path]
 
     def _otlp_cached(self, traces: ChapterTraces, key: str) -> str | None:
-        folder = self.store.cache_dir / "otlp"
-        cached = folder / f"{traces.chapter}.{key}.json"
+        cached = self.store.cache_dir / "otlp" / f"{traces.chapter}.{key}.json"
         try:
             return cached.read_text(encoding="utf-8")
         except OSError:
@@ -275,13 +277,7 @@ class Publisher:
                 _log.info(f"traces: no OTLP JSON is published: {missing}")
             return None
         text = chapter_json(traces.mock, traces.live, start=MOCK_EPOCH)
-        try:
-            for old in folder.glob(f"{traces.chapter}.*.json"):
-                if old.name.count(".") == 2:  # CHAPTER.KEY.json: an older version of this chapter's file
-                    old.unlink(missing_ok=True)
-            write_if_changed(cached, text, durable=False)
-        except OSError as error:
-            _log.info(f"traces: the OTLP JSON of {traces.chapter} could not be cached: {error}")
+        _keep(cached, text, "OTLP JSON")
         return text
 
     def document_key(self, chapter: str, traces: ChapterTraces) -> str | None:
@@ -321,7 +317,7 @@ class Publisher:
                 document = cached.read_bytes().decode("utf-8")
             except (OSError, UnicodeDecodeError):
                 document = _serialised(head, traces)
-                _keep(cached, document)
+                _keep(cached, document, "published JSON")
         else:
             document = _serialised(head, traces)
             key = hashlib.sha256(document.encode()).hexdigest()[:24]
