@@ -23,7 +23,8 @@ machinery's share``, logged at DEBUG) beside the measured warm - off
 difference. The measured builds run as an author runs them, without
 ``--verbose``: with it, MkDocs logs a line for every event a hook takes on
 every page, which would measure MkDocs' debug logging. The timing line is
-read from one more warm build a round, with ``--verbose``, outside the ratios.
+read from one more warm build a round, with ``--verbose``, outside the ratios
+(``--verbose`` here measures every build with it, as this benchmark first did).
 Then, once per size, the three front ends side by side on the same book:
 ``mkdocs build``, ``properdocs build``, ``zensical build`` (with ``--clean``,
 so Zensical's own page cache does not hide the work), each warm.
@@ -181,7 +182,7 @@ def mkdocs(book: Path, *, verbose: bool = False, **extra: str) -> Run:
     return build(book, "mkdocs", "build", *(["--verbose"] if verbose else []), "-d", "site", **extra)
 
 
-def measure(size: int, pairs: int, work: Path) -> dict[str, list[Run]]:
+def measure(size: int, pairs: int, work: Path, *, verbose: bool = False) -> dict[str, list[Run]]:
     book = generate(work / f"book{size}", size)
     bare = generate(work / f"bare{size}", size, machinery=False)
     mkdocs(book)  # fills the caches: every later build is warm
@@ -190,7 +191,7 @@ def measure(size: int, pairs: int, work: Path) -> dict[str, list[Run]]:
     kinds = [("warm", book, {}), ("off", book, {"PRIMER_TRACES": "off"}), ("bare", bare, {})]
     for n in range(pairs):
         for kind, where, env in kinds[n % 3 :] + kinds[: n % 3]:
-            runs[kind].append(mkdocs(where, **env))
+            runs[kind].append(mkdocs(where, verbose=verbose, **env))
         runs["line"].append(mkdocs(book, verbose=True))  # for the timing line only
         print(f"  {size} chapters: round {n + 1}/{pairs}", file=sys.stderr)
     return runs
@@ -232,6 +233,9 @@ def main() -> None:
     parser.add_argument("--chapters", type=int, nargs="+", default=[10, 100])
     parser.add_argument("--pairs", type=int, default=7)
     parser.add_argument("--no-front-ends", action="store_true")
+    parser.add_argument(
+        "--verbose", action="store_true", help="measure every build with --verbose, as this benchmark first did"
+    )
     args = parser.parse_args()
     # The builds run with PYTHONDONTWRITEBYTECODE (no bytecode written into the
     # generated books): the library's own is written once here, as any earlier
@@ -247,7 +251,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="scale-", dir=memory) as folder:
         work = Path(folder)
         for size in args.chapters:
-            runs = measure(size, args.pairs, work)
+            runs = measure(size, args.pairs, work, verbose=args.verbose)
             report(size, runs)
             if not args.no_front_ends:
                 print("  front ends, warm (wall seconds, peak RSS):")
