@@ -316,11 +316,11 @@ def callgrind(book: Path, *command: str, **extra: str) -> int:
 class Edit:
     """A change an author saves: in ``path``, ``old`` replaced by ``new(n)``; seen as ``probe(n)`` in ``page``.
 
-    Each ``n`` makes a new edit of the original file, never one a cache has
-    seen: a content-addressed cache would answer a revert from its entries,
-    which measures a warm build, not an edit. ``probe`` is what the built
-    page shows when the edit took effect where it should (empty: nothing
-    the page shows changes).
+    Each ``n`` makes a new edit, never one a cache has seen: a
+    content-addressed cache would answer a revert from its entries, which
+    measures a warm build, not an edit. ``probe`` is what the built page
+    shows when the edit took effect where it should (empty: nothing the
+    page shows changes). ``Editor`` saves them.
     """
 
     kind: str
@@ -332,14 +332,6 @@ class Edit:
     #: What the build should do, for the report.
     does: str
 
-    def apply(self, book: Path, n: int) -> None:
-        """Write the ``n``-th edit over the original file."""
-        target = book / self.path
-        original = _originals.setdefault(target, target.read_text("utf-8"))
-        if self.old not in original:
-            raise SystemExit(f"{self.path}: the benchmark's edit looks for {self.old!r}, which is no longer there")
-        target.write_text(original.replace(self.old, self.new(n), 1), "utf-8")
-
     def shown(self, book: Path, n: int, site: str = "site") -> bool | None:
         """Whether the built page shows the ``n``-th edit (None: the edit shows nothing)."""
         probe = self.probe(n)
@@ -348,7 +340,22 @@ class Edit:
         return probe in (book / site / self.page / "index.html").read_text("utf-8")
 
 
-_originals: dict[Path, str] = {}
+class Editor:
+    """Saves the edits of one book, each over the last of its kind (two kinds may share a file)."""
+
+    def __init__(self, book: Path) -> None:
+        self.book = book
+        self._last: dict[str, str] = {}
+
+    def apply(self, edit: Edit, n: int) -> None:
+        """Save the ``n``-th edit of its kind: it replaces the one before, or the original text."""
+        target = self.book / edit.path
+        text = target.read_text("utf-8")
+        before = self._last.get(edit.kind, edit.old)
+        if before not in text:
+            raise SystemExit(f"{edit.path}: the {edit.kind} edit looks for {before!r}, which is not there")
+        target.write_text(text.replace(before, edit.new(n), 1), "utf-8")
+        self._last[edit.kind] = edit.new(n)
 
 
 def template(book: Path) -> str:

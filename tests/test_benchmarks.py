@@ -8,6 +8,7 @@ read from full runs of the scripts, never from a test.
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 import sys
@@ -72,3 +73,21 @@ def test_callgrind_counts_instructions(tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stderr
     assert int(done.stdout.strip()) > 1_000_000, "a Python start-up runs millions of instructions"
+
+
+def test_the_edits_of_this_book_find_their_text() -> None:
+    """build.py edits this book's copy (quick mode builds a synthetic one): each edit's text is still there."""
+    code = (
+        "import books, pathlib, json; root = pathlib.Path(books.ROOT); "
+        "print(json.dumps([[e.kind, e.path, e.old in (root / e.path).read_text(), e.probe(7), e.new(7)] "
+        "for e in books.edits(root, synthetic=False)]))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], cwd=BENCHMARKS, capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    found = json.loads(done.stdout)
+    assert [kind for kind, *_ in found] == ["prose", "comment", "chapter", "library", "template"]
+    missing = [f"{kind}: {path}" for kind, path, there, *_ in found if not there]
+    assert not missing, f"edits whose text is gone (update benchmarks/books.py): {missing}"
+    # The chapter edit's probe is what the trace shows, never what the source (and its listing) holds.
+    [(_, _, _, probe, new)] = [row for row in found if row[0] == "chapter"]
+    assert probe not in new
