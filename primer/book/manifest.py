@@ -185,8 +185,6 @@ def record(book: Book, code: dict[str, Entry] | None) -> None:
 
 def _outcome(book: Book) -> dict[str, Any] | None:
     """What every chapter shows, with the digests of the files it came from; None if one is not a clean, stored run."""
-    from primer.book.html_cache import renderer_fingerprint
-
     store, reused = book.store, 0
     chapters: dict[str, Any] = {}
     traces_files: dict[str, Entry] = {}
@@ -213,7 +211,7 @@ def _outcome(book: Book) -> dict[str, Any] | None:
             "published": published,
         }
         reused += len(traces.mock.scenarios) + (len(traces.live.scenarios) if traces.live is not None else 0)
-    renderer = renderer_fingerprint(book.rendered.fingerprint_file)
+    renderer = book.rendered.renderer()
     return {"traces": traces_files, "chapters": chapters, "renderer": renderer, "reused": reused}
 
 
