@@ -199,7 +199,8 @@ def generate(root: Path, chapters: int, *, form: str = MACHINERY, library: Path 
     (package / "__init__.py").write_text('"""The synthetic book\'s chapters."""\n')
     (root / "docs").mkdir(exist_ok=True)
     (root / "hooks").mkdir(exist_ok=True)
-    (root / "hooks" / "traces.py").write_text("from primer.book.mkdocs_hook import *  # noqa: F403\n")
+    # The checkout's own hook file, whatever its one line is today.
+    shutil.copy2(library / "hooks" / "traces.py", root / "hooks" / "traces.py")
     if not (root / "primer").exists():
         shutil.copytree(library / "primer", root / "primer", ignore=IGNORED)
         compile_library(root)
@@ -210,6 +211,8 @@ def generate(root: Path, chapters: int, *, form: str = MACHINERY, library: Path 
         (root / "docs" / f"{name}.md").write_text(PAGE.format(n=n, name=name, filler=filler))
     (root / "docs" / "index.md").write_text("# Synthetic\n\nA book generated to measure the machinery.\n")
     plugins, hook, extension = _FORM_CONFIG[form]
+    if form == "hook" and "primer.book.markdown" not in (library / "mkdocs.yml").read_text("utf-8"):
+        extension = ""  # the checkout's hook adds the extension itself, as its own book has it
     (root / "mkdocs.yml").write_text(CONFIG.format(plugins=plugins, hook=hook, extension=extension))
     return root
 

@@ -3,7 +3,9 @@
 The figures of a quick run mean nothing (one pair on whatever else the
 machine does); what is checked is that each script still runs against
 today's code and prints the rows its docstring promises. Speed targets are
-read from full runs of the scripts, never from a test.
+read from full runs of the scripts, never from a test. (``phoenix.py`` is
+not run here: it needs a virtual environment with arize-phoenix, which the
+suite does not install.)
 """
 
 from __future__ import annotations
