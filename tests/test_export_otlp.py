@@ -307,6 +307,8 @@ class Receiver(BaseHTTPRequestHandler):
     """An OTLP/HTTP traces endpoint: decodes each ExportTraceServiceRequest it is sent."""
 
     received: ClassVar[list[tuple[str, bytes]]] = []
+    #: The authorization header of each request ("" when none came).
+    authorizations: ClassVar[list[str]] = []
     status: ClassVar[int] = 200
 
     def do_POST(self) -> None:
@@ -314,6 +316,7 @@ class Receiver(BaseHTTPRequestHandler):
         if self.headers.get("content-encoding") == "gzip":
             body = gzip.decompress(body)
         type(self).received.append((self.headers.get("content-type", ""), body))
+        type(self).authorizations.append(self.headers.get("authorization", ""))
         answer = ExportTraceServiceResponse().SerializeToString()
         self.send_response(type(self).status)
         self.send_header("content-type", "application/x-protobuf")
@@ -327,7 +330,7 @@ class Receiver(BaseHTTPRequestHandler):
 
 @pytest.fixture
 def receiver() -> Iterator[tuple[str, type[Receiver]]]:
-    handler = type("OneReceiver", (Receiver,), {"received": [], "status": 200})
+    handler = type("OneReceiver", (Receiver,), {"received": [], "authorizations": [], "status": 200})
     server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
@@ -758,3 +761,15 @@ def test_the_command_says_what_is_wrong_with_its_arguments(
 ) -> None:
     assert main(["export", "otlp", *arguments]) == 2
     assert said in capsys.readouterr().err
+
+
+def test_an_endpoint_that_wants_a_key_gets_it_from_the_environment_as_opentelemetry_says(
+    receiver: tuple[str, type[Receiver]], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Langfuse's OTLP endpoint takes Basic auth; OTEL_EXPORTER_OTLP_HEADERS is where an exporter finds it.
+    url, handler = receiver
+    secret = "cGstbGYtMTIzOnNrLWxmLTQ1Ng=="
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_HEADERS", f"Authorization=Basic {secret}")
+    assert main(["export", "otlp", CHAPTER, "--at", "now", "--endpoint", url]) == 0
+    assert handler.authorizations == [f"Basic {secret}"]
+    assert secret not in capsys.readouterr().out
