@@ -773,3 +773,31 @@ def test_an_endpoint_that_wants_a_key_gets_it_from_the_environment_as_openteleme
     assert main(["export", "otlp", CHAPTER, "--at", "now", "--endpoint", url]) == 0
     assert handler.authorizations == [f"Basic {secret}"]
     assert secret not in capsys.readouterr().out
+
+
+def test_the_cache_keeps_a_chapters_otlp_json_by_the_exports_version(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A new export (its code, its packages) makes the file again: a warm cache never publishes the old one.
+    import primer.export
+
+    run = run_chapter(CHAPTER)
+
+    def published_once() -> str:
+        store = TraceStore(tmp_path / "live", tmp_path / "cache")
+        store.show(ChapterTraces(CHAPTER, run, None, LiveStatus("missing"), f"traces/{CHAPTER}.json"))
+        store.publish(tmp_path / "site")
+        return (tmp_path / "site" / "traces" / f"{CHAPTER}.otlp.json").read_text()
+
+    first = published_once()
+    [kept] = (tmp_path / "cache" / "otlp").iterdir()
+    assert kept.name.endswith(f"-{primer.export.otlp_version()}.json")
+    kept.unlink()  # the site's file is a hard link to it: a new file, not the same one rewritten
+    kept.write_text("made by the old export\n")  # as an older export's file would differ
+    (tmp_path / "site" / "traces" / f"{CHAPTER}.otlp.json").unlink()
+    assert published_once() == "made by the old export\n", "the same version: the cached copy is used"
+    (tmp_path / "site" / "traces" / f"{CHAPTER}.otlp.json").unlink()
+    monkeypatch.setattr(primer.export, "otlp_version", lambda: "0123456789abcdef")
+    assert published_once() == first
+    [remade] = (tmp_path / "cache" / "otlp").iterdir()
+    assert remade.name.endswith("-0123456789abcdef.json"), "the older version's copy is dropped"
