@@ -801,3 +801,31 @@ def test_the_cache_keeps_a_chapters_otlp_json_by_the_exports_version(
     assert published_once() == first
     [remade] = (tmp_path / "cache" / "otlp").iterdir()
     assert remade.name.endswith("-0123456789abcdef.json"), "the older version's copy is dropped"
+
+
+def test_what_a_viewer_lists_reaches_a_loopback_receiver_as_protobuf(
+    runs: dict[str, ChapterRun], receiver: tuple[str, type[Receiver]]
+) -> None:
+    # What benchmarks/phoenix.py checks in Phoenix itself, checked here on the wire: the trace list's
+    # Input and Output (the root spans' input.value and output.value), within the last 7 days, and
+    # the error spans, each with its message.
+    url, handler = receiver
+    before = datetime.now(UTC)
+    assert main(["export", "otlp", CHAPTER, "--mode", "live", "--at", "now", "--endpoint", url]) == 0
+    spans = received_spans(handler)
+    run = runs["live"]
+    listed = [
+        (span.name, attributes(span)["input.value"], attributes(span)["output.value"])
+        for span in spans
+        if not span.parent_span_id
+    ]
+    assert listed == [
+        (f"invoke_agent {s.name}", s.transcript[1].content, s.transcript[-1].content) for s in run.scenarios
+    ]
+    assert all(s.transcript[1].role == "human" for s in run.scenarios)
+    week = int((before - timedelta(days=7)).timestamp()) * 10**9
+    assert all(span.start_time_unix_nano >= week for span in spans), "in a viewer's default window"
+    errors = [span for span in spans if span.status.code == ERROR]
+    assert len(errors) == 6
+    assert all(span.status.message for span in errors)
+    assert {attributes(span)["openinference.span.kind"] for span in errors} == {"TOOL", "CHAIN"}
