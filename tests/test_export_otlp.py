@@ -732,6 +732,13 @@ def test_the_command_sends_a_published_file_as_protobuf_moved_to_now(
         ("not json\n", "line 1, is not OTLP JSON (JSONDecodeError)"),
         ('{"resourceSpans": [{"scopeSpans": [{"spans": [{"traceId": "zz"}]}]}]}\n', "line 1, is not OTLP JSON"),
         ('{"resourceSpans": 3}\n', "line 1, is not OTLP JSON"),
+        ('{"resourceSpans": [{"scopeSpans": [{"spans": [{"kind": 42}]}]}]}\n', "holds a span that is not OTLP's"),
+        ('{"resourceSpans": [{"scopeSpans": [{"spans": [{"status": {"code": 9}}]}]}]}\n', "holds a span that is"),
+        (
+            '{"resourceSpans": [{"scopeSpans": [{"spans": [{"attributes": '
+            '[{"key": "k", "value": {"kvlistValue": {}}}]}]}]}]}\n',
+            "holds a span that is not OTLP's",
+        ),
     ],
 )
 def test_a_file_that_is_not_otlp_json_is_named_and_nothing_is_sent(
@@ -741,7 +748,9 @@ def test_a_file_that_is_not_otlp_json_is_named_and_nothing_is_sent(
     path = tmp_path / "broken.otlp.json"
     path.write_text(content)
     assert main(["export", "otlp", "--from", str(path), "--endpoint", url]) == 2
-    assert f"error: {path}, {said}" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {path}")
+    assert said in err
     assert handler.received == []
     assert main(["export", "otlp", "--from", str(tmp_path / "none.json"), "--endpoint", url]) == 2
     assert f"There is no file {tmp_path / 'none.json'}" in capsys.readouterr().err

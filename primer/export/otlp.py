@@ -276,13 +276,19 @@ def file_spans(path: Path, *, at: datetime | None = None) -> list[ReadableSpan]:
                 "(site/traces/CHAPTER.otlp.json) or `python -m primer export otlp -o FILE` wrote."
             ) from None
     messages = [span for request in requests for _, _, span in _each_span(request)]
-    moves = _moves(messages, unix_nanoseconds(at)) if at is not None else {}
     spans = []
     resources: dict[int, Resource] = {}
-    for request in requests:
-        for resource, scope, span in _each_span(request):
-            kept = resources.setdefault(id(resource), Resource(_values(resource.attributes)))
-            spans.append(_readable(span, kept, scope, moves.get(span.trace_id, 0)))
+    try:
+        moves = _moves(messages, unix_nanoseconds(at)) if at is not None else {}
+        for request in requests:
+            for resource, scope, span in _each_span(request):
+                kept = resources.setdefault(id(resource), Resource(_values(resource.attributes)))
+                spans.append(_readable(span, kept, scope, moves.get(span.trace_id, 0)))
+    except (ValueError, KeyError) as error:  # a value the JSON mapping takes but a span cannot hold
+        raise ExportFailed(
+            f"{path} holds a span that is not OTLP's ({error}): give a file the book published "
+            "(site/traces/CHAPTER.otlp.json) or `python -m primer export otlp -o FILE` wrote."
+        ) from None
     return spans
 
 
