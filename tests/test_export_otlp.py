@@ -754,6 +754,8 @@ def test_a_file_that_is_not_otlp_json_is_named_and_nothing_is_sent(
     assert handler.received == []
     assert main(["export", "otlp", "--from", str(tmp_path / "none.json"), "--endpoint", url]) == 2
     assert f"There is no file {tmp_path / 'none.json'}" in capsys.readouterr().err
+    assert main(["export", "otlp", "--from", "/dev/zero", "--endpoint", url]) == 2
+    assert "/dev/zero is not a regular file" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize(

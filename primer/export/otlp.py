@@ -258,6 +258,8 @@ def file_spans(path: Path, *, at: datetime | None = None) -> list[ReadableSpan]:
     recorded in ``primer.recorded_at``. Raises ``NotFound`` for a file that is
     not there and ``ExportFailed`` for one that is not OTLP JSON.
     """
+    if path.exists() and not path.is_file():  # a device or a pipe could be read for ever
+        raise ExportFailed(f"{path} is not a regular file: give the path of an OTLP JSON file.")
     try:
         lines = path.read_text(encoding="utf-8").splitlines()
     except FileNotFoundError:
