@@ -598,6 +598,16 @@ def test_every_span_has_its_openinference_kind_and_the_roots_the_question_and_th
         assert json.loads(found["metadata"])["ending"] == scenario.ending.reason
 
 
+@pytest.mark.parametrize(
+    ("chapter", "scenario"), [("ch03_the_loop", "keeps_asking"), ("ch05_loop_endings", "tokens_exhausted")]
+)
+def test_a_run_that_ended_without_an_answer_says_so_as_its_output(chapter: str, scenario: str) -> None:
+    run = run_chapter(chapter)
+    ending = run.scenario(scenario).ending
+    root = next(s for s in spans_of(chapter_request(run, start=START)) if s.name == f"invoke_agent {scenario}")
+    assert attributes(root)["output.value"] == f"(no answer: ended {ending.label})"
+
+
 def test_a_chat_span_carries_the_llm_messages_tools_and_token_counts(runs: dict[str, ChapterRun]) -> None:
     run = runs["live"]
     spans = spans_of(chapter_request(run))

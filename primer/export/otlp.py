@@ -489,7 +489,8 @@ class _Spans:
         attributes: Attributes = {
             **_kind(Kind.AGENT),
             **_value("input", question or None),
-            **_value("output", answer.content if answer is not None else None),
+            # A run that ended without an answer says so where the list shows the answer.
+            **_value("output", (answer.content if answer else None) or f"(no answer: ended {run.ending.label})"),
             oi.AGENT_NAME: run.name,
             oi.METADATA: _json({"chapter": chapter.chapter, "mode": run.mode, "ending": run.ending.reason}),
             _RECORDED_AT: recorded.astimezone(UTC).isoformat() if recorded is not None else None,
