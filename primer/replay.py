@@ -81,6 +81,7 @@ from primer.trace import (
     WireResponse,
     versions_read,
 )
+from primer.trace_limits import Refused, check_depth, check_run, read_bytes
 
 __all__ = [
     "VOLATILE_HEADERS",
@@ -162,7 +163,11 @@ def read_trace(path: Path) -> ChapterRun:
     them here, since the library does not import the book.)
     """
     try:
-        raw: Any = json.loads(path.read_bytes())
+        data = read_bytes(path)
+        check_depth(data)
+        raw: Any = json.loads(data)
+    except Refused as refused:
+        raise UnreadableTrace(f"The trace file {path} could not be read: {refused.reason}.") from None
     except (OSError, ValueError) as error:
         raise UnreadableTrace(f"The trace file {path} could not be read: {error}.") from None
     version = raw.get("schema_version") if isinstance(raw, dict) else None
@@ -172,7 +177,10 @@ def read_trace(path: Path) -> ChapterRun:
             f"and this library reads {versions_read()}."
         )
     try:
-        return ChapterRun.model_validate(raw)
+        run = ChapterRun.model_validate(raw)
+        check_run(run)
+    except Refused as refused:
+        raise UnreadableTrace(f"The trace file {path} could not be read: {refused.reason}.") from None
     except ValidationError as error:
         first = error.errors()[0]
         where = ".".join(str(part) for part in first["loc"]) or "the top level"
@@ -180,6 +188,7 @@ def read_trace(path: Path) -> ChapterRun:
             f"The trace file {path} could not be read: {error.error_count()} field(s) do not fit the trace "
             f"schema, first at {where}: {first['msg']}."
         ) from None
+    return run
 
 
 class _Result(BaseModel):
