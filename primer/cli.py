@@ -24,17 +24,20 @@ from primer.inert import inert
 from primer.locator import ChapterLocator
 from primer.script_check import unused_warnings
 from primer.settings import Settings
-from primer.summary import chapter_line, ending_line, model_line, scenario_line, tool_line, turn_line
+from primer.summary import chapter_line, ending_line, model_line, scenario_line, scenario_story, tool_line, turn_line
 from primer.trace import ChapterRun
 
 __all__ = ["main", "summary_lines"]
 
 
 def summary_lines(run: ChapterRun) -> list[str]:
-    """Every summary line of a chapter run, indented by depth."""
+    """Every summary line of a chapter run, indented by depth, each scenario's story under its line."""
     lines = [f"{run.chapter}", chapter_line(run)]
     for scenario in run.scenarios:
         lines.append(scenario_line(scenario))
+        story = scenario_story(scenario)
+        if story:  # what the page shows folded under the scenario's line
+            lines.append(f"  story: {story}")
         for turn in scenario.turns:
             lines.append("  " + turn_line(turn))
             lines.append("    " + model_line(turn.model_call))
