@@ -18,7 +18,7 @@ from __future__ import annotations
 import functools
 import re
 
-__all__ = ["INVISIBLE", "inert"]
+__all__ = ["INVISIBLE", "inert", "invisible_characters", "visible_escape"]
 
 #: Characters a reader cannot see, though they are there: Unicode's format
 #: characters (category Cf: zero-width spaces and joiners, the soft hyphen,
@@ -31,6 +31,22 @@ INVISIBLE = (
     "\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb\U000110bd\U000110cd\U00013430-\U0001343f"
     "\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0001\U000e0020-\U000e007f"
 )
+
+
+def invisible_characters() -> list[str]:
+    """Every character of ``INVISIBLE``, one by one (for a translation table)."""
+    found: list[str] = []
+    index = 0
+    while index < len(INVISIBLE):
+        first = INVISIBLE[index]
+        if INVISIBLE[index + 1 : index + 2] == "-":
+            found += map(chr, range(ord(first), ord(INVISIBLE[index + 2]) + 1))
+            index += 3
+        else:
+            found.append(first)
+            index += 1
+    return found
+
 
 # What a terminal or a log reader would act on rather than show, or would
 # show as nothing:
@@ -58,10 +74,21 @@ def _escape(match: re.Match[str]) -> str:
     if char in _NAMED:
         return _NAMED[char]
     code = ord(char)
-    # C0 as C and Python spell it; the rest as \uXXXX, which JSON reads too:
-    # those never appear raw in JSON outside a string, so JSON text made
-    # inert is still JSON, and decodes to the same data.
-    return f"\\x{code:02x}" if code < 0x20 else f"\\u{code:04x}"
+    # C0 as C and Python spell it; the rest as JSON spells it (visible_escape).
+    return f"\\x{code:02x}" if code < 0x20 else visible_escape(char)
+
+
+def visible_escape(char: str) -> str:
+    r"""One character as JSON escapes it: ``\u202e``; past U+FFFF, as its two surrogates.
+
+    Such characters never appear raw in JSON outside a string, so JSON text
+    with them escaped is still JSON, and decodes to the same data.
+    """
+    code = ord(char)
+    if code <= 0xFFFF:
+        return f"\\u{code:04x}"
+    code -= 0x10000
+    return f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}"
 
 
 def inert(text: str) -> str:

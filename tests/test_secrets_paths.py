@@ -16,15 +16,22 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import ClassVar
+from urllib.parse import quote
 
 import pytest
 
 from primer.clock import VirtualClock
+from primer.errors import ConfigError, ExportFailed
 from primer.inert import inert
 from primer.models.live import LiveModel
 from primer.redact import SCRUBBED, Redactor
+from primer.replay import read_trace
+from primer.settings import Settings
 from primer.streaming import sse_text
 from primer.trace import Message
 from tests.books import edit, make_book
@@ -205,9 +212,14 @@ def hostile_events() -> list[tuple[str | None, str]]:
         (S, chunk({"content": " " + API_KEY[::-1]}, index=1)),
         (T, f"not json {A}"),
         (None, f"{B} still not json"),
-        (None, chunk({"content": " is 1.20."}, finish="stop")),
+        (None, chunk({"content": f" is 1.20.{HIDDEN}"}, finish="stop")),
         (None, "[DONE]"),
     ]
+
+
+#: What reorders or hides text on a page or in a terminal: the right-to-left override, a
+#: zero-width space, a one-byte CSI (C1).
+HIDDEN = " \u202eevil\u202c \u200bhidden \x9b[31mred"
 
 
 def everything(root: Path) -> dict[str, str]:
@@ -236,6 +248,13 @@ def test_a_live_build_and_the_command_line_keep_the_key_out(replay_provider: Rep
     assert len(exchange["response"]["stream"]["events"]) == len(hostile_events())  # recorded live, every event
     outputs = {"build log": built.log, **everything(book.root)}
     assert any(name.startswith("site/") and "search" in name for name in outputs)
+    # The characters that hide or reorder text are shown as escapes, on the page and the payload page.
+    shown = {name: text for name, text in outputs.items() if name.startswith("site/") and name.endswith(".html")}
+    assert len(shown) >= 2, list(outputs)
+    assert any("\\u202eevil" in text for text in shown.values())
+    assert {name: [c for c in "\u202e\u202c\u200b\x9b" if c in text] for name, text in shown.items()} == {
+        name: [] for name in shown
+    }
 
     replay_provider.events(hostile_events())
     done = subprocess.run(
@@ -341,3 +360,129 @@ def test_a_replay_scrubs_the_environments_keys_and_never_prints_them(
         outputs |= {f"build, {name}": built.log, **{f"{name}: {k}": v for k, v in everything(book.root).items()}}
         assert not any(SERVICE_KEY in line for line in built.log.splitlines()), name
     assert {name: found(text) for name, text in outputs.items()} == {name: [] for name in outputs}
+
+
+# -- configuration errors ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("variable", "value"),
+    [
+        ("PRIMER_BASE_URL", f"https://api.example.test/v1 {API_KEY}"),
+        ("PRIMER_BASE_URL", f"{API_KEY}"),
+        ("PRIMER_BASE_URL", f"https://api.example.test:{API_KEY}/v1"),
+        ("PRIMER_SERVICE_URL", f"ftp://{SERVICE_KEY}.example.test"),
+        ("PRIMER_SERVICE_URL", f"https://example.test/#{SERVICE_KEY}"),
+        ("PRIMER_LIVE", API_KEY),
+        ("PRIMER_TRACES", SERVICE_KEY),
+        ("PRIMER_MODEL", f"m {API_KEY}"),
+        ("PRIMER_MODEL_TIMEOUT", API_KEY),
+        ("PRIMER_SERVICE_TIMEOUT", f"-{SERVICE_KEY}"),
+    ],
+)
+def test_a_configuration_error_names_the_variable_and_never_quotes_a_key(variable: str, value: str) -> None:
+    with pytest.raises(ConfigError) as caught:
+        Settings.from_env({variable: value})
+    message = str(caught.value)
+    assert message.startswith(variable)
+    assert found(message) == []
+
+
+# -- the OTLP export ----------------------------------------------------------------------------
+
+
+class Redirecting(BaseHTTPRequestHandler):
+    """A collector that answers every export with a redirect to ``target``, counting what reaches it."""
+
+    target: ClassVar[str] = ""
+    status: ClassVar[int] = 307
+    posts: ClassVar[list[str]] = []
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers["content-length"]))
+        type(self).posts.append(self.path)
+        self.send_response(type(self).status)
+        self.send_header("location", type(self).target)
+        self.send_header("content-length", "0")
+        self.end_headers()
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def collectors() -> Iterator[tuple[str, type[Redirecting], type[Redirecting]]]:
+    """A redirecting collector, and the one it points to (which answers 200)."""
+    target = type("Target", (Redirecting,), {"posts": [], "status": 200})
+    first = type("First", (Redirecting,), {"posts": []})
+    servers = [ThreadingHTTPServer(("127.0.0.1", 0), handler) for handler in (first, target)]
+    threads = [threading.Thread(target=server.serve_forever, daemon=True) for server in servers]
+    for thread in threads:
+        thread.start()
+    first.target = f"http://127.0.0.1:{servers[1].server_address[1]}/v1/traces"
+    try:
+        yield f"http://127.0.0.1:{servers[0].server_address[1]}", first, target
+    finally:
+        for server in servers:
+            server.shutdown()
+            server.server_close()
+
+
+@pytest.mark.parametrize("status", [301, 302, 307, 308, 202, 204, 404, 500])
+def test_otlp_follows_no_redirect_and_any_answer_but_2xx_is_a_failure_naming_it(
+    collectors: tuple[str, type[Redirecting], type[Redirecting]], status: int
+) -> None:
+    from primer.export.otlp import send
+
+    url, first, target = collectors
+    first.status = status
+    run = read_trace(ROOT / "docs" / "traces" / "ch05_loop_endings.live.json")
+    if status in (202, 204):
+        assert send([run], url, timeout=2) > 0
+        return
+    with pytest.raises(ExportFailed, match=rf"it answered {status}"):
+        send([run], url, timeout=2)
+    assert target.posts == []  # the spans went nowhere else
+    assert first.posts
+
+
+def test_otlp_never_shows_a_key_in_the_endpoint(collectors: tuple[str, type[Redirecting], type[Redirecting]]) -> None:
+    url, first, _ = collectors
+    first.status = 401
+    encoded = quote(API_KEY, safe="")
+    valid = (
+        f"{url.replace('http://', f'http://user:{encoded}@')}/{quote(SERVICE_KEY, safe='')}/v1/traces?api_key={encoded}"
+    )
+    raw = f"{url.replace('http://', f'http://user:{API_KEY}@')}/{SERVICE_KEY}/v1/traces"
+    for endpoint, said in ((valid, "it answered 401"), (raw, "did not take")):
+        done = subprocess.run(
+            [sys.executable, "-m", "primer", "export", "otlp", "ch05_loop_endings", "--endpoint", endpoint],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        assert done.returncode == 1, done.stdout + done.stderr
+        assert said in done.stderr
+        assert found(done.stdout + done.stderr) == []
+    assert len(first.posts) == 1  # the valid endpoint was sent to, where it was asked
+
+
+# -- the workflows ------------------------------------------------------------------------------
+
+
+def test_every_job_that_pushes_nothing_checks_out_without_persisted_credentials() -> None:
+    import yaml
+
+    checked = []
+    for path in sorted((ROOT / ".github" / "workflows").glob("*.yml")):
+        workflow = yaml.safe_load(path.read_text(encoding="utf-8"))
+        for name, job in workflow["jobs"].items():
+            runs = " ".join(str(step.get("run", "")) for step in job.get("steps", []))
+            for step in job.get("steps", []):
+                if str(step.get("uses", "")).startswith("actions/checkout@"):
+                    persisted = (step.get("with") or {}).get("persist-credentials", True)
+                    checked.append((path.name, name, persisted, "git push" in runs))
+    assert checked
+    assert [(file, job) for file, job, persisted, pushes in checked if persisted and not pushes] == []
