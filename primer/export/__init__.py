@@ -1,15 +1,16 @@
 """Traces in the formats other tools read: OpenTelemetry and Inspect AI.
 
 * ``primer.export.otlp``: each scenario as one OpenTelemetry trace of GenAI
-  spans, written as OTLP JSON or sent to an OTLP/HTTP endpoint (needs the
-  ``otel`` extra: ``pip install 'trace-book[otel]'``);
+  and OpenInference spans, written as OTLP JSON or sent to an OTLP/HTTP
+  endpoint (needs the ``otel`` extra: ``pip install 'trace-book[otel]'``);
 * ``primer.export.inspect_log``: a chapter as an Inspect AI eval log, a
-  sample per scenario (needs the ``inspect`` extra).
+  sample per scenario (an epoch per trial of an evaluation, scored), written
+  from Inspect's schema with the standard library: no extra.
 
 Both read a ``ChapterRun`` as the store keeps it, already redacted: an
-export adds no secret, and quotes nothing the trace does not hold. Their
-packages are optional, so this package imports neither until asked; a
-missing one is a ``primer.errors.MissingExtra`` naming the extra to install.
+export adds no secret, and quotes nothing the trace does not hold. The OTLP
+packages are optional, so this package imports none until asked; a missing
+one is a ``primer.errors.MissingExtra`` naming the extra to install.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ _OTLP_NEEDS = (
     "opentelemetry.sdk.trace",
     "opentelemetry.exporter.otlp.proto.http",
     "opentelemetry.semconv",
+    "openinference.semconv.trace",
 )
 
 
