@@ -1,6 +1,6 @@
 """The book's run step as a command, for any front end: ``python -m primer.book build``.
 
-    python -m primer.book build [--strict] [-f mkdocs.yml]
+    python -m primer.book build [--strict] [--stamp] [-f mkdocs.yml]
 
 Does what the MkDocs hook does before a build, without MkDocs: reads the
 book's ``mkdocs.yml`` (its ``docs_dir``, and the trace extension's
@@ -9,6 +9,11 @@ book's ``mkdocs.yml`` (its ``docs_dir``, and the trace extension's
 a key is set), checks every page's markers and live blocks, and publishes
 ``traces/CHAPTER.json`` and the assets into the docs folder (generated
 files, left out of version control), from where every front end copies them.
+
+A build shows a frozen live trace that a replay verified under changed code
+as current, stamped with the new fingerprint and the day, and leaves its
+committed file as it is (the verdict is kept in the cache); ``--stamp``
+writes those stamps into the files, for a maintainer to commit.
 
 It logs as the hook does, and exits 1 with ``--strict`` if anything was
 warned about: the same things that fail ``mkdocs build --strict``. Zensical
@@ -28,7 +33,7 @@ import logging
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
@@ -37,6 +42,9 @@ from primer.book.build import LOGGER_NAME
 from primer.book.session import SESSION
 from primer.errors import ConfigError
 from primer.inert import inert
+
+if TYPE_CHECKING:
+    from primer.book.build import Book
 
 __all__ = ["BookConfig", "main", "read_config"]
 
@@ -103,7 +111,19 @@ def _parser() -> argparse.ArgumentParser:
     build.add_argument("-f", "--config-file", default="mkdocs.yml", help="the book's mkdocs.yml (mkdocs.yml)")
     build.add_argument("-s", "--strict", action="store_true", help="exit 1 if anything was warned about")
     build.add_argument("-q", "--quiet", action="store_true", help="show warnings only")
+    build.add_argument(
+        "--stamp",
+        action="store_true",
+        help="write into the frozen live traces the stamps of those a replay verified (source_hash, verified_at)",
+    )
     return parser
+
+
+def _stamp(book: Book) -> None:
+    """Write the stamps of the frozen live traces a replay verified into their files (``--stamp``)."""
+    for run in book.store.stamped_runs():
+        book.save(run)
+        book.log.info(f"traces: stamped {book.store.path(run.chapter, 'live')} (verified by replay {run.verified_at})")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -125,6 +145,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 2
         book = SESSION.book(config.root, config.docs_dir, chapters=config.chapters)
         book.prepare()
+        if args.stamp:
+            _stamp(book)
         for page in sorted(config.docs_dir.rglob("*.md")):
             # Named as the hook names a page (docs/ch05_loop_endings.md); warnings only.
             name = f"{config.docs_dir.name}/{page.relative_to(config.docs_dir).as_posix()}"
