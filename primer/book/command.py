@@ -2,9 +2,10 @@
 
     python -m primer.book build [--strict] [--stamp] [-f mkdocs.yml]
 
-Does what the MkDocs hook does before a build, without MkDocs: reads the
-book's ``mkdocs.yml`` (its ``docs_dir``, and the trace extension's
-``chapters`` option), runs what is needed and refreshes the store
+Does what the plugin does before a build, without building the site: reads
+the book's ``mkdocs.yml`` through MkDocs' own loader (``INHERIT``, ``!ENV``;
+``primer.book.configuration``: its ``docs_dir``, the plugin's options or the
+extension's ``chapters``), runs what is needed and refreshes the store
 (``Book.prepare``: mock runs, replays of frozen live traces, live runs when
 a key is set), checks every page's markers and live blocks, and publishes
 ``traces/CHAPTER.json`` and the assets into the docs folder (generated
@@ -30,15 +31,15 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
-
-import yaml
+from typing import TYPE_CHECKING
 
 from primer.book import assets
 from primer.book.build import LOGGER_NAME
+from primer.book.configuration import read_config
 from primer.book.session import SESSION
 from primer.errors import ConfigError
 from primer.inert import inert
@@ -46,53 +47,7 @@ from primer.inert import inert
 if TYPE_CHECKING:
     from primer.book.build import Book
 
-__all__ = ["BookConfig", "main", "read_config"]
-
-#: The trace extension's name in ``markdown_extensions``.
-EXTENSION = "primer.book.markdown"
-
-
-class _Loader(yaml.SafeLoader):
-    """YAML as MkDocs writes it, its tags (``!ENV``, ``!!python/name:``) read as nothing."""
-
-
-_Loader.add_multi_constructor("!", lambda _loader, _suffix, _node: None)
-_Loader.add_multi_constructor("tag:yaml.org,2002:python/", lambda _loader, _suffix, _node: None)
-
-
-class BookConfig:
-    """What the run step needs of a book's ``mkdocs.yml``."""
-
-    def __init__(self, path: Path, data: dict[str, Any]) -> None:
-        self.path = path
-        self.root = path.parent
-        self.docs_dir = self.root / str(data.get("docs_dir") or "docs")
-        self.options: dict[str, Any] = {}
-        for entry in data.get("markdown_extensions") or []:
-            if isinstance(entry, dict) and EXTENSION in entry:
-                self.options = dict(entry[EXTENSION] or {})
-
-    @property
-    def chapters(self) -> str | None:
-        """The chapters' package the extension's options name, if they do."""
-        value = self.options.get("chapters")
-        return str(value) if value else None
-
-
-def read_config(path: Path) -> BookConfig:
-    """Read a book's ``mkdocs.yml``; ``ConfigError`` naming the file if it cannot be."""
-    try:
-        data = yaml.load(path.read_text(encoding="utf-8"), Loader=_Loader)  # noqa: S506 - a SafeLoader
-    except OSError as error:
-        raise ConfigError(f"The book's configuration {path} could not be read ({error.strerror}).") from None
-    except yaml.YAMLError as error:
-        raise ConfigError(f"The book's configuration {path} is not valid YAML: {error}") from None
-    if not isinstance(data, dict):
-        raise ConfigError(f"The book's configuration {path} does not hold a mapping of settings.")
-    config = BookConfig(path.resolve(), data)
-    if not config.docs_dir.is_dir():
-        raise ConfigError(f"The docs folder {config.docs_dir} named by {path} is not there.")
-    return config
+__all__ = ["main"]
 
 
 class _Count(logging.Handler):
@@ -143,7 +98,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         except ConfigError as error:
             print(f"error: {inert(str(error))}", file=sys.stderr)
             return 2
-        book = SESSION.book(config.root, config.docs_dir, chapters=config.chapters)
+        environ = {**config.defaults, **os.environ}
+        book = SESSION.book(
+            config.root,
+            config.docs_dir,
+            chapters=config.chapters,
+            cache=config.cache_dir,
+            live_dir=config.traces_dir,
+            environ=environ,
+        )
         book.prepare()
         if args.stamp:
             _stamp(book)
