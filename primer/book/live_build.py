@@ -60,7 +60,10 @@ def verify(book: Book, state: ChapterState, settings: Settings, report: Report) 
     path = book.store.path(state.name, "live")
     kept = book.store.verdict(frozen, state.key)
     if kept is not None:
-        state.check, day = kept
+        # Not replayed now: a verified trace counts as reused, as a current one does
+        # (its stamped copy is current); a diverged one keeps its check, for its status and warning.
+        check, day = kept
+        state.check = None if check.verified else check
     else:
         try:
             if state.stale_library or book.chapters.stale_library(state.name):
@@ -85,7 +88,7 @@ def verify(book: Book, state: ChapterState, settings: Settings, report: Report) 
             book.store.keep_verdict(frozen, state.key, check, day)
         except OSError as error:  # a cache: the next build replays again
             book.log.debug(f"traces: the verdict on {path} could not be kept: {error}")
-    if state.check.verified:
+    if check.verified:
         # Shown current with the day it verified; the committed file is written only by
         # `python -m primer.book build --stamp` (or a refresh), so a build leaves a checkout clean.
         state.frozen = book.store.stamped(frozen, state.key, day)
