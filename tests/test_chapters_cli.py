@@ -107,6 +107,11 @@ ENDINGS: dict[str, dict[str, str]] = {
         "last_messages_only": "no_tool_calls",
         "summarised_history": "no_tool_calls",
     },
+    "ch19_mcp_tools": {
+        "tool_found_and_called": "no_tool_calls",
+        "tool_list_changed": "no_tool_calls",
+        "tool_reports_an_error": "no_tool_calls",
+    },
 }
 
 
