@@ -188,14 +188,21 @@ class McpTool(Tool[McpArguments]):
 
 
 def _exchanges(label: str, steps: list[Attempt | Backoff]) -> list[Note]:
-    """Each attempt of a message sent before a model call, as a note on that call: the wire it was."""
+    """Each attempt of a message sent before a model call, as a note on that call.
+
+    The note holds what was sent and what came back, as JSON-RPC on the wire:
+    the URL, the body sent, the status and the body answered. The headers are
+    the ones every message carries, shown whole on each ``tools/call`` attempt.
+    """
     notes = []
     for step in steps:
         if isinstance(step, Attempt) and step.request is not None:
-            method = step.request.json_body.get("method") if isinstance(step.request.json_body, dict) else label
-            data: dict[str, Any] = {"request": step.request.model_dump(exclude_none=True)}
+            sent = step.request.json_body
+            method = sent.get("method") if isinstance(sent, dict) else label
+            data: dict[str, Any] = {step.request.method: step.request.url, "sent": sent}
             if step.response is not None:
-                data["response"] = step.response.model_dump(exclude_none=True)
+                data["status"] = step.response.status
+                data["answered"] = step.response.json_body
             if step.failure is not None:
                 data["failure"] = step.failure.model_dump()
             notes.append(Note(label=f"MCP {method}", data=data))

@@ -40,7 +40,7 @@ def _declared(run: ScenarioRun, turn: int) -> list[str]:
 
 
 def _rpc(note: Note, side: str) -> Any:
-    return note.data[side]["json_body"]
+    return note.data["sent" if side == "request" else "answered"]
 
 
 def test_the_handshake_and_the_list_come_before_the_first_model_call() -> None:
@@ -53,9 +53,10 @@ def test_the_handshake_and_the_list_come_before_the_first_model_call() -> None:
     assert answer["serverInfo"]["name"] == "grocery-shop"
     assert answer["capabilities"]["tools"] == {"listChanged": False}
     initialized = notes["MCP notifications/initialized"].data
-    assert "id" not in initialized["request"]["json_body"]
-    assert initialized["response"]["status"] == 202
-    assert "json_body" not in initialized["response"]
+    assert initialized["POST"] == "http://mcp.shop.test/mcp"
+    assert "id" not in initialized["sent"]
+    assert initialized["status"] == 202
+    assert initialized["answered"] is None
     listed = _rpc(notes["MCP tools/list"], "response")["result"]["tools"]
     assert [t["name"] for t in listed] == _declared(run, 1) == ["price_of", "place_order"]
     # What the model is declared is the server's listing, schema and all.
