@@ -114,7 +114,9 @@ def test_a_tools_failure_is_a_result_with_is_error_and_the_model_is_told() -> No
     assert answer["result"]["content"][0]["text"] == "quantity 20 must be between 1 and 12"
     assert attempt.failure is None, "the exchange itself worked"
     assert refused.failure is not None
-    assert refused.failure.message == "['http://mcp.shop.test'] answered isError: ['quantity 20 must be between 1 and 12']"
+    assert (
+        refused.failure.message == "['http://mcp.shop.test'] answered isError: ['quantity 20 must be between 1 and 12']"
+    )
     assert refused.message == (
         "['place_order'] rejected the arguments: ['http://mcp.shop.test'] answered isError: "
         "['quantity 20 must be between 1 and 12']. Correct them and call it again."
@@ -169,7 +171,9 @@ def test_the_client_lists_and_calls_a_real_server_on_loopback() -> None:
     assert _declared(run, 1) == ["price_of", "place_order"]
     refused, placed = run.turns[0].tools[0], run.turns[1].tools[0]
     assert refused.attempts[0].request.url == f"{url}/mcp"  # type: ignore[union-attr]
-    assert refused.message.endswith("answered isError: ['quantity 20 must be between 1 and 12']. Correct them and call it again.")
+    assert refused.message.endswith(
+        "answered isError: ['quantity 20 must be between 1 and 12']. Correct them and call it again."
+    )
     assert placed.result == "ordered 12 x milk (reference ord-1)"
     assert _declared(run, 3) == ["price_of", "place_order", "track_order"]
 

@@ -112,6 +112,11 @@ ENDINGS: dict[str, dict[str, str]] = {
         "tool_list_changed": "no_tool_calls",
         "tool_reports_an_error": "no_tool_calls",
     },
+    "ch20_handoffs": {
+        "handed_over_with_the_history": "no_tool_calls",
+        "handed_over_with_a_brief": "no_tool_calls",
+        "triage_answers_itself": "no_tool_calls",
+    },
 }
 
 
