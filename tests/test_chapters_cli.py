@@ -117,6 +117,12 @@ ENDINGS: dict[str, dict[str, str]] = {
         "handed_over_with_a_brief": "no_tool_calls",
         "triage_answers_itself": "no_tool_calls",
     },
+    "ch21_reasoning_models": {
+        "thinks_a_little": "answer_received",
+        "thinks_hard": "answer_received",
+        "reasoning_streams_first": "answer_received",
+        "limit_spent_thinking": "tokens_exhausted",
+    },
 }
 
 
