@@ -123,6 +123,11 @@ ENDINGS: dict[str, dict[str, str]] = {
         "reasoning_streams_first": "answer_received",
         "limit_spent_thinking": "tokens_exhausted",
     },
+    "ch22_guardrails": {
+        "card_number_stopped": "guardrail_tripped",
+        "promise_rejected": "no_tool_calls",
+        "loyalty_number_let_through": "no_tool_calls",
+    },
 }
 
 
