@@ -33,7 +33,7 @@ nothing a scenario does stops the build.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -79,7 +79,8 @@ def _differ(before: ChapterTraces | TraceSummary | None, after: ChapterTraces | 
 class Book:
     """One book: its chapters, its trace store, and how its runs go.
 
-    ``settings`` None reads the environment at every ``prepare``;
+    ``settings`` None reads ``environ`` (by default the process's
+    environment) at every ``prepare``;
     ``live_runner`` None runs live scenarios over one shared SDK client
     (``primer.book.shared_live``); tests give one that stands in for the network.
     """
@@ -96,13 +97,17 @@ class Book:
         time_limit: float = DEFAULT_TIME_LIMIT,
         logger: logging.Logger | None = None,
         html_dir: Path | None = None,
+        live_dir: Path | None = None,
+        environ: Mapping[str, str] | None = None,
     ) -> None:
         # Parsed imports are kept beside the mock traces, so a new process
         # parses only the modules edited since.
         package = settings.chapters_package() if settings is not None else chapters_package()
         self.chapters = chapters or Chapters(package, imports_cache=cache_dir / "imports.json")
         self.docs_dir = docs_dir
-        self.store = TraceStore(docs_dir / PUBLISHED_DIR, cache_dir)
+        self.store = TraceStore(live_dir or docs_dir / PUBLISHED_DIR, cache_dir)
+        #: The ``PRIMER_*`` settings read at every ``prepare`` (None: the process's environment).
+        self.environ = environ
         #: Rendered markers, for the Markdown extension (on disk in ``html_dir``, if given).
         self.rendered = HtmlCache(html_dir, fingerprint_file=cache_dir / "renderer.json", run_digest=self.store.digest)
         #: This build's own time, per part.
@@ -129,10 +134,10 @@ class Book:
         if self.settings is not None:
             return self.settings
         try:
-            return Settings.from_env(warn=self._unknown_variable)
+            return Settings.from_env(self.environ, warn=self._unknown_variable)
         except ConfigError as error:
             self.log.warning(f"traces: {error} Live runs are off for this build.")
-            return Settings.without_live()
+            return Settings.without_live(self.environ)
 
     def _unknown_variable(self, message: str) -> None:
         self.log.warning(f"traces: {message}")

@@ -255,6 +255,8 @@ class TraceExtension(Extension):
         self._headed: set[str] = set()
         #: The HTML of the page's markers so far, by token (``hold``).
         self.held: list[str] = []
+        #: The page being rendered, its name and Markdown, as the plugin read it (``_unseen``).
+        self.reading: tuple[str, str] | None = None
 
     def hold(self, html: str) -> AtomicString:
         """A token for ``html``, to stand as a paragraph's text until ``PutBack`` puts ``html`` there."""
@@ -339,9 +341,7 @@ class TraceExtension(Extension):
         marker that shows an error block. ``meant`` says whether a line,
         unindented, is the one found.
         """
-        from primer.book.session import SESSION  # what the hook read: only on this error path
-
-        reading = SESSION.reading
+        reading = self.reading
         if reading is None:
             return None
         page, markdown = reading
