@@ -79,6 +79,8 @@ def test_a_stream_brings_the_reasoning_first_and_the_counts_last() -> None:
     assert "from `800.0ms`" in PAGE
     assert "`1150.0ms`" in PAGE
     assert "`Two bottles,`" in PAGE
+    assert call.stream.first_token_ms == 800.0
+    assert "`first token 800.0ms`" in PAGE
     last = events[-2]
     assert last.data["choices"] == []
     assert last.data["usage"]["completion_tokens_details"] == {"reasoning_tokens": 40}
