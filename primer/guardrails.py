@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 from primer.agent import Agent
 from primer.errors import ChapterError, quoted
-from primer.loop import Loop, until_no_tool_calls
+from primer.loop import Loop, one_turn
 from primer.trace import Ending, Message, Note
 
 __all__ = [
@@ -145,10 +145,10 @@ def guarded(
                     return _stopped(pending, stopped, "nothing was sent to the model")
                 context.append(question)
                 question, rejected = None, 0
-            ending = until_no_tool_calls(agent, context, 1)
+            ending = one_turn(agent, context)
             turn = agent.turns[-1]
             turn.model_call.notes[:0], pending = pending, []
-            if ending.reason == "turn_limit":
+            if ending is None:
                 continue  # the turn ran tools: go round
             if ending.reason != "no_tool_calls":
                 return ending

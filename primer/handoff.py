@@ -32,7 +32,7 @@ from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from primer.agent import Agent
 from primer.errors import ChapterError
-from primer.loop import Loop, until_no_tool_calls
+from primer.loop import Loop, one_turn
 from primer.tools import Tool, ToolContext
 from primer.trace import Ending, Message, Note
 from primer.workflows import Step
@@ -99,7 +99,7 @@ def with_handoffs(triage: Step, handoffs: Sequence[Handoff]) -> Loop:
         for _ in range(max_turns):
             offered = [*current.tools, *(t for _, t in tools.values())] if current is triage else [*current.tools]
             own = dataclasses.replace(agent, tools=offered)
-            ending = until_no_tool_calls(own, held, 1)
+            ending = one_turn(own, held)
             agent.settings = own.settings
             turn = agent.turns[-1]
             turn.model_call.notes.insert(0, Note(label=AGENT_NOTE, data={"agent": current.name}))
@@ -117,7 +117,7 @@ def with_handoffs(triage: Step, handoffs: Sequence[Handoff]) -> Loop:
                 )
                 current = handoff.to
                 continue
-            if ending.reason != "turn_limit":
+            if ending is not None:
                 context[:] = held
                 return ending.model_copy(update={"detail": f"answered by {current.name}"})
         context[:] = held

@@ -42,7 +42,7 @@ from pydantic import BaseModel, ConfigDict
 
 from primer.agent import Agent
 from primer.errors import ToolFailed, quoted
-from primer.loop import Loop, until_no_tool_calls
+from primer.loop import Loop, one_turn
 from primer.service import ServiceCall, ServiceClient, ServiceScript
 from primer.tools import Tool, ToolContext
 from primer.trace import Attempt, Backoff, Ending, Failure, Message, Note
@@ -231,11 +231,11 @@ def with_mcp_tools(
                     before += _exchanges("tools/list", steps)
                     # The same record and model; the tools and the service are the server's.
                     own = dataclasses.replace(agent, tools=tools, service=service)
-                    ending = until_no_tool_calls(own, context, 1)
+                    ending = one_turn(own, context)
                     agent.settings = own.settings
                     agent.turns[-1].model_call.notes[:0] = before
                     before = []
-                    if ending.reason != "turn_limit":
+                    if ending is not None:
                         return ending
             finally:
                 service.close()
