@@ -17,7 +17,6 @@ from contextlib import contextmanager
 
 import httpx
 
-from primer.mcp_shop import ShopServer, serve_in_process
 from primer.mcp_tools import with_mcp_tools
 from primer.models.mock import ask, call, say
 from primer.scenario import Scenario
@@ -26,6 +25,9 @@ from primer.scenario import Scenario
 @contextmanager
 def shop_on_mcp() -> Iterator[httpx.BaseTransport]:
     """A fresh shop (no orders yet), served in this process for one run."""
+    # Imported when a run starts: the mcp SDK takes a second to load, and listing the chapters needs none of it.
+    from primer.mcp_shop import ShopServer, serve_in_process
+
     with serve_in_process(ShopServer().app()) as transport:
         yield transport
 
