@@ -53,7 +53,7 @@ spells_a_word = Scenario(
     name="spells_a_word",
     prompt="How do you spell 'trace'?",
     tools=[spell],
-    mock=[ask(call("spell", word="trace")), say("It is spelt T-R-A-C-E.")],
+    mock=[ask(call("Spell", word="trace")), say("It is spelt T-R-A-C-E.")],
 )
 '''
 
@@ -142,7 +142,10 @@ def test_a_new_book_shows_both_traces_from_the_installed_package(tmp_path: Path,
     page = (book / "site" / "index.html").read_text(encoding="utf-8")
     assert "scenario says_hello" in page
     assert "scenario spells_a_word" in page
-    assert "asked for: spell" in page
+    # The script calls the tool by its name (the arguments model's class name), so it ran.
+    assert "asked for: Spell" in page
+    assert "returned: T-R-A-C-E" in page
+    assert "no such tool" not in page
     assert "It is spelt T-R-A-C-E." in page
     # The assets come from the package: the author copied none.
     assert not (book / "docs" / "assets").exists()

@@ -37,7 +37,7 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from primer.book import live_prose, manifest
+from primer.book import live_prose, manifest, prose_check
 from primer.book.chapters import Chapters
 from primer.book.html_cache import HtmlCache
 from primer.book.logs import book_logger
@@ -110,6 +110,8 @@ class Book:
         self.environ = environ
         #: Rendered markers, for the Markdown extension (on disk in ``html_dir``, if given).
         self.rendered = HtmlCache(html_dir, fingerprint_file=cache_dir / "renderer.json", run_digest=self.store.digest)
+        #: The check of every page's quoted trace facts, its answers kept by what they depend on.
+        self.prose = prose_check.ProseChecks(cache_dir / "prose")
         #: This build's own time, per part.
         self.clock = Stopwatch()
         #: Chapters whose traces shown changed in the last ``prepare``.
@@ -212,7 +214,8 @@ class Book:
                     self.log.warning(f"traces: {warning}")
                 return placed
             names = self.scenario_names
-            for warning in check(name, markdown, names) + live_prose.problems(name, markdown, names):
+            found = check(name, markdown, names) + live_prose.problems(name, markdown, names)
+            for warning in found + self.prose.problems(name, markdown, self.store):
                 self.log.warning(f"traces: {warning}")
             if renderer:
                 return markdown  # the extension keeps or drops the live blocks

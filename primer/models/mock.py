@@ -41,7 +41,19 @@ from primer.tool_choice import asked_of, disobeyed
 from primer.tools import Tool
 from primer.trace import ErrorInfo, Message, ModelCall, Note, Stream, StreamEvent, Timing, ToolCall, Usage
 
-__all__ = ["DEFAULT_PACING", "MockModel", "MockReply", "Pacing", "ask", "call", "cut", "say", "wire_usage"]
+__all__ = [
+    "DEFAULT_PACING",
+    "MockModel",
+    "MockReply",
+    "Pacing",
+    "ask",
+    "call",
+    "cut",
+    "say",
+    "scripted_message",
+    "stream_chunks",
+    "wire_usage",
+]
 
 
 @dataclass(frozen=True)
@@ -177,15 +189,7 @@ class MockModel:
             scripted = self.replies[self._used]
             turn = self._used + 1
             self._used += 1
-            record.reply = Message(
-                role="ai",
-                content=scripted.text,
-                tool_calls=[
-                    ToolCall(id=f"mock_{turn}_{index}", name=name, arguments=dict(arguments))
-                    for index, (name, arguments) in enumerate(scripted.calls)
-                ],
-                reasoning=scripted.reasoning,
-            )
+            record.reply = scripted_message(scripted, turn)
             record.finish_reason = scripted.finish_reason
             if scripted.usage is not None:
                 record.usage = scripted.usage
@@ -236,6 +240,24 @@ class MockModel:
         # [DONE] follows the last chunk at once, as providers send it.
         events.append(StreamEvent(at_ms=offset * 1000, text=DONE))
         return Stream(events=events)
+
+
+def scripted_message(scripted: MockReply, turn: int) -> Message:
+    """A scripted reply as the message it stands for; its calls' ids say which reply they came in."""
+    return Message(
+        role="ai",
+        content=scripted.text,
+        tool_calls=[
+            ToolCall(id=f"mock_{turn}_{index}", name=name, arguments=dict(arguments))
+            for index, (name, arguments) in enumerate(scripted.calls)
+        ],
+        reasoning=scripted.reasoning,
+    )
+
+
+def stream_chunks(scripted: MockReply, turn: int, stream_id: str, pacing: Pacing) -> Iterator[dict[str, Any]]:
+    """A scripted reply as the chat completion chunks a provider would stream (the scripted provider's)."""
+    return _chunks(scripted_message(scripted, turn), scripted.finish_reason, pacing, stream_id, scripted.usage)
 
 
 def wire_usage(usage: Usage) -> dict[str, Any]:
