@@ -307,6 +307,8 @@ class Receiver(BaseHTTPRequestHandler):
     """An OTLP/HTTP traces endpoint: decodes each ExportTraceServiceRequest it is sent."""
 
     received: ClassVar[list[tuple[str, bytes]]] = []
+    #: The authorization header of each request ("" when none came).
+    authorizations: ClassVar[list[str]] = []
     status: ClassVar[int] = 200
 
     def do_POST(self) -> None:
@@ -314,6 +316,7 @@ class Receiver(BaseHTTPRequestHandler):
         if self.headers.get("content-encoding") == "gzip":
             body = gzip.decompress(body)
         type(self).received.append((self.headers.get("content-type", ""), body))
+        type(self).authorizations.append(self.headers.get("authorization", ""))
         answer = ExportTraceServiceResponse().SerializeToString()
         self.send_response(type(self).status)
         self.send_header("content-type", "application/x-protobuf")
@@ -327,7 +330,7 @@ class Receiver(BaseHTTPRequestHandler):
 
 @pytest.fixture
 def receiver() -> Iterator[tuple[str, type[Receiver]]]:
-    handler = type("OneReceiver", (Receiver,), {"received": [], "status": 200})
+    handler = type("OneReceiver", (Receiver,), {"received": [], "authorizations": [], "status": 200})
     server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
@@ -595,6 +598,16 @@ def test_every_span_has_its_openinference_kind_and_the_roots_the_question_and_th
         assert json.loads(found["metadata"])["ending"] == scenario.ending.reason
 
 
+@pytest.mark.parametrize(
+    ("chapter", "scenario"), [("ch03_the_loop", "keeps_asking"), ("ch05_loop_endings", "tokens_exhausted")]
+)
+def test_a_run_that_ended_without_an_answer_says_so_as_its_output(chapter: str, scenario: str) -> None:
+    run = run_chapter(chapter)
+    ending = run.scenario(scenario).ending
+    root = next(s for s in spans_of(chapter_request(run, start=START)) if s.name == f"invoke_agent {scenario}")
+    assert attributes(root)["output.value"] == f"(no answer: ended {ending.label})"
+
+
 def test_a_chat_span_carries_the_llm_messages_tools_and_token_counts(runs: dict[str, ChapterRun]) -> None:
     run = runs["live"]
     spans = spans_of(chapter_request(run))
@@ -729,6 +742,13 @@ def test_the_command_sends_a_published_file_as_protobuf_moved_to_now(
         ("not json\n", "line 1, is not OTLP JSON (JSONDecodeError)"),
         ('{"resourceSpans": [{"scopeSpans": [{"spans": [{"traceId": "zz"}]}]}]}\n', "line 1, is not OTLP JSON"),
         ('{"resourceSpans": 3}\n', "line 1, is not OTLP JSON"),
+        ('{"resourceSpans": [{"scopeSpans": [{"spans": [{"kind": 42}]}]}]}\n', "holds a span that is not OTLP's"),
+        ('{"resourceSpans": [{"scopeSpans": [{"spans": [{"status": {"code": 9}}]}]}]}\n', "holds a span that is"),
+        (
+            '{"resourceSpans": [{"scopeSpans": [{"spans": [{"attributes": '
+            '[{"key": "k", "value": {"kvlistValue": {}}}]}]}]}]}\n',
+            "holds a span that is not OTLP's",
+        ),
     ],
 )
 def test_a_file_that_is_not_otlp_json_is_named_and_nothing_is_sent(
@@ -738,10 +758,14 @@ def test_a_file_that_is_not_otlp_json_is_named_and_nothing_is_sent(
     path = tmp_path / "broken.otlp.json"
     path.write_text(content)
     assert main(["export", "otlp", "--from", str(path), "--endpoint", url]) == 2
-    assert f"error: {path}, {said}" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {path}")
+    assert said in err
     assert handler.received == []
     assert main(["export", "otlp", "--from", str(tmp_path / "none.json"), "--endpoint", url]) == 2
     assert f"There is no file {tmp_path / 'none.json'}" in capsys.readouterr().err
+    assert main(["export", "otlp", "--from", "/dev/zero", "--endpoint", url]) == 2
+    assert "/dev/zero is not a regular file" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize(
@@ -758,3 +782,71 @@ def test_the_command_says_what_is_wrong_with_its_arguments(
 ) -> None:
     assert main(["export", "otlp", *arguments]) == 2
     assert said in capsys.readouterr().err
+
+
+def test_an_endpoint_that_wants_a_key_gets_it_from_the_environment_as_opentelemetry_says(
+    receiver: tuple[str, type[Receiver]], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Langfuse's OTLP endpoint takes Basic auth; OTEL_EXPORTER_OTLP_HEADERS is where an exporter finds it.
+    url, handler = receiver
+    secret = "cGstbGYtMTIzOnNrLWxmLTQ1Ng=="
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_HEADERS", f"Authorization=Basic {secret}")
+    assert main(["export", "otlp", CHAPTER, "--at", "now", "--endpoint", url]) == 0
+    assert handler.authorizations == [f"Basic {secret}"]
+    assert secret not in capsys.readouterr().out
+
+
+def test_the_cache_keeps_a_chapters_otlp_json_by_the_exports_version(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A new export (its code, its packages) makes the file again: a warm cache never publishes the old one.
+    import primer.export
+
+    run = run_chapter(CHAPTER)
+
+    def published_once() -> str:
+        store = TraceStore(tmp_path / "live", tmp_path / "cache")
+        store.show(ChapterTraces(CHAPTER, run, None, LiveStatus("missing"), f"traces/{CHAPTER}.json"))
+        store.publish(tmp_path / "site")
+        return (tmp_path / "site" / "traces" / f"{CHAPTER}.otlp.json").read_text()
+
+    first = published_once()
+    [kept] = (tmp_path / "cache" / "otlp").iterdir()
+    assert kept.name.endswith(f"-{primer.export.otlp_version()}.json")
+    kept.unlink()  # the site's file is a hard link to it: a new file, not the same one rewritten
+    kept.write_text("made by the old export\n")  # as an older export's file would differ
+    (tmp_path / "site" / "traces" / f"{CHAPTER}.otlp.json").unlink()
+    assert published_once() == "made by the old export\n", "the same version: the cached copy is used"
+    (tmp_path / "site" / "traces" / f"{CHAPTER}.otlp.json").unlink()
+    monkeypatch.setattr(primer.export, "otlp_version", lambda: "0123456789abcdef")
+    assert published_once() == first
+    [remade] = (tmp_path / "cache" / "otlp").iterdir()
+    assert remade.name.endswith("-0123456789abcdef.json"), "the older version's copy is dropped"
+
+
+def test_what_a_viewer_lists_reaches_a_loopback_receiver_as_protobuf(
+    runs: dict[str, ChapterRun], receiver: tuple[str, type[Receiver]]
+) -> None:
+    # What benchmarks/phoenix.py checks in Phoenix itself, checked here on the wire: the trace list's
+    # Input and Output (the root spans' input.value and output.value), within the last 7 days, and
+    # the error spans, each with its message.
+    url, handler = receiver
+    before = datetime.now(UTC)
+    assert main(["export", "otlp", CHAPTER, "--mode", "live", "--at", "now", "--endpoint", url]) == 0
+    spans = received_spans(handler)
+    run = runs["live"]
+    listed = [
+        (span.name, attributes(span)["input.value"], attributes(span)["output.value"])
+        for span in spans
+        if not span.parent_span_id
+    ]
+    assert listed == [
+        (f"invoke_agent {s.name}", s.transcript[1].content, s.transcript[-1].content) for s in run.scenarios
+    ]
+    assert all(s.transcript[1].role == "human" for s in run.scenarios)
+    week = int((before - timedelta(days=7)).timestamp()) * 10**9
+    assert all(span.start_time_unix_nano >= week for span in spans), "in a viewer's default window"
+    errors = [span for span in spans if span.status.code == ERROR]
+    assert len(errors) == 6
+    assert all(span.status.message for span in errors)
+    assert {attributes(span)["openinference.span.kind"] for span in errors} == {"TOOL", "CHAIN"}

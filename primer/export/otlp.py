@@ -258,6 +258,8 @@ def file_spans(path: Path, *, at: datetime | None = None) -> list[ReadableSpan]:
     recorded in ``primer.recorded_at``. Raises ``NotFound`` for a file that is
     not there and ``ExportFailed`` for one that is not OTLP JSON.
     """
+    if path.exists() and not path.is_file():  # a device or a pipe could be read for ever
+        raise ExportFailed(f"{path} is not a regular file: give the path of an OTLP JSON file.")
     try:
         lines = path.read_text(encoding="utf-8").splitlines()
     except FileNotFoundError:
@@ -276,13 +278,19 @@ def file_spans(path: Path, *, at: datetime | None = None) -> list[ReadableSpan]:
                 "(site/traces/CHAPTER.otlp.json) or `python -m primer export otlp -o FILE` wrote."
             ) from None
     messages = [span for request in requests for _, _, span in _each_span(request)]
-    moves = _moves(messages, unix_nanoseconds(at)) if at is not None else {}
     spans = []
     resources: dict[int, Resource] = {}
-    for request in requests:
-        for resource, scope, span in _each_span(request):
-            kept = resources.setdefault(id(resource), Resource(_values(resource.attributes)))
-            spans.append(_readable(span, kept, scope, moves.get(span.trace_id, 0)))
+    try:
+        moves = _moves(messages, unix_nanoseconds(at)) if at is not None else {}
+        for request in requests:
+            for resource, scope, span in _each_span(request):
+                kept = resources.setdefault(id(resource), Resource(_values(resource.attributes)))
+                spans.append(_readable(span, kept, scope, moves.get(span.trace_id, 0)))
+    except (ValueError, KeyError) as error:  # a value the JSON mapping takes but a span cannot hold
+        raise ExportFailed(
+            f"{path} holds a span that is not OTLP's ({error}): give a file the book published "
+            "(site/traces/CHAPTER.otlp.json) or `python -m primer export otlp -o FILE` wrote."
+        ) from None
     return spans
 
 
@@ -481,7 +489,8 @@ class _Spans:
         attributes: Attributes = {
             **_kind(Kind.AGENT),
             **_value("input", question or None),
-            **_value("output", answer.content if answer is not None else None),
+            # A run that ended without an answer says so where the list shows the answer.
+            **_value("output", (answer.content if answer else None) or f"(no answer: ended {run.ending.label})"),
             oi.AGENT_NAME: run.name,
             oi.METADATA: _json({"chapter": chapter.chapter, "mode": run.mode, "ending": run.ending.reason}),
             _RECORDED_AT: recorded.astimezone(UTC).isoformat() if recorded is not None else None,
