@@ -326,3 +326,30 @@ def test_a_live_stream_is_kept_event_by_event_and_verifies_by_replay(
     )
     check = verify_chapter(frozen, [streamed])
     assert check.verified, check.divergence
+
+
+def test_a_thread_the_code_starts_bare_is_still_under_its_mock_seam(offline: list[object]) -> None:
+    def in_a_thread(reach: object) -> None:
+        import threading
+
+        thread = threading.Thread(target=code_agents.raw_agent, args=(reach,))  # no context copied
+        thread.start()
+        thread.join()
+
+    run = run_scenario(scenario("threaded", in_a_thread), "mock")
+    assert run.ending.reason == "answer_received", run.ending
+    assert len(run.turns) == 2
+    assert offline == []
+
+
+def test_a_live_seam_takes_no_stranger_thread(httpbin: LocalHttpbin) -> None:
+    import threading
+
+    seam = Seam(lambda _url: None, {}, live=True)
+    answers: list[int] = []
+    with seam:
+        thread = threading.Thread(target=lambda: answers.append(httpx.get(f"{httpbin.url}/get").status_code))
+        thread.start()
+        thread.join()
+    assert answers == [200], "another scenario's request went its own way"
+    assert seam.crossings == []
