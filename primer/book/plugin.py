@@ -149,13 +149,18 @@ class TraceBookPlugin(BasePlugin[TraceBookConfig]):  # type: ignore[no-untyped-c
 
     # -- the environment: variables win over the options ---------------------
 
-    def environ(self) -> Mapping[str, str]:
-        """The ``PRIMER_*`` settings of this build: the options as defaults, the environment over them."""
+    def defaults(self) -> dict[str, str]:
+        """The ``PRIMER_*`` settings the options give (``enabled``, ``live``), which the environment overrides."""
         defaults: dict[str, str] = {}
         if not self.config.enabled:
             defaults[VARIABLES["traces"]] = "off"
         if self.config.live:
             defaults[VARIABLES["live"]] = self.config.live
+        return defaults
+
+    def environ(self) -> Mapping[str, str]:
+        """The ``PRIMER_*`` settings of this build: the options as defaults, the environment over them."""
+        defaults = self.defaults()
         return {**defaults, **os.environ} if defaults else os.environ
 
     # -- events ------------------------------------------------------------
@@ -298,7 +303,7 @@ class TraceBookPlugin(BasePlugin[TraceBookConfig]):  # type: ignore[no-untyped-c
                 log.warning(f"traces: {warning}")
             return placed
         self.session.page_chapters[name] = chapters_named(markdown)
-        return book.page(name, markdown, renderer=self.extension is not None)
+        return book.page(name, markdown, renderer=self.extension is not None, url=page.url)
 
     def on_env(self, env: Environment, *, config: MkDocsConfig, files: Files) -> Environment:
         """While serving, keep the theme's compiled templates between rebuilds."""
