@@ -46,6 +46,9 @@ HTML), whether it serves with ``--dirty``, which chapters each page shows.
   (``primer.book.payloads``); trace JSON links made relative to the page.
 * ``on_post_build``: publishes ``traces/CHAPTER.json`` into the site, drops
   cached HTML no page used, logs the machinery's share at DEBUG.
+* From ``on_config`` to ``on_post_build`` (or ``on_build_error``) the build
+  holds the cache's lock (``primer.book.lock``): a second build of the same
+  book waits, saying which process it waits for.
 * ``on_serve``: watches the library's and the chapters' folders, each on its
   own (bytecode written to ``__pycache__`` must not trigger a rebuild).
 """
@@ -66,6 +69,7 @@ from mkdocs.plugins import BasePlugin, event_priority
 from mkdocs.structure.files import File, InclusionLevel
 
 from primer.book.links import PUBLISHED_DIR, page_relative
+from primer.book.lock import BuildLock
 from primer.book.logs import book_logger
 from primer.book.pages import chapters_named, malformed, off_page
 from primer.book.session import CACHE_DIR, Session
@@ -121,6 +125,8 @@ class TraceBookPlugin(BasePlugin[TraceBookConfig]):  # type: ignore[no-untyped-c
         self.book: Book | None = None
         #: This build's extension, rendering from ``book``.
         self.extension: TraceExtension | None = None
+        #: The cache's build lock, held from on_config to on_post_build (``primer.book.lock``).
+        self.lock: BuildLock | None = None
         # A plugin adds the extension itself; a hook adds it only where mkdocs.yml names it.
         self._adds_extension = True
 
@@ -193,6 +199,9 @@ class TraceBookPlugin(BasePlugin[TraceBookConfig]):  # type: ignore[no-untyped-c
             return config
         started = time.perf_counter()
         root = _root(config)
+        self._release()  # an earlier build of this process that stopped before its end
+        self.lock = BuildLock(root / self.config.cache_dir)
+        self.lock.acquire(log)  # one build at a time per cache: a second one waits, and says so
         # The engine is imported here, on the first build: its share of the time.
         book = session.book(
             root,
@@ -204,7 +213,11 @@ class TraceBookPlugin(BasePlugin[TraceBookConfig]):  # type: ignore[no-untyped-c
         )
         self.book = book
         opened = time.perf_counter() - started
-        book.prepare()
+        try:
+            book.prepare()
+        except BaseException:
+            self.lock.release()
+            raise
         # What the book loaded (parsed traces, imported chapters) outlives every
         # page: the collector need not walk it while they are built, nor as the
         # process exits. Given back to it at the next build, or when a served one ends.
@@ -349,10 +362,20 @@ class TraceBookPlugin(BasePlugin[TraceBookConfig]):  # type: ignore[no-untyped-c
         with book.clock("search"):
             self.session.payloads.save(prune=not self.session.dirty)
         book.log_share()
+        self._release()
 
     def on_build_error(self, *, error: Exception) -> None:
-        """Give what on_config froze back to the garbage collector (the build stopped)."""
+        """Give what on_config froze back to the garbage collector, and the cache to the next build."""
         gc.unfreeze()
+        self._release()
+
+    def on_shutdown(self) -> None:
+        """The process ends: the cache is the next build's."""
+        self._release()
+
+    def _release(self) -> None:
+        if self.lock is not None:
+            self.lock.release()
 
     def on_serve(self, server: LiveReloadServer, *, config: MkDocsConfig, builder: Any) -> LiveReloadServer:
         """Watch the library's and the chapters' folders, each on its own."""
