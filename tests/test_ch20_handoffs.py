@@ -98,3 +98,27 @@ def test_a_handoff_tool_is_declared_from_the_specialist() -> None:
 def test_agents_need_names_of_their_own() -> None:
     with pytest.raises(ChapterError, match="names of their own"):
         with_handoffs(TRIAGE, [Handoff(ORDERS), Handoff(ORDERS)])
+
+
+def test_the_agents_sdk_hands_over_the_whole_history_under_the_specialists_instructions() -> None:
+    from primer.chapters.ch20_handoffs import handed_over_by_the_agents_sdk
+
+    run = run_scenario(handed_over_by_the_agents_sdk)
+    assert run.error is None, run.error
+    assert run.ending.label == "answer_received (finish_reason = stop)"
+    first, second = (t.model_call.exchanges[0].request.json_body for t in run.turns[:2])
+    (handoff,) = first["tools"]
+    assert handoff["function"]["name"] == "transfer_to_orders"
+    description = handoff["function"]["description"]
+    assert description == "Handoff to the orders agent to handle the request. the customer wants to order something"
+    assert handoff["function"]["parameters"]["properties"] == {}
+    assert handoff["function"]["strict"] is True
+    assert run.turns[0].tools[0].result == '{"assistant": "orders"}'
+    assert [m["role"] for m in second["messages"]] == ["system", "user", "assistant", "tool"]
+    assert second["messages"][0]["content"] == ORDERS.system
+    assert second["messages"][1]["content"] == "Could you send over 2 bottles of milk?"
+    assert [t["function"]["name"] for t in second["tools"]] == ["place_order"]
+    # Nothing on the wire names the agent: the trace has no agent notes.
+    assert _notes(run, AGENT_NOTE) == [None, None, None]
+    for quoted in (f"`{description}`", '`{"assistant": "orders"}`', '`"strict": true`', "`transfer_to_orders`"):
+        assert quoted in PAGE

@@ -121,6 +121,7 @@ ENDINGS: dict[str, dict[str, str]] = {
         "handed_over_with_the_history": "no_tool_calls",
         "handed_over_with_a_brief": "no_tool_calls",
         "triage_answers_itself": "no_tool_calls",
+        "handed_over_by_the_agents_sdk": "answer_received",
     },
     "ch21_reasoning_models": {
         "thinks_a_little": "answer_received",
