@@ -263,11 +263,14 @@ class HtmlCache:
         """The chapter's payload page kept for traces of key ``traces_key`` (a summary's ``html``); None otherwise."""
         return self._kept(*self._payloads_slot(chapter, traces_key), None)
 
-    def payloads(self, traces: ChapterTraces, render: Callable[[], str]) -> str:
-        """The chapter's payload page ``render()`` gives, rendered only if not kept (not counted as a marker)."""
+    def payloads(self, traces: ChapterTraces, render: Callable[[], str], *, key: str = "") -> str:
+        """The chapter's payload page ``render()`` gives, rendered only if not kept (not counted as a marker).
+
+        ``key`` adds what else the page depends on (the chapter page it links back to).
+        """
         started = time.perf_counter()
         try:
-            return self._made(*self._payloads_slot(traces.chapter, self.traces_key(traces)), None, render)
+            return self._made(*self._payloads_slot(traces.chapter, self.traces_key(traces) + key), None, render)
         finally:
             self.seconds += time.perf_counter() - started
 

@@ -287,7 +287,7 @@ class TraceBookPlugin(BasePlugin[TraceBookConfig]):  # type: ignore[no-untyped-c
                 log.warning(f"traces: {warning}")
             return placed
         self.session.page_chapters[name] = chapters_named(markdown)
-        return book.page(name, markdown, renderer=self.extension is not None)
+        return book.page(name, markdown, renderer=self.extension is not None, url=page.url)
 
     def on_env(self, env: Environment, *, config: MkDocsConfig, files: Files) -> Environment:
         """While serving, keep the theme's compiled templates between rebuilds."""
