@@ -27,7 +27,8 @@ Every build but the cold and the edited ones starts from a full cache, so
 any order is fair. Printed: each kind's median (wall; CPU; MkDocs' own
 figure, which leaves out Python's start-up), the machinery's log line, and
 each kind over the same round's warm build as the median of the rounds'
-ratios with its 95 % interval and IQR (``figures.py``); cold - off, the
+ratios with its 95 % interval and IQR (``figures.py``), in wall and in CPU
+time (which other work on a shared machine stretches least); cold - off, the
 machinery's cost in a cold build, and its own timing line from one more
 cold build with ``--verbose`` (target <= 0.8 s for this book, issue 21).
 
@@ -325,6 +326,9 @@ def report(book: Book) -> None:
         ratio = ratios([r.wall for r in book.runs[kind]], warm)
         text = ratio.against(COMMENT_TARGET) if kind == "after a comment edit" else ratio.text()
         print(f"    {kind + ' / warm':33} {text}")
+        # CPU time (user + system): what other work on a shared machine stretches least.
+        cpu = ratios([r.cpu for r in book.runs[kind]], [r.cpu for r in book.runs["warm"]])
+        print(f"    {'  in CPU time':33} {cpu.text()}")
     cost = differences([r.wall for r in book.runs["cold"]], [r.wall for r in book.runs["off"]])
     print(f"  cold - off (the machinery's cost in a cold build): {cost.text(3, ' s')}")
     share = f"{book.cold_share:.0f} ms" if book.cold_share is not None else "not logged"
