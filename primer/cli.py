@@ -3,13 +3,14 @@
 python -m primer run ch09_who_retries
 python -m primer run ch09_who_retries --scenario service_is_busy --json
 python -m primer list
-python -m primer verify [ch09_who_retries]
+python -m primer verify [ch09_who_retries] [--all]
 python -m primer export otlp ch09_who_retries [--mode mock|live] [-o FILE] [--endpoint URL] [--at now]
 python -m primer export otlp --from site/traces/ch09_who_retries.otlp.json --endpoint URL [--at now]
 python -m primer export inspect ch09_who_retries [--mode mock|live] [-o FILE]
 
-The chapters are those of the package ``PRIMER_CHAPTERS`` names
-(``primer.chapters`` by default), found by ``primer.locator``.
+The chapters are those of the package ``PRIMER_CHAPTERS`` names, else the
+one the ``mkdocs.yml`` of the book it is run in names (read through MkDocs'
+loader), else ``primer.chapters``; found by ``primer.locator``.
 """
 
 from __future__ import annotations
@@ -26,7 +27,16 @@ from primer.inert import inert
 from primer.locator import ChapterLocator
 from primer.script_check import unused_warnings
 from primer.settings import Settings
-from primer.summary import chapter_line, ending_line, model_line, scenario_line, scenario_story, tool_line, turn_line
+from primer.summary import (
+    chapter_line,
+    count,
+    ending_line,
+    model_line,
+    scenario_line,
+    scenario_story,
+    tool_line,
+    turn_line,
+)
 from primer.trace import ChapterRun
 
 __all__ = ["main", "summary_lines"]
@@ -61,7 +71,8 @@ def _parser() -> argparse.ArgumentParser:
         "verify", help="replay the frozen live traces against the code now; exit 1 if what is sent changed"
     )
     verify.add_argument("chapter", nargs="?", help="one chapter (default: every chapter)")
-    verify.add_argument("--traces", default="docs/traces", help="the frozen live traces' folder (docs/traces)")
+    verify.add_argument("--traces", help="the frozen live traces' folder (the book's: docs/traces)")
+    verify.add_argument("--all", action="store_true", help="list the scenarios without a live trace too")
     export = commands.add_parser("export", help="write a chapter's traces for OpenTelemetry tools or Inspect AI")
     formats = export.add_subparsers(dest="format", required=True)
     otlp = formats.add_parser("otlp", help="OTLP JSON (GenAI spans, a trace per scenario), or sent to an endpoint")
@@ -84,7 +95,7 @@ def _parser() -> argparse.ArgumentParser:
         each.add_argument(
             "--mode", choices=["mock", "live"], default="mock", help="mock: run it now; live: the frozen live trace"
         )
-        each.add_argument("--traces", default="docs/traces", help="the frozen live traces' folder (docs/traces)")
+        each.add_argument("--traces", help="the frozen live traces' folder (the book's: docs/traces)")
     target = otlp.add_mutually_exclusive_group()
     target.add_argument("-o", "--output", help="write to this file (default: print it)")
     target.add_argument("--endpoint", help="send over OTLP/HTTP to this URL, such as http://127.0.0.1:4318/v1/traces")
@@ -102,9 +113,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
         settings = Settings.from_env(warn=_warning)
-        chapters = ChapterLocator(settings.chapters_package())
+        configured, traces = _book_here()
+        chapters = ChapterLocator(settings.chapters_package(configured))
+        if getattr(args, "traces", None) is None:
+            args.traces = traces
         if args.command == "verify":
-            return _verify(chapters, args.chapter, Path(args.traces))
+            return _verify(chapters, args.chapter, Path(args.traces), every=args.all)
         if args.command == "export":
             return _export(args, chapters, settings)
         if args.command == "list":
@@ -127,6 +141,24 @@ def main(argv: Sequence[str] | None = None) -> int:
         _error(f"{run.chapter} {scenario.name}: {detail}")
     # A scenario that broke is the author's to fix: say so to scripts and CI too.
     return status or (1 if broken else 0)
+
+
+def _book_here() -> tuple[str | None, str]:
+    """The chapters' package and frozen traces' folder of the book in this folder, as its ``mkdocs.yml`` names them.
+
+    Read through MkDocs' own loader (``INHERIT``, ``!ENV``), as a build reads
+    it (``primer.book.configuration``), and only where there is one: the
+    library alone never loads MkDocs. ``PRIMER_CHAPTERS`` wins over the
+    package named there; no book here: ``primer.chapters``, ``docs/traces``.
+    """
+    path = Path("mkdocs.yml")
+    if not path.is_file():
+        return None, "docs/traces"
+    from primer.book.configuration import read_config  # a front end's: the library's own code never imports it
+
+    book = read_config(path)
+    traces = book.traces_dir
+    return book.chapters, str(traces.relative_to(Path.cwd()) if traces.is_relative_to(Path.cwd()) else traces)
 
 
 def _export(args: argparse.Namespace, chapters: ChapterLocator, settings: Settings) -> int:
@@ -219,15 +251,14 @@ def _write(*lines: str) -> int:
     # Each line is made inert on its own: what a model, tool or service said
     # stays inside its line and cannot drive the terminal (JSON stays JSON).
     text = "\n".join(inert(line) for line in lines)
-    # A reader piping into `head` closes the pipe early: that is not an error
-    # worth a traceback. Python's own advice: point stdout at devnull so the
-    # flush at exit does not fail again, and exit 1 quietly.
+    # A reader piping into `head` closes the pipe early: they have read what
+    # they wanted, which is no error. Python's own advice: point stdout at
+    # devnull so the flush at exit does not fail again, and end quietly.
     try:
         print(text, flush=True)
     except BrokenPipeError:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
-        return 1
     return 0
 
 
@@ -240,8 +271,11 @@ def _warning(message: str) -> None:
     print(f"warning: {inert(message)}", file=sys.stderr)
 
 
-def _verify(locator: ChapterLocator, chapter: str | None, folder: Path) -> int:
-    """``verify``: one line per scenario; 1 if any diverged or could not be replayed, 2 for a usage error."""
+def _verify(locator: ChapterLocator, chapter: str | None, folder: Path, *, every: bool = False) -> int:
+    """``verify``: a line per scenario verified or not, then a summary; 1 if any diverged or broke, 2 for usage.
+
+    Scenarios without a live trace are counted in the summary, and listed with ``every``.
+    """
     from primer.replay import read_trace, verify_chapter
 
     try:
@@ -255,23 +289,38 @@ def _verify(locator: ChapterLocator, chapter: str | None, folder: Path) -> int:
         _error(str(error))
         return 2
     lines: list[str] = []
-    failed = False
+    counts = {"verified": 0, "diverged": 0, "broken": 0, "unrecorded": 0}
     for name, scenarios in chapters:
         path = folder / f"{name}.live.json"
         if not os.path.lexists(path):  # a link or a device is there, and refused by the reader
-            lines += [f"{name} {scenario.name}: no live trace" for scenario in scenarios]
+            counts["unrecorded"] += len(scenarios)
+            lines += [f"{name} {scenario.name}: no live trace" for scenario in scenarios] if every else []
             continue
         try:
             check = verify_chapter(read_trace(path), scenarios)
         except PrimerError as error:
             lines.append(f"{name}: not verified: {error}")
-            failed = True
+            counts["broken"] += 1
             continue
         except Exception as error:  # noqa: BLE001 - one chapter's broken replay is its line, not a traceback
             lines.append(f"{name}: not verified: the replay broke: {type(error).__name__}: {error}")
-            failed = True
+            counts["broken"] += 1
             continue
         lines += [f"{name} {scenario.line()}" for scenario in check.scenarios]
-        failed = failed or not check.verified
+        for scenario in check.scenarios:
+            counts["verified" if scenario.verified else "diverged"] += 1
+    lines.append(_verify_summary(counts, listed=every))
     # Nothing is written: the next book build re-stamps what verified.
-    return _write(*lines) or (1 if failed else 0)
+    return _write(*lines) or (1 if counts["diverged"] or counts["broken"] else 0)
+
+
+def _verify_summary(counts: dict[str, int], *, listed: bool) -> str:
+    """``verified 9 scenarios · 1 diverged · 45 without a live trace (--all lists them)``."""
+    parts = [f"verified {count(counts['verified'], 'scenario')}"]
+    if counts["diverged"]:
+        parts.append(f"{counts['diverged']} diverged")
+    if counts["broken"]:
+        parts.append(f"{count(counts['broken'], 'chapter')} not verified")
+    if counts["unrecorded"]:
+        parts.append(f"{counts['unrecorded']} without a live trace" + ("" if listed else " (--all lists them)"))
+    return " · ".join(parts)
