@@ -157,15 +157,18 @@ COUNTED = ("warm", "off", "after a comment edit")
 def count(book: Book, runs: int) -> None:
     """Instructions of the ``COUNTED`` kinds under callgrind, ``runs`` of each; printed with their ratios."""
     mkdocs(book.path)  # the cache full for the current files
+    lines: dict[str, str] = {}
     counts: dict[str, list[float]] = {kind: [] for kind in COUNTED}
     for n in range(runs):
         for kind in turns(list(COUNTED), n):
             env, _, _ = prepare(book, kind)
-            counts[kind].append(callgrind(book.path, "mkdocs", "build", "-d", str(book.path / "site"), **env))
+            counted = callgrind(book.path, "mkdocs", "build", "-d", str(book.path / "site"), **env)
+            counts[kind].append(counted.instructions)
+            lines[kind] = counted.ran
             print(f"  {book.label}: callgrind {kind} {n + 1}/{runs}", file=sys.stderr)
     print(f"\n{book.label}: instructions (valgrind --tool=callgrind, {runs} of each, PYTHONHASHSEED=0)")
     for kind, values in counts.items():
-        print(f"  {kind:26} {median(values) / 1e9:8.3f} G")
+        print(f"  {kind:26} {median(values) / 1e9:8.3f} G   {lines.get(kind) or '(no machinery line)'}")
     comment = ratios(counts["after a comment edit"], counts["warm"])
     print(f"  after a comment edit / warm  {comment.text(4)}   target <= {COMMENT_TARGET:g}")
     print(f"  warm / off                   {ratios(counts['warm'], counts['off']).text(4)}")
