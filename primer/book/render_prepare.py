@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -31,6 +32,7 @@ from primer.book.render_views import (
     StepView,
     ToolsView,
     ToolView,
+    TrialView,
     TurnView,
 )
 from primer.book.source import ChapterTraces
@@ -237,7 +239,37 @@ def _run_view(run: ScenarioRun, chapter: str, anchors: Anchors, shared: _Shared)
         timeline=timeline,
         totals=totals(timeline),
         story=summary.scenario_story(run),
+        trials=_trials(turns, anchor, anchors),
     )
+
+
+# A repeated run notes each trial's verdict on its last model call: ``trial 2 of 5``.
+_TRIAL = re.compile(r"trial (\d+) of (\d+)")
+
+
+def _trials(turns: list[TurnView], anchor: str, anchors: Anchors) -> list[TrialView]:
+    """The turns grouped by the trial each ends or belongs to; none unless every turn is in one."""
+    groups: list[TrialView] = []
+    start = 0
+    for index, turn in enumerate(turns):
+        for note in turn.turn.model_call.notes:
+            found = _TRIAL.fullmatch(note.label)
+            if found is None or not isinstance(note.data.get("passed"), bool):
+                continue
+            why = note.data.get("why")
+            groups.append(
+                TrialView(
+                    number=int(found[1]),
+                    total=int(found[2]),
+                    passed=note.data["passed"],
+                    why=why if isinstance(why, str) else None,
+                    anchor=anchors.make(anchor, "trial", found[1]),
+                    turns=turns[start : index + 1],
+                )
+            )
+            start = index + 1
+            break
+    return groups if groups and start == len(turns) else []
 
 
 def _find(run: ChapterRun | None, name: str) -> ScenarioRun | None:

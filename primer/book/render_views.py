@@ -148,6 +148,24 @@ class TurnView:
 
 
 @dataclass(frozen=True)
+class TrialView:
+    """The turns of one trial of a repeated run (chapter 16), and its verdict."""
+
+    number: int
+    total: int
+    passed: bool
+    why: str | None
+    anchor: str
+    turns: list[TurnView]
+
+    @property
+    def line(self) -> str:
+        """``trial 2 of 5 · failed: price_of was not called · 1 turn``."""
+        verdict = "passed" if self.passed else "failed" + (f": {self.why}" if self.why else "")
+        return f"trial {self.number} of {self.total} · {verdict} · {len(self.turns)} turn{'s' * (len(self.turns) != 1)}"
+
+
+@dataclass(frozen=True)
 class RunView:
     """One scenario's run in one mode, prepared for the template."""
 
@@ -162,6 +180,8 @@ class RunView:
     totals: dict[str, float]
     #: What sets the run apart, for its folded summary (``primer.summary.scenario_story``).
     story: str
+    #: Its turns grouped by trial, when it is a repeated run whose every turn belongs to one.
+    trials: list[TrialView]
 
 
 @dataclass(frozen=True)

@@ -238,10 +238,14 @@
 
   // A link to copy, GitHub's heading anchor, beside each turn and call of an
   // opened run or turn: made when it is opened, so a page carries none.
-  var LINKED = { "tr-turn": "this turn", "tr-model": "this model call", "tr-tool": "this tool call" };
+  var LINKED = {
+    "tr-trial": "this trial", "tr-turn": "this turn", "tr-model": "this model call", "tr-tool": "this tool call"
+  };
 
   function addAnchors(details) {
-    details.querySelectorAll(":scope > details.tr-turn, :scope > details.tr-model, :scope > details.tr-tool")
+    details.querySelectorAll(
+      ":scope > details.tr-trial, :scope > details.tr-turn, :scope > details.tr-model, :scope > details.tr-tool"
+    )
       .forEach(function (inner) {
         var before = inner.previousElementSibling;
         if (!inner.id || (before && before.classList.contains("tr-anchor"))) return;
@@ -558,7 +562,7 @@
     }
     if (details.classList.contains("tr-whole")) fillContext(details);
     if (details.classList.contains("tr-sent")) fillBody(details);
-    if (details.classList.contains("tr-scn") || details.classList.contains("tr-turn")) addAnchors(details);
+    if (/\btr-(scn|trial|turn)\b/.test(details.className)) addAnchors(details);
     if (details.classList.contains("tr-turn")) {
       var summary = details.querySelector(":scope > summary");
       addAll(details, summary, summary.textContent.split(" · ")[0] + " of " + runName(details));
@@ -699,7 +703,8 @@
       if (legend && legend.lastElementChild) addAll(run, legend.lastElementChild, runName(run));
     });
     document.querySelectorAll(".tr details[open]").forEach(colour);
-    document.querySelectorAll(".tr details.tr-scn[open], .tr details.tr-turn[open]").forEach(addAnchors);
+    document.querySelectorAll(".tr details.tr-scn[open], .tr details.tr-trial[open], .tr details.tr-turn[open]")
+      .forEach(addAnchors);
     rootRelative(document);
     document.querySelectorAll(".tr details[open]").forEach(function (details) {
       if (details.querySelector(":scope > .tr-body[data-tr-payload]")) fillPayloads(details).catch(function () {});
