@@ -71,12 +71,25 @@ def unknown_variables(environ: Mapping[str, str]) -> list[str]:
     return messages
 
 
+#: A value short and plain enough to quote back in a message: no key looks like this.
+_QUOTABLE = re.compile(r"[A-Za-z]{1,12}|[-+0-9.eE]{1,12}")
+
+
+def quoted(value: str) -> str:
+    """``, not 'sometimes'`` for a value that is a short word or number; nothing for any other.
+
+    A message may be printed or logged, and a value that is not a word may
+    be a key pasted into the wrong variable: it is described, never quoted.
+    """
+    return f", not {value!r}" if _QUOTABLE.fullmatch(value) else ""
+
+
 def package_name(where: str, value: object) -> str:
     """``value`` as a package name, or a ``ConfigError`` naming ``where`` it came from."""
     name = str(value).strip()
     if not _PACKAGE.fullmatch(name):
         raise ConfigError(
-            f"{where} must name a Python package such as primer.chapters or mybook.chapters, not {value!r}."
+            f"{where} must name a Python package such as primer.chapters or mybook.chapters{quoted(name)}."
         )
     return name
 
