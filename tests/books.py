@@ -200,7 +200,9 @@ def make_book(
     book.docs.mkdir()
     for name, text in (pages or {"index": PAGE}).items():
         (book.docs / f"{name}.md").write_text(text)
-    extensions = f"\nmarkdown_extensions:\n  - {RENDERER}\n" if renderer else ""
+    # Its chapters and pages are laid out as no author's book is (ch_alpha's traces on
+    # index.md): the book's rules (primer.book.rules) are turned off.
+    extensions = f"\nmarkdown_extensions:\n  - {RENDERER}:\n      rules: false\n" if renderer else ""
     # The raw frozen live traces are the book's store, not the site's: every front end reads exclude_docs.
     (tmp_path / "mkdocs.yml").write_text(
         f"site_name: A small book\ntheme:\n  name: {theme}\nexclude_docs: |\n  traces/*.live.json\n"

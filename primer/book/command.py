@@ -1,6 +1,11 @@
-"""The book's run step as a command, for any front end: ``python -m primer.book build``.
+"""The book's commands: ``python -m primer.book build``, the run step for any front end, and ``new``.
 
     python -m primer.book build [--strict] [-f mkdocs.yml]
+    python -m primer.book new DIR [--package NAME] [--title TITLE]
+
+``new`` writes a working book into ``DIR`` (new, or empty) from the
+package's scaffold (``primer.book.new_book``): ``mkdocs build --strict``
+passes on it as written.
 
 Does what the MkDocs hook does before a build, without MkDocs: reads the
 book's ``mkdocs.yml`` (its ``docs_dir``, and the trace extension's
@@ -18,7 +23,8 @@ this command's exit code is the strict check::
     python -m primer.book build --strict && zensical build
 
 Exit status: 0 done, 1 warnings under ``--strict``, 2 a usage or
-configuration error (no ``mkdocs.yml``, a ``docs_dir`` that is not there).
+configuration error (no ``mkdocs.yml``, a ``docs_dir`` that is not there;
+for ``new``, a folder that is not empty).
 """
 
 from __future__ import annotations
@@ -103,12 +109,32 @@ def _parser() -> argparse.ArgumentParser:
     build.add_argument("-f", "--config-file", default="mkdocs.yml", help="the book's mkdocs.yml (mkdocs.yml)")
     build.add_argument("-s", "--strict", action="store_true", help="exit 1 if anything was warned about")
     build.add_argument("-q", "--quiet", action="store_true", help="show warnings only")
+    new = commands.add_parser("new", help="write a new book, ready to build, into a new or empty folder")
+    new.add_argument("dir", type=Path, help="the book's folder (new, or empty)")
+    new.add_argument("--package", help="the chapters' package (default: the folder's name)")
+    new.add_argument("--title", help="the site's name (default: the folder's name)")
     return parser
+
+
+def _new(target: Path, package: str | None, title: str | None) -> int:
+    from primer.book.new_book import write_book
+
+    try:
+        written = write_book(target, package=package, title=title)
+    except ConfigError as error:
+        print(f"error: {inert(str(error))}", file=sys.stderr)
+        return 2
+    for path in written:
+        print(f"  {path.as_posix()}")
+    print(f"A new book in {target}, {len(written)} files. Then: cd {target} && mkdocs serve")
+    return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point; returns the exit status."""
     args = _parser().parse_args(argv)
+    if args.command == "new":
+        return _new(args.dir, args.package, args.title)
     log = logging.getLogger(LOGGER_NAME)
     shown = logging.StreamHandler(sys.stderr)
     # As MkDocs shows its log; every record of the book's loggers is inert already.
@@ -124,11 +150,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"error: {inert(str(error))}", file=sys.stderr)
             return 2
         book = SESSION.book(config.root, config.docs_dir, chapters=config.chapters)
+        book.rules = config.options.get("rules", True) is not False
         book.prepare()
         for page in sorted(config.docs_dir.rglob("*.md")):
             # Named as the hook names a page (docs/ch05_loop_endings.md); warnings only.
             name = f"{config.docs_dir.name}/{page.relative_to(config.docs_dir).as_posix()}"
             book.page(name, page.read_text(encoding="utf-8"), renderer=True)
+        book.check_rules()
         book.publish(config.docs_dir)
         if book.enabled:
             assets.install(config.docs_dir)

@@ -235,6 +235,7 @@ class TraceExtension(Extension):
                 "Log markers naming an unknown chapter or scenario, and malformed markers (the book's hook does).",
             ],
             "traces_off": [False, "Show a placeholder for each marker, load and run nothing (PRIMER_TRACES=off)."],
+            "rules": [True, "Have the book's build check its rules (primer.book.rules); the hook reads it."],
         }
         super().__init__(**kwargs)
         #: Whether traces are off: the option, or ``PRIMER_TRACES=off`` where no hook sets it (Zensical).

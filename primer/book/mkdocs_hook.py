@@ -156,6 +156,7 @@ def on_config(config: MkDocsConfig) -> MkDocsConfig:
     book = SESSION.book(_root(config), Path(config.docs_dir), chapters=options.get("chapters"))
     global _opened  # noqa: PLW0603 - the one book of this build, for its other events
     _opened = (config, book)
+    book.rules = options.get("rules", True) is not False
     opened = time.perf_counter() - started
     book.prepare()
     # What the book loaded (parsed traces, imported chapters) outlives every
@@ -308,7 +309,8 @@ def on_post_build(config: MkDocsConfig) -> None:
         return
     book = _book(config)
     book.publish(Path(config.site_dir))
-    if not SESSION.dirty:  # every page was rendered: unused cached HTML is stale
+    if not SESSION.dirty:  # every page was read: the book's rules can be checked, and unused cached HTML is stale
+        book.check_rules()
         book.rendered.prune()
     with book.clock("search"):
         SESSION.payloads.save(prune=not SESSION.dirty)

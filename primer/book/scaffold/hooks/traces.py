@@ -1,0 +1,1 @@
+from primer.book.mkdocs_hook import *  # noqa: F403
