@@ -19,6 +19,7 @@ from primer.inert import inert
 if TYPE_CHECKING:
     from primer.agent import Agent, message_for_model
     from primer.clock import Clock, RealClock, VirtualClock
+    from primer.code_scenario import CodeScenario, Reach
     from primer.errors import (
         ArgumentsRejected,
         ConfigError,
@@ -36,6 +37,7 @@ if TYPE_CHECKING:
     from primer.runner import run_chapter, run_scenario
     from primer.scenario import SYSTEM, Scenario
     from primer.service import RetryPolicy, ServiceClient, ServiceScript
+    from primer.services import Service
     from primer.settings import Settings
     from primer.tools import Tool, ToolContext, tool
     from primer.trace import SCHEMA_VERSION, ChapterRun, ScenarioRun
@@ -50,6 +52,7 @@ _MODULES = {
     "call": "primer.models",
     "ChapterRun": "primer.trace",
     "Clock": "primer.clock",
+    "CodeScenario": "primer.code_scenario",
     "ConfigError": "primer.errors",
     "cut": "primer.models",
     "GroceryService": "primer.mock_service",
@@ -60,6 +63,7 @@ _MODULES = {
     "NotFound": "primer.errors",
     "PrimerError": "primer.errors",
     "quoted": "primer.errors",
+    "Reach": "primer.code_scenario",
     "RealClock": "primer.clock",
     "Redactor": "primer.redact",
     "RetryPolicy": "primer.service",
@@ -70,6 +74,7 @@ _MODULES = {
     "ScenarioRun": "primer.trace",
     "SCHEMA_VERSION": "primer.trace",
     "ScriptExhausted": "primer.errors",
+    "Service": "primer.services",
     "ServiceClient": "primer.service",
     "ServiceFailed": "primer.errors",
     "ServiceScript": "primer.service",
@@ -105,6 +110,7 @@ __all__ = [
     "ArgumentsRejected",
     "ChapterRun",
     "Clock",
+    "CodeScenario",
     "ConfigError",
     "GroceryService",
     "MockModel",
@@ -112,12 +118,14 @@ __all__ = [
     "Model",
     "NotFound",
     "PrimerError",
+    "Reach",
     "RealClock",
     "Redactor",
     "RetryPolicy",
     "Scenario",
     "ScenarioRun",
     "ScriptExhausted",
+    "Service",
     "ServiceClient",
     "ServiceFailed",
     "ServiceScript",

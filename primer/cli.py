@@ -4,7 +4,8 @@ python -m primer run ch09_who_retries
 python -m primer run ch09_who_retries --scenario service_is_busy --json
 python -m primer list
 python -m primer verify [ch09_who_retries]
-python -m primer export otlp ch09_who_retries [--mode mock|live] [-o FILE] [--endpoint URL]
+python -m primer export otlp ch09_who_retries [--mode mock|live] [-o FILE] [--endpoint URL] [--at now]
+python -m primer export otlp --from site/traces/ch09_who_retries.otlp.json --endpoint URL [--at now]
 python -m primer export inspect ch09_who_retries [--mode mock|live] [-o FILE]
 
 The chapters are those of the package ``PRIMER_CHAPTERS`` names
@@ -17,6 +18,7 @@ import argparse
 import os
 import sys
 from collections.abc import Sequence
+from datetime import UTC, datetime
 from pathlib import Path
 
 from primer.errors import NotFound, PrimerError
@@ -24,17 +26,20 @@ from primer.inert import inert
 from primer.locator import ChapterLocator
 from primer.script_check import unused_warnings
 from primer.settings import Settings
-from primer.summary import chapter_line, ending_line, model_line, scenario_line, tool_line, turn_line
+from primer.summary import chapter_line, ending_line, model_line, scenario_line, scenario_story, tool_line, turn_line
 from primer.trace import ChapterRun
 
 __all__ = ["main", "summary_lines"]
 
 
 def summary_lines(run: ChapterRun) -> list[str]:
-    """Every summary line of a chapter run, indented by depth."""
+    """Every summary line of a chapter run, indented by depth, each scenario's story under its line."""
     lines = [f"{run.chapter}", chapter_line(run)]
     for scenario in run.scenarios:
         lines.append(scenario_line(scenario))
+        story = scenario_story(scenario)
+        if story:  # what the page shows folded under the scenario's line
+            lines.append(f"  story: {story}")
         for turn in scenario.turns:
             lines.append("  " + turn_line(turn))
             lines.append("    " + model_line(turn.model_call))
@@ -61,8 +66,21 @@ def _parser() -> argparse.ArgumentParser:
     formats = export.add_subparsers(dest="format", required=True)
     otlp = formats.add_parser("otlp", help="OTLP JSON (GenAI spans, a trace per scenario), or sent to an endpoint")
     inspect = formats.add_parser("inspect", help="an Inspect AI eval log (a sample per scenario)")
+    inspect.add_argument("chapter", help="a chapter module name, such as ch09_who_retries")
+    otlp.add_argument("chapter", nargs="?", help="a chapter module name, such as ch09_who_retries")
+    otlp.add_argument(
+        "--from",
+        dest="source",
+        metavar="FILE",
+        help="send (or write) this OTLP JSON file instead, such as the book's site/traces/CHAPTER.otlp.json",
+    )
+    otlp.add_argument(
+        "--at",
+        metavar="now|TIME",
+        help="move the traces to now (or an ISO time with its zone), where a viewer's recent window shows them; "
+        "live ones keep their recording moment as primer.recorded_at",
+    )
     for each in (otlp, inspect):
-        each.add_argument("chapter", help="a chapter module name, such as ch09_who_retries")
         each.add_argument(
             "--mode", choices=["mock", "live"], default="mock", help="mock: run it now; live: the frozen live trace"
         )
@@ -113,34 +131,69 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _export(args: argparse.Namespace, chapters: ChapterLocator, settings: Settings) -> int:
     """``export``: the chapter's traces as OTLP or an Inspect log; 1 if an endpoint refused them."""
-    from primer.errors import ExportFailed
-
-    run = _exported_run(args.chapter, args.mode, Path(args.traces), chapters, settings)
     if args.format == "inspect":
         from primer.export.inspect_log import write
 
+        run = _exported_run(args.chapter, args.mode, Path(args.traces), chapters, settings)
         path = write(run, Path(args.output or f"{run.chapter}.{run.mode}.json"))
         return _write(f"wrote {path}: {len(run.scenarios)} samples ({run.mode} runs of {run.chapter})")
-    from primer.export.otlp import chapter_json, send, shown_url, traces_url
+    try:
+        at = _otlp_usage(args)
+    except ValueError as error:
+        _error(str(error))
+        return 2
+    return _export_otlp(args, at, chapters, settings)
 
+
+def _otlp_usage(args: argparse.Namespace) -> datetime | None:
+    """What ``export otlp`` was asked, checked before any work; the moment of ``--at``. ``ValueError`` if wrong."""
+    from primer.export.otlp import traces_url
+
+    if (args.chapter is None) == (args.source is None):
+        raise ValueError("Give a chapter to export, or --from FILE to send an OTLP JSON file, not both.")
     if args.endpoint is not None:
-        try:
-            traces_url(args.endpoint)
-        except ValueError as error:
-            _error(str(error))
-            return 2
+        traces_url(args.endpoint)
+    return _moment(args.at) if args.at is not None else None
+
+
+def _export_otlp(args: argparse.Namespace, at: datetime | None, chapters: ChapterLocator, settings: Settings) -> int:
+    """``export otlp``: a chapter's runs or a file's spans, written, printed or sent; 1 if an endpoint refused them."""
+    from primer.errors import ExportFailed
+    from primer.export.otlp import chapter_spans, file_spans, send_spans, shown_url, spans_json
+
+    if args.source is not None:
+        spans = file_spans(Path(args.source), at=at)
+        what = f"from {args.source}"
+    else:
+        run = _exported_run(args.chapter, args.mode, Path(args.traces), chapters, settings)
+        spans = chapter_spans(run, at=at)
+        what = f"{run.mode} runs of {run.chapter}"
+    traces = len({span.context.trace_id for span in spans if span.context is not None})
     if args.endpoint is None:
-        text = chapter_json(run)
+        text = spans_json(spans)
         if args.output is None:
             return _write(text.rstrip("\n"))
         Path(args.output).write_text(text, encoding="utf-8")
-        return _write(f"wrote {args.output}: {len(run.scenarios)} traces ({run.mode} runs of {run.chapter})")
+        return _write(f"wrote {args.output}: {traces} traces ({what})")
     try:
-        sent = send([run], args.endpoint)
+        sent = send_spans(spans, args.endpoint)
     except ExportFailed as error:
         _error(str(error))
         return 1
-    return _write(f"sent {sent} spans in {len(run.scenarios)} traces to {shown_url(args.endpoint)}")
+    return _write(f"sent {sent} spans in {traces} traces ({what}) to {shown_url(args.endpoint)}")
+
+
+def _moment(text: str) -> datetime:
+    """``--at``: ``now``, or an ISO 8601 time that says its zone."""
+    if text == "now":
+        return datetime.now(UTC)
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        moment = None
+    if moment is None or moment.tzinfo is None:
+        raise ValueError(f"--at takes now or an ISO time with its zone, such as 2026-12-01T09:00+00:00, not {text!r}.")
+    return moment
 
 
 def _exported_run(chapter: str, mode: str, folder: Path, chapters: ChapterLocator, settings: Settings) -> ChapterRun:

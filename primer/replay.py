@@ -46,11 +46,13 @@ import httpx2
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from primer.clock import VirtualClock
+from primer.code_scenario import CodeScenario
 from primer.errors import PrimerError
 from primer.http_record import record_request
 from primer.redact import Redactor
 from primer.runner import live_environment, run_scenario
 from primer.scenario import Scenario
+from primer.seam import PROVIDER, Answer, Answerer, Plain
 from primer.settings import Settings
 from primer.streaming import sse_text
 from primer.trace import (
@@ -470,12 +472,18 @@ def _replayed(player: _Player, channel: Channel, module: Any, request: httpx.Req
         raise _error_class(entry, module)(
             f"replayed: {entry.failure.message if entry.failure else ''}", request=request
         )
-    headers = [(name, value) for name, value in entry.response.headers if name not in _NOT_REPLAYED]
-    body = entry.response.json_body
-    content = json.dumps(body, ensure_ascii=False) if body is not None else (entry.response.text_body or "")
-    if entry.response.stream is not None:
-        content = sse_text(entry.response.stream)  # a streamed answer is replayed as the events it was
-    return module.Response(entry.response.status, headers=headers, content=content.encode(), request=request)
+    headers, content = _recorded_answer(entry.response)
+    return module.Response(entry.response.status, headers=headers, content=content, request=request)
+
+
+def _recorded_answer(response: WireResponse) -> tuple[list[tuple[str, str]], bytes]:
+    """A recorded response's headers (those that still describe it) and body, as they are replayed."""
+    headers = [(name, value) for name, value in response.headers if name not in _NOT_REPLAYED]
+    body = response.json_body
+    content = json.dumps(body, ensure_ascii=False) if body is not None else (response.text_body or "")
+    if response.stream is not None:
+        content = sse_text(response.stream)  # a streamed answer is replayed as the events it was
+    return headers, content.encode()
 
 
 class _ModelReplay(httpx2.BaseTransport):
@@ -539,11 +547,98 @@ def replay_settings(run: ChapterRun) -> Settings:
         ) from None
 
 
+class _CodeReplay:
+    """Answers a code scenario's requests to one party from the recording, at the seam."""
+
+    def __init__(self, player: _Player, channel: Channel) -> None:
+        self.player = player
+        self.channel = channel
+
+    def answer(self, request: Plain) -> Answer:
+        """The recorded answer, or the recorded transport error raised."""
+        entry = self.player.answer(self.channel, request.method, request.url, request.headers, request.body)
+        if entry.response is None:
+            # The seam hands a transport error to the code as it was raised: the SDK's own library's kind.
+            raise _error_class(entry, request.library or httpx)(
+                f"replayed: {entry.failure.message if entry.failure else ''}"
+            )
+        headers, content = _recorded_answer(entry.response)
+        return Answer(entry.response.status, headers, [(0.0, content)])
+
+    async def answer_async(self, request: Plain) -> Answer:
+        """The same, to async code."""
+        return self.answer(request)
+
+
+def _code_tape(run: ScenarioRun) -> list[_Recorded]:
+    """Every request a code scenario's live run sent, in the order sent (its start offsets say it).
+
+    Rebuilt from the wire, a code scenario's service exchanges may come
+    before its first model call, or after its answer: the tape is its
+    crossings in time, not the turn-by-turn order of primer's own runs.
+    """
+    timed = []
+    for turn in run.turns:
+        for exchange in turn.model_call.exchanges:
+            label = f"model request, attempt {exchange.attempt}"
+            entry = _Recorded("model", turn.number, label, exchange.request, exchange.response, exchange.failure)
+            timed.append((exchange.timing.start_ms or 0.0, entry))
+        for tool in turn.tools:
+            for step in tool.attempts:
+                if step.request is not None:
+                    label = f"tool {tool.name}, attempt {step.number}"
+                    entry = _Recorded("service", turn.number, label, step.request, step.response, step.failure)
+                    timed.append((step.timing.start_ms or 0.0, entry))
+    timed.sort(key=lambda pair: pair[0])
+    return [_checked(run.name, entry) for _, entry in timed]
+
+
+def _run_code(scenario: CodeScenario, recorded: ScenarioRun, settings: Settings) -> tuple[_Player, ScenarioRun | None]:
+    """Run a code scenario with every request answered from its recording."""
+    from primer.code_runner import Wiring, run_code, services_of
+
+    player = _Player(scenario.name, _code_tape(recorded), settings.redactor())
+    services = dict(services_of(recorded))
+    answerers: dict[str, Answerer] = {PROVIDER: _CodeReplay(player, "model")}
+    answerers.update({name: _CodeReplay(player, "service") for name in services})
+    wiring = Wiring(
+        base_url=settings.base_url,
+        api_key=REPLAY_API_KEY,
+        model=settings.model,
+        services=services,
+        answerers=answerers,
+        live=False,
+        clock=VirtualClock(),
+        redactor=settings.redactor(),
+    )
+    run: ScenarioRun | None = None
+    with contextlib.suppress(_Stop):  # the player has the divergence
+        run = run_code(scenario, "live", settings, wiring)
+    return player, run
+
+
 def verify_scenario(scenario: Scenario, recorded: ScenarioRun, settings: Settings) -> ScenarioCheck:
     """Run one scenario live against its recording; where it diverged, if it did.
 
     Raises ``IncompleteRecording`` if the recording cannot be replayed.
     """
+    if isinstance(scenario, CodeScenario):
+        player, run = _run_code(scenario, recorded, settings)
+    else:
+        player, run = _run_agent(scenario, recorded, settings)
+    divergence = player.left_over()
+    if divergence is None and run is not None:
+        was, now = recorded.ending, run.ending
+        if (was.reason, was.finish_reason) != (now.reason, now.finish_reason):
+            detail = f" ({now.detail})" if now.detail and now.failed else ""
+            divergence = Divergence(
+                scenario=scenario.name, kind="ending", recorded=was.label, now=f"{now.label}{detail}"
+            )
+    return ScenarioCheck(scenario=scenario.name, requests=player.played, divergence=divergence)
+
+
+def _run_agent(scenario: Scenario, recorded: ScenarioRun, settings: Settings) -> tuple[_Player, ScenarioRun | None]:
+    """Run primer's own agent with its model and service transports answering from the recording."""
     player = _Player(scenario.name, _tape(recorded), settings.redactor())
     environment = live_environment(
         scenario,
@@ -555,15 +650,7 @@ def verify_scenario(scenario: Scenario, recorded: ScenarioRun, settings: Setting
     run: ScenarioRun | None = None
     with contextlib.suppress(_Stop):  # the player has the divergence
         run = run_scenario(scenario, "live", settings, environment=environment)
-    divergence = player.left_over()
-    if divergence is None and run is not None:
-        was, now = recorded.ending, run.ending
-        if (was.reason, was.finish_reason) != (now.reason, now.finish_reason):
-            detail = f" ({now.detail})" if now.detail and now.failed else ""
-            divergence = Divergence(
-                scenario=scenario.name, kind="ending", recorded=was.label, now=f"{now.label}{detail}"
-            )
-    return ScenarioCheck(scenario=scenario.name, requests=player.played, divergence=divergence)
+    return player, run
 
 
 def verify_chapter(run: ChapterRun, scenarios: Sequence[Scenario]) -> ChapterCheck:
@@ -578,8 +665,9 @@ def verify_chapter(run: ChapterRun, scenarios: Sequence[Scenario]) -> ChapterChe
         raise IncompleteRecording(f"The trace of {run.chapter} is a {run.mode} trace: only a live one can be replayed.")
     settings = replay_settings(run)
     recorded = {each.name: each for each in run.scenarios}
+    code = {scenario.name for scenario in scenarios if isinstance(scenario, CodeScenario)}
     for each in run.scenarios:
-        _tape(each)  # every recording checked before anything runs
+        (_code_tape if each.name in code else _tape)(each)  # every recording checked before anything runs
     checks = []
     for scenario in scenarios:
         if scenario.name not in recorded:

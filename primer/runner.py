@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from primer.agent import Agent
 from primer.approval import ScriptedApprover
 from primer.clock import Clock, RealClock, VirtualClock
+from primer.code_scenario import CodeScenario
 from primer.errors import ConfigError
 from primer.locator import ChapterLocator
 from primer.mock_service import GroceryService
@@ -125,8 +126,19 @@ def run_scenario(
     settings: Settings | None = None,
     environment: Environment | None = None,
 ) -> ScenarioRun:
-    """Run one scenario and return its trace; never raises for the scenario's faults."""
+    """Run one scenario and return its trace; never raises for the scenario's faults.
+
+    A ``CodeScenario`` (the author's own code) runs under the HTTP seam
+    instead (``primer.code_runner``); an ``environment`` given for it is
+    closed unused, since its code builds its own clients.
+    """
     settings = settings or Settings()
+    if isinstance(scenario, CodeScenario):
+        if environment is not None:
+            environment.close()
+        from primer.code_runner import run_code  # the seam and the SDK: only for code scenarios
+
+        return run_code(scenario, mode, settings)
     env = environment or _FACTORIES[mode](scenario, settings)
     agent = Agent(
         model=env.model,
@@ -173,7 +185,7 @@ def run_scenario(
     place(run, started * 1000)
     if mode == "mock":
         # A script the run did not use up tells a longer story than the trace: say so.
-        note_unused(run, scenario.mock, scenario.approvals)
+        note_unused(run, scenario.mock, scenario.approvals, scenario.undeclared)
     return run
 
 

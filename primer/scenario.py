@@ -65,6 +65,9 @@ class Scenario:
     #: The approver's answers, in order, for tools that ``needs_approval``
     #: (``approve()``, ``refuse("why")``): the person is scripted, mock and live.
     approvals: Sequence[Decision] = ()
+    #: Tool names the mock script calls on purpose without declaring them
+    #: (chapter 7's model asking for a tool that does not exist): not warned about.
+    undeclared: Sequence[str] = ()
 
     def __post_init__(self) -> None:
         stream = self.settings.get(STREAM, False)

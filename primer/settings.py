@@ -10,6 +10,7 @@
 ``PRIMER_MODEL_TIMEOUT``    seconds to wait for the provider's answer (60)
 ``PRIMER_SERVICE_TIMEOUT``  seconds to wait for the service's answer (2)
 ``PRIMER_CHAPTERS``         the chapters' package (``primer.chapters``)
+``PRIMER_SERVICES``         live URLs of a code scenario's services: ``weather=https://...,shop=https://...``
 
 Every ``PRIMER_*`` variable is read here and nowhere else (their names are
 in ``primer.variables``, with the one switch a build reads before loading
@@ -132,6 +133,8 @@ class Settings(BaseModel):
     service_timeout: float = 2.0
     #: The chapters' package (``chapters_package`` says which one a book uses).
     chapters: str = DEFAULT_PACKAGE
+    #: Where a code scenario's named services live in live runs (``primer.services``).
+    services: dict[str, str] = {}
 
     @field_validator("base_url", "service_url", mode="before")
     @classmethod
@@ -165,6 +168,23 @@ class Settings(BaseModel):
     @classmethod
     def _check_package(cls, value: Any) -> str:
         return package_name("PRIMER_CHAPTERS", value)
+
+    @field_validator("services", mode="before")
+    @classmethod
+    def _check_services(cls, value: Any) -> dict[str, str]:
+        if isinstance(value, Mapping):
+            pairs = [(str(name), str(url)) for name, url in value.items()]
+        else:
+            pairs = []
+            for part in str(value).replace(",", " ").split():
+                name, equals, url = part.partition("=")
+                if not equals or not name:
+                    raise ConfigError(
+                        f"PRIMER_SERVICES must be name=URL pairs such as weather=http://127.0.0.1:8001, "
+                        f"separated by commas; {part!r} is not one."
+                    )
+                pairs.append((name, url))
+        return {name.strip(): _url("PRIMER_SERVICES", url) for name, url in pairs}
 
     @field_validator("model_timeout", "service_timeout", mode="before")
     @classmethod

@@ -43,6 +43,7 @@ VARIABLES = {
     "model_timeout": "PRIMER_MODEL_TIMEOUT",
     "service_timeout": "PRIMER_SERVICE_TIMEOUT",
     "chapters": "PRIMER_CHAPTERS",
+    "services": "PRIMER_SERVICES",
 }
 
 

@@ -16,6 +16,10 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from primer.book.session import Session
 
 REPO = Path(__file__).resolve().parents[1]
 HOOK = REPO / "hooks" / "traces.py"
@@ -185,11 +189,14 @@ def make_book(
     *,
     theme: str = "mkdocs",
     renderer: bool = HAS_RENDERER,
+    plugin: str | None = None,
 ) -> SmallBook:
     """A book with the given chapters (alpha and beta by default) and pages.
 
     ``renderer=False`` leaves the Markdown extension out: the hook then lists
-    the summary lines itself.
+    the summary lines itself. ``plugin`` (the options' YAML, "" for none)
+    configures the book the plugin way instead, as an author does: no hook,
+    no extension named (the plugin adds it).
     """
     package = f"book{next(_numbers)}_{os.getpid()}_chapters"
     book = SmallBook(tmp_path, package)
@@ -203,10 +210,15 @@ def make_book(
     # Its chapters and pages are laid out as no author's book is (ch_alpha's traces on
     # index.md): the book's rules (primer.book.rules) are turned off.
     extensions = f"\nmarkdown_extensions:\n  - {RENDERER}:\n      rules: false\n" if renderer else ""
+    front = f"hooks:\n  - {HOOK}\n{extensions}"
+    if plugin is not None:
+        if "rules:" not in plugin:
+            plugin = f"{plugin}\nrules: false".strip()
+        options = "".join(f"\n      {line}" for line in plugin.splitlines())
+        front = f"plugins:\n  - search\n  - trace-book:{options or ' {}'}\n"
     # The raw frozen live traces are the book's store, not the site's: every front end reads exclude_docs.
     (tmp_path / "mkdocs.yml").write_text(
-        f"site_name: A small book\ntheme:\n  name: {theme}\nexclude_docs: |\n  traces/*.live.json\n"
-        f"hooks:\n  - {HOOK}\n{extensions}"
+        f"site_name: A small book\ntheme:\n  name: {theme}\nexclude_docs: |\n  traces/*.live.json\n{front}"
     )
     return book
 
@@ -243,3 +255,14 @@ def copy_the_book(target: Path) -> Path:
             generated.unlink()
     shutil.rmtree(target / "docs" / "assets" / "trace-book", ignore_errors=True)
     return target
+
+
+def hook_session() -> Session:
+    """The session of the hook's plugin instance (``hooks/traces.py`` re-exports its events), for in-process builds.
+
+    A test registers a ``Book`` of its own there (``Session.register``): one
+    with a live runner that stands in for the network.
+    """
+    from primer.book import mkdocs_hook
+
+    return mkdocs_hook.on_config.__self__.session  # type: ignore[attr-defined, no-any-return]

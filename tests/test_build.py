@@ -13,10 +13,10 @@ from types import SimpleNamespace
 
 import pytest
 
-from primer.book import mkdocs_hook
+from primer.book.markdown import TraceExtension
 from primer.book.markers import Marker
 from primer.book.pages import placeholder
-from primer.book.session import SESSION
+from primer.book.plugin import EXTENSION, TraceBookPlugin
 from primer.summary import chapter_line, scenario_line
 from primer.trace import SCHEMA_VERSION, ChapterRun
 from tests.books import ALPHA, BETA, BROKEN, PAGE, edit, make_book
@@ -31,8 +31,9 @@ def _published(book, chapter: str) -> dict:
     return json.loads((book.root / "site" / "traces" / f"{chapter}.json").read_text())
 
 
-def test_rebuilds_run_only_what_changed(tmp_path):
-    book = make_book(tmp_path)
+@pytest.mark.parametrize("plugin", [None, ""], ids=["hook", "plugin"])
+def test_rebuilds_run_only_what_changed(tmp_path, plugin):
+    book = make_book(tmp_path, plugin=plugin)
 
     first = book.build()
     assert first.returncode == 0, first.log
@@ -93,9 +94,12 @@ def test_without_the_renderer_the_hook_lists_summary_lines(tmp_path):
     assert "::: trace" not in page.split("<code>")[0], "every marker outside code was replaced"
 
 
-def test_a_scenario_that_raises_is_shown_and_fails_strict(tmp_path):
+@pytest.mark.parametrize("plugin", [None, ""], ids=["hook", "plugin"])
+def test_a_scenario_that_raises_is_shown_and_fails_strict(tmp_path, plugin):
     page = PAGE + "\n::: trace ch_broken\n"
-    book = make_book(tmp_path, {"ch_alpha": ALPHA, "ch_beta": BETA, "ch_broken": BROKEN}, {"index": page})
+    book = make_book(
+        tmp_path, {"ch_alpha": ALPHA, "ch_beta": BETA, "ch_broken": BROKEN}, {"index": page}, plugin=plugin
+    )
 
     done = book.build()
     assert done.returncode == 0, done.log
@@ -181,9 +185,10 @@ def test_a_corrupt_trace_is_reported_and_replaced(tmp_path):
     assert json.loads(cache.read_text())["schema_version"] == SCHEMA_VERSION
 
 
-def test_markers_naming_nothing_are_warnings_naming_the_page(tmp_path):
+@pytest.mark.parametrize("plugin", [None, ""], ids=["hook", "plugin"])
+def test_markers_naming_nothing_are_warnings_naming_the_page(tmp_path, plugin):
     page = "# Odd\n\n::: trace ch_nowhere\n\n::: trace ch_alpha no_such_scenario\n"
-    book = make_book(tmp_path, pages={"index": PAGE, "odd": page})
+    book = make_book(tmp_path, pages={"index": PAGE, "odd": page}, plugin=plugin)
 
     done = book.build()
     assert done.returncode == 0, done.log
@@ -242,8 +247,9 @@ def test_a_warm_build_renders_nothing_and_search_skips_payloads(tmp_path):
     assert "Beta says hello." in book.page()
 
 
-def test_traces_off_runs_nothing_and_shows_a_placeholder(tmp_path):
-    book = make_book(tmp_path)
+@pytest.mark.parametrize("plugin", [None, ""], ids=["hook", "plugin"])
+def test_traces_off_runs_nothing_and_shows_a_placeholder(tmp_path, plugin):
+    book = make_book(tmp_path, plugin=plugin)
     done = book.build(PRIMER_TRACES="off")
     assert done.returncode == 0, done.log
     assert done.count().startswith("traces: off")
@@ -286,28 +292,35 @@ def test_traces_off_shows_a_placeholder_wherever_the_page_has_a_marker(tmp_path)
 def test_with_traces_off_the_hook_leaves_the_markers_to_the_extension(monkeypatch, caplog):
     # Raw HTML put in the page would go through Python-Markdown's HTML block parser and
     # MkDocs' own, on every page: the extension stashes the placeholders instead.
-    monkeypatch.setattr(SESSION, "off", False)
     monkeypatch.setenv("PRIMER_TRACES", "off")
+    hook = TraceBookPlugin.hook()
     config = SimpleNamespace(
         docs_dir="/book/docs",
-        markdown_extensions=["toc", mkdocs_hook.EXTENSION],
+        markdown_extensions=["toc", EXTENSION],
         mdx_configs={},
         extra_css=[],
         extra_javascript=[],
     )
-    assert mkdocs_hook.on_config(config) is config  # type: ignore[arg-type]
-    assert SESSION.off
-    assert config.mdx_configs == {mkdocs_hook.EXTENSION: {"traces_off": True, "warn_missing": False}}
+    assert hook.on_config(config) is config  # type: ignore[arg-type]
+    assert hook.book is None
+    # The named extension is replaced by the hook's own instance, which shows the placeholders.
+    [toc, extension] = config.markdown_extensions
+    assert toc == "toc"
+    assert isinstance(extension, TraceExtension)
+    assert extension.off
+    assert not extension.getConfig("warn_missing")
     assert (config.extra_css, config.extra_javascript) == (["assets/trace-book/traces.css"], [])
     text = "# Ch\n\n::: trace ch_alpha\n\n:::trace ch_alpha\n"
     page = SimpleNamespace(file=SimpleNamespace(src_uri="ch.md"))
     with caplog.at_level(logging.WARNING, logger="mkdocs.plugins.primer"):
-        assert mkdocs_hook.on_page_markdown(text, page, config, None) == text  # type: ignore[arg-type]
+        assert hook.on_page_markdown(text, page=page, config=config, files=None) == text  # type: ignore[arg-type]
     [warning] = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
     assert warning.startswith("traces: docs/ch.md line 5: `:::trace ch_alpha` looks like a trace marker")
     # Without the extension the hook puts the placeholder in itself.
-    config.markdown_extensions.remove(mkdocs_hook.EXTENSION)
-    placed = mkdocs_hook.on_page_markdown(text, page, config, None)  # type: ignore[arg-type]
+    config.markdown_extensions = ["toc"]
+    hook.on_config(config)  # type: ignore[arg-type]
+    assert config.markdown_extensions == ["toc"]
+    placed = hook.on_page_markdown(text, page=page, config=config, files=None)  # type: ignore[arg-type]
     assert placeholder(Marker("ch_alpha", None, 0)) in placed
 
 

@@ -22,12 +22,11 @@ from pydantic import SecretStr
 
 from primer.book.build import Book
 from primer.book.chapters import Chapters
-from primer.book.session import SESSION
 from primer.runner import run_scenario
 from primer.scenario import Scenario
 from primer.settings import Settings
 from primer.trace import ChapterRun, Ending, ScenarioRun
-from tests.books import edit, make_book
+from tests.books import edit, hook_session, make_book
 
 pytestmark = pytest.mark.slow
 
@@ -76,10 +75,10 @@ def live_book(tmp_path, monkeypatch, caplog):
         live_runner=fake,
         time_limit=5.0,
     )
-    SESSION.register(book.docs, registered)
+    hook_session().register(book.docs, registered)
     caplog.set_level(logging.INFO, logger="mkdocs")
     yield book, registered, fake, caplog
-    SESSION.register(book.docs, None)
+    hook_session().register(book.docs, None)
 
 
 def _build(book, caplog, *, strict: bool = False) -> list[logging.LogRecord]:

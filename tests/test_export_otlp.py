@@ -122,7 +122,7 @@ def test_the_json_is_the_sdks_request_with_hex_ids_and_nanosecond_strings(
     assert [bytes(s.trace_id).hex() for s in spans] == [s["traceId"] for s in raw]
     assert [bytes(s.span_id).hex() for s in spans] == [s["spanId"] for s in raw]
     resource = {a.key: a.value.string_value for a in request.resource_spans[0].resource.attributes}
-    assert resource == {"service.name": SERVICE_NAME}
+    assert resource == {"service.name": SERVICE_NAME, "openinference.project.name": SERVICE_NAME}
 
 
 def test_the_same_run_exported_twice_has_the_same_ids_and_mock_runs_start_where_told(
@@ -359,7 +359,7 @@ def test_the_command_sends_to_an_endpoint_and_says_so(
     out = capsys.readouterr().out
     [(_, body)] = handler.received
     spans = spans_of(ExportTraceServiceRequest.FromString(body))
-    assert out.strip() == f"sent {len(spans)} spans in 4 traces to {url}"
+    assert out.strip() == f"sent {len(spans)} spans in 4 traces (live runs of {CHAPTER}) to {url}"
     assert traces_url(url) == url + "/v1/traces", "a bare endpoint gets OTLP's traces path"
 
 
@@ -555,7 +555,206 @@ def _links(blocked: bool) -> str:
 def test_a_chapter_links_its_otlp_json_only_when_the_book_can_publish_it() -> None:
     with_extra = _links(blocked=False)
     assert 'class="tr-otlp" href="traces/ch09_who_retries.otlp.json"' in with_extra
+    # What the file is for, and how to load it: viewers such as Phoenix take OTLP as protobuf only.
+    assert ">OTLP JSON for trace viewers</a>" in with_extra
+    assert "python -m primer export otlp --from FILE --endpoint URL" in with_extra
     without = _links(blocked=True)
     assert 'class="tr-download" href="traces/ch09_who_retries.json"' in without
     assert "tr-otlp" not in without
     assert "otlp.json" not in without
+
+
+# -- what OpenInference viewers (Phoenix) list ----------------------------------------------
+
+#: The OpenInference span kind each span of the tree has, by the start of its name.
+KINDS = {"invoke_agent": "AGENT", "chat": "LLM", "execute_tool": "TOOL", "GET": "CHAIN", "POST": "CHAIN"}
+
+
+def received_spans(handler: type[Receiver]) -> list[Span]:
+    """Every span a loopback receiver was sent, decoded from the protobuf."""
+    assert {content_type for content_type, _ in handler.received} == {"application/x-protobuf"}
+    return [span for _, body in handler.received for span in spans_of(ExportTraceServiceRequest.FromString(body))]
+
+
+@pytest.mark.parametrize("mode", ["mock", "live"])
+def test_every_span_has_its_openinference_kind_and_the_roots_the_question_and_the_answer(
+    runs: dict[str, ChapterRun], mode: str
+) -> None:
+    run = runs[mode]
+    spans = spans_of(chapter_request(run, start=START))
+    for span in spans:
+        assert attributes(span)["openinference.span.kind"] == KINDS.get(span.name.split()[0], "CHAIN"), span.name
+    roots = [span for span in spans if not span.parent_span_id]
+    for root, scenario in zip(roots, run.scenarios, strict=True):
+        found = attributes(root)
+        [question] = [m.content for m in scenario.transcript if m.role == "human"]
+        assert (found["input.value"], found["input.mime_type"]) == (question, "text/plain"), "the question, no system"
+        assert found["output.value"] == scenario.transcript[-1].content
+        assert found["output.mime_type"] == "text/plain"
+        assert found["agent.name"] == scenario.name
+        assert json.loads(found["metadata"])["ending"] == scenario.ending.reason
+
+
+def test_a_chat_span_carries_the_llm_messages_tools_and_token_counts(runs: dict[str, ChapterRun]) -> None:
+    run = runs["live"]
+    spans = spans_of(chapter_request(run))
+    scenario = run.scenario("service_is_busy")
+    root = next(span for span in spans if span.name == "invoke_agent service_is_busy")
+    chat, tool, _ = children(spans, root)
+    call = scenario.turns[0].model_call
+    found = attributes(chat)
+    assert call.usage is not None
+    assert (found["llm.token_count.prompt"], found["llm.token_count.completion"], found["llm.token_count.total"]) == (
+        call.usage.input_tokens,
+        call.usage.output_tokens,
+        call.usage.input_tokens + call.usage.output_tokens,
+    )
+    assert (found["llm.model_name"], found["llm.provider"], found["llm.system"]) == (
+        "deepseek-flash",
+        "deepseek",
+        "openai",
+    )
+    assert found["llm.input_messages.0.message.role"] == "system"
+    assert found["llm.input_messages.1.message.content"] == call.context[1].content
+    asked = scenario.turns[0].tools[0]
+    assert found["llm.output_messages.0.message.role"] == "assistant"
+    assert found["llm.output_messages.0.message.tool_calls.0.tool_call.function.name"] == asked.name
+    assert json.loads(found["llm.output_messages.0.message.tool_calls.0.tool_call.function.arguments"]) == (
+        asked.arguments
+    )
+    assert found["llm.output_messages.0.message.tool_calls.0.tool_call.id"] == asked.call_id
+    schema = json.loads(found["llm.tools.0.tool.json_schema"])
+    assert schema["function"]["name"] == call.tools[0].name
+    assert json.loads(found["input.value"])["messages"][1] == {"role": "user", "content": call.context[1].content}
+    assert json.loads(found["output.value"])["tool_calls"][0]["function"]["name"] == asked.name
+    assert found["output.mime_type"] == "application/json"
+
+    tool_found = attributes(tool)
+    assert (tool_found["tool.name"], tool_found["tool.id"]) == (asked.name, asked.call_id)
+    assert json.loads(tool_found["input.value"]) == asked.arguments
+    assert tool_found["input.mime_type"] == "application/json"
+    assert tool_found["output.value"] == asked.result
+    [declared] = [t for t in call.tools if t.name == asked.name]
+    assert json.loads(tool_found["tool.parameters"]) == declared.parameters
+
+
+def test_the_error_spans_are_the_failed_attempts_and_tool_calls_with_what_the_model_was_told(
+    runs: dict[str, ChapterRun],
+) -> None:
+    run = runs["live"]
+    spans = spans_of(chapter_request(run))
+    failed = [(tool, step) for s in run.scenarios for t in s.turns for tool in t.tools for step in tool.attempts]
+    expected = sum(tool.failure is not None for s in run.scenarios for t in s.turns for tool in t.tools) + sum(
+        step.failure is not None and step.request is not None for _, step in failed
+    )
+    errors = [span for span in spans if span.status.code == ERROR]
+    assert len(errors) == expected == 6, "the six failures of ch09's live run: three tool calls, three attempts"
+    for span in errors:
+        found = attributes(span)
+        assert found["output.value"], span.name
+        if span.name.startswith("execute_tool"):
+            assert found["output.value"] == found["primer.tool.message"], "what the model was sent back"
+
+
+def test_at_moves_a_recorded_run_and_keeps_when_it_was_recorded(runs: dict[str, ChapterRun]) -> None:
+    run = runs["live"]
+    now = datetime(2026, 12, 1, 9, 30, tzinfo=UTC)
+    recorded = spans_of(chapter_request(run))
+    moved = spans_of(chapter_request(run, at=now))
+    assert len(moved) == len(recorded)
+    first = min(span.start_time_unix_nano for span in moved)
+    assert first == int(now.timestamp()) * 10**9
+    shift = first - min(span.start_time_unix_nano for span in recorded)
+    for before, after in zip(recorded, moved, strict=True):
+        assert after.start_time_unix_nano - before.start_time_unix_nano == shift, "every span, the same shift"
+        assert after.end_time_unix_nano - after.start_time_unix_nano == (
+            before.end_time_unix_nano - before.start_time_unix_nano
+        )
+    roots = [span for span in moved if not span.parent_span_id]
+    for root, scenario in zip(roots, run.scenarios, strict=True):
+        assert scenario.started_at is not None
+        assert attributes(root)["primer.recorded_at"] == scenario.started_at.isoformat()
+    mock_root = spans_of(chapter_request(runs["mock"], at=now))[0]
+    assert mock_root.start_time_unix_nano == first
+    assert "primer.recorded_at" not in attributes(mock_root), "a mock run was recorded at no moment"
+
+
+def published(runs: dict[str, ChapterRun], folder: Path) -> Path:
+    """The chapter's OTLP JSON as the book publishes it: mock and live runs, the mock ones at MOCK_EPOCH."""
+    from primer.book.publish import MOCK_EPOCH
+
+    path = folder / f"{CHAPTER}.otlp.json"
+    path.write_text(chapter_json(runs["mock"], runs["live"], start=MOCK_EPOCH), encoding="utf-8")
+    return path
+
+
+def test_a_published_file_reads_back_into_the_same_spans(runs: dict[str, ChapterRun], tmp_path: Path) -> None:
+    from primer.export.otlp import file_spans, spans_json
+
+    path = published(runs, tmp_path)
+    assert spans_json(file_spans(path)) == path.read_text(), "byte for byte: ids, times, attributes, events"
+
+
+def test_the_command_sends_a_published_file_as_protobuf_moved_to_now(
+    runs: dict[str, ChapterRun],
+    receiver: tuple[str, type[Receiver]],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    url, handler = receiver
+    path = published(runs, tmp_path)
+    before = datetime.now(UTC)
+    assert main(["export", "otlp", "--from", str(path), "--endpoint", url, "--at", "now"]) == 0
+    spans = received_spans(handler)
+    in_file = spans_of(parsed(path.read_text()))
+    assert capsys.readouterr().out.strip() == f"sent {len(in_file)} spans in 8 traces (from {path}) to {url}"
+    assert [(s.trace_id, s.span_id, s.name) for s in spans] == [(s.trace_id, s.span_id, s.name) for s in in_file]
+    assert [s.attributes for s in spans if s.parent_span_id] == [s.attributes for s in in_file if s.parent_span_id]
+    # Each mode's traces begin now: the mock ones recorded at no moment, the live ones months ago.
+    roots = [span for span in spans if not span.parent_span_id]
+    modes = {mode: [root for root in roots if attributes(root)["primer.mode"] == mode] for mode in ("mock", "live")}
+    for mode, those in modes.items():
+        assert len(those) == 4
+        first = min(root.start_time_unix_nano for root in those)
+        assert int(before.timestamp()) * 10**9 <= first <= int(datetime.now(UTC).timestamp() + 1) * 10**9, mode
+    for root in modes["live"]:
+        recorded = attributes(root)["primer.recorded_at"]
+        assert recorded.startswith("2026-09-13"), "the recording moment, kept"
+    assert all("primer.recorded_at" not in attributes(root) for root in modes["mock"])
+
+
+@pytest.mark.parametrize(
+    ("content", "said"),
+    [
+        ("not json\n", "line 1, is not OTLP JSON (JSONDecodeError)"),
+        ('{"resourceSpans": [{"scopeSpans": [{"spans": [{"traceId": "zz"}]}]}]}\n', "line 1, is not OTLP JSON"),
+        ('{"resourceSpans": 3}\n', "line 1, is not OTLP JSON"),
+    ],
+)
+def test_a_file_that_is_not_otlp_json_is_named_and_nothing_is_sent(
+    content: str, said: str, receiver: tuple[str, type[Receiver]], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    url, handler = receiver
+    path = tmp_path / "broken.otlp.json"
+    path.write_text(content)
+    assert main(["export", "otlp", "--from", str(path), "--endpoint", url]) == 2
+    assert f"error: {path}, {said}" in capsys.readouterr().err
+    assert handler.received == []
+    assert main(["export", "otlp", "--from", str(tmp_path / "none.json"), "--endpoint", url]) == 2
+    assert f"There is no file {tmp_path / 'none.json'}" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("arguments", "said"),
+    [
+        ([CHAPTER, "--at", "yesterday"], "--at takes now or an ISO time with its zone"),
+        ([CHAPTER, "--at", "2026-12-01T09:00"], "--at takes now or an ISO time with its zone"),
+        ([CHAPTER, "--from", "x.json"], "Give a chapter to export, or --from FILE"),
+        ([], "Give a chapter to export, or --from FILE"),
+    ],
+)
+def test_the_command_says_what_is_wrong_with_its_arguments(
+    arguments: list[str], said: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["export", "otlp", *arguments]) == 2
+    assert said in capsys.readouterr().err

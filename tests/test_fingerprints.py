@@ -173,3 +173,33 @@ def test_a_comment_in_the_renderer_re_renders_no_marker(tmp_path: Path) -> None:
     assert done.count() == "traces: ran 0, reused 2"
     [share] = done.lines("the machinery's share")
     assert "markers rendered 0, reused 1" in share
+
+
+def test_a_fingerprint_is_the_same_wherever_the_library_is_installed(tmp_path: Path) -> None:
+    # A laptop's ./.venv and a CI runner's venv sit on opposite sides of the book's
+    # folder: the library sorting before the chapters or after them changes nothing.
+    book = make_book(tmp_path / "m_book")
+    script = (
+        "import sys, primer\n"
+        "from primer.book.depends import CodeGraph\n"
+        "graph = CodeGraph(['primer', sys.argv[1]])\n"
+        "files = graph.files(sys.argv[1] + '.ch_alpha')\n"
+        "print(primer.__file__, len({f.parts[:-2] for f in files}), graph.fingerprint(sys.argv[1] + '.ch_alpha'))\n"
+    )
+    printed = {}
+    for venv in ("a_venv", "z_venv"):
+        library = copy_library(tmp_path / venv)
+        done = subprocess.run(
+            [sys.executable, "-c", script, book.package],
+            cwd=tmp_path,
+            env={**os.environ, "PYTHONPATH": os.pathsep.join([str(library.parent), str(book.root)])},
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=True,
+        )
+        where, roots, fingerprint = done.stdout.split()
+        assert Path(where).is_relative_to(library), "the copy is the library imported"
+        assert int(roots) >= 2, "the chapter's files and the library's are both hashed"
+        printed[venv] = fingerprint
+    assert printed["a_venv"] == printed["z_venv"]

@@ -1,12 +1,13 @@
 """The teaching library does not know the book exists.
 
 ``primer`` is what a reader opens next to a chapter; ``primer.book`` (the
-engine and the renderer) and the MkDocs hook are built on it, never the other
-way round. Only the hook imports MkDocs: ``hooks/`` and the adapter it
-re-exports, ``primer.book.mkdocs_hook``, which nothing else in the package
-imports. Checked two ways: every import statement in the source (so a
-deferred import inside a function is caught too), and what is really loaded
-when the library runs a chapter.
+engine and the renderer) and the MkDocs plugin are built on it, never the other
+way round. Only the plugin imports MkDocs (and ProperDocs): the adapters
+``primer.book.plugin``, its ProperDocs twin and the hook form the book's
+``hooks/traces.py`` re-exports, which nothing else in the package imports.
+Checked two ways: every import statement in the source (so a deferred import
+inside a function is caught too), and what is really loaded when the library
+runs a chapter.
 """
 
 from __future__ import annotations
@@ -69,15 +70,17 @@ def library_files() -> list[Path]:
     return sorted(path for path in PACKAGE.rglob("*.py") if "scaffold" not in path.relative_to(PACKAGE).parts)
 
 
-#: The one module of the package that may import MkDocs: the hook's adapter.
+#: The hook form of the plugin, which the book's hook file re-exports.
 ADAPTER = "primer.book.mkdocs_hook"
+#: The modules of the package that may import MkDocs and ProperDocs: the plugin, its twin, its hook form.
+ADAPTERS = ("primer.book.plugin", "primer.book.properdocs_plugin", ADAPTER)
 
 
-def violations(*, forbidden: str, skip_book: bool, allowed: str = "") -> list[str]:
+def violations(*, forbidden: str, skip_book: bool, allowed: tuple[str, ...] = ()) -> list[str]:
     found = []
     for path in library_files():
         module = module_name(path)
-        if (skip_book and within(module, "primer.book")) or module == allowed:
+        if (skip_book and within(module, "primer.book")) or module in allowed:
             continue
         source = path.read_text(encoding="utf-8")
         for line, name in imports(source, module, is_package=path.name == "__init__.py"):
@@ -95,14 +98,16 @@ def test_the_library_outside_primer_book_never_imports_the_book() -> None:
     assert violations(forbidden="primer.book", skip_book=True) == []
 
 
-def test_nothing_in_primer_but_the_hooks_adapter_imports_mkdocs() -> None:
-    assert violations(forbidden="mkdocs", skip_book=False, allowed=ADAPTER) == []
-    assert (PACKAGE / "book" / "mkdocs_hook.py").is_file()
+def test_nothing_in_primer_but_the_plugin_imports_mkdocs() -> None:
+    for forbidden in ("mkdocs", "properdocs"):
+        assert violations(forbidden=forbidden, skip_book=False, allowed=ADAPTERS) == []
+    assert all((PACKAGE / "book" / f"{name.rpartition('.')[2]}.py").is_file() for name in ADAPTERS)
 
 
-def test_only_the_hook_file_imports_the_adapter() -> None:
-    # The engine never sees MkDocs: nothing of the package reaches the adapter.
-    assert violations(forbidden=ADAPTER, skip_book=False, allowed=ADAPTER) == []
+def test_only_the_hook_file_imports_the_adapters() -> None:
+    # The engine never sees MkDocs: nothing of the package reaches the adapters.
+    for adapter in ADAPTERS:
+        assert violations(forbidden=adapter, skip_book=False, allowed=ADAPTERS) == []
     hook = ROOT / "hooks" / "traces.py"
     assert ADAPTER in {name for _, name in imports(hook.read_text(encoding="utf-8"), "hooks.traces")}
 

@@ -31,14 +31,13 @@ from primer.book.atomic import STALE_AFTER, TEMP_SUFFIX, write_if_changed
 from primer.book.build import Book, anomalies
 from primer.book.chapters import Chapters
 from primer.book.markers import find_near_misses, scan
-from primer.book.session import SESSION
 from primer.book.source import MARKER_FORM, Marker, NearMiss, find_markers, parse_line
 from primer.book.store import CorruptTrace, TraceStore
 from primer.errors import ChapterError
 from primer.scenario import Scenario
 from primer.settings import VARIABLES, Settings
 from primer.trace import ChapterRun, Ending, ScenarioRun
-from tests.books import BETA, make_book
+from tests.books import BETA, hook_session, make_book
 from tests.killed_writer import killed_writer
 from tests.servers import live_settings
 from tests.servers.provider import ReplayProvider
@@ -365,12 +364,12 @@ def test_a_live_run_that_raises_or_times_out_keeps_its_whole_name(
         live_runner=live,
         time_limit=0.3,
     )
-    SESSION.register(book.docs, registered)
+    hook_session().register(book.docs, registered)
     caplog.set_level(logging.INFO, logger="mkdocs")
     try:
         records = _build_in_process(book.root, caplog)
     finally:
-        SESSION.register(book.docs, None)
+        hook_session().register(book.docs, None)
     published = json.loads((book.root / "site" / "traces" / "ch_slashed.json").read_text())
     mock = [s["name"] for s in published["mock"]["scenarios"]]
     live_runs = {s["name"]: s for s in published["live"]["scenarios"]}
@@ -634,7 +633,7 @@ def test_a_refresh_that_brings_a_model_anomaly_says_so(
         replay_provider, httpbin, api_key="sk-test-0123456789abcdef", service_key="svc-test-0123456789"
     )
     registered = Book(book.docs, book.root / ".cache" / "traces", chapters=Chapters(book.package), settings=settings)
-    SESSION.register(book.docs, registered)
+    hook_session().register(book.docs, registered)
     caplog.set_level(logging.INFO, logger="mkdocs")
     frozen = book.docs / "traces" / "ch_refreshed.live.json"
 
@@ -670,4 +669,4 @@ def test_a_refresh_that_brings_a_model_anomaly_says_so(
         answers(("price_of", "{'item': milk"), ("teleport", {"to": "moon"}))
         assert anomaly_warnings(_build_in_process(book.root, caplog)) == []
     finally:
-        SESSION.register(book.docs, None)
+        hook_session().register(book.docs, None)

@@ -53,7 +53,7 @@ spells_a_word = Scenario(
     name="spells_a_word",
     prompt="How do you spell 'trace'?",
     tools=[spell],
-    mock=[ask(call("spell", word="trace")), say("It is spelt T-R-A-C-E.")],
+    mock=[ask(call("Spell", word="trace")), say("It is spelt T-R-A-C-E.")],
 )
 '''
 
@@ -126,7 +126,7 @@ def run(book: Path, installed: Path, *command: str, **extra: str) -> subprocess.
 
 def test_the_wheel_carries_the_hook_the_templates_and_the_assets(installed: Path) -> None:
     book = installed / "primer" / "book"
-    for part in ("mkdocs_hook.py", "assets/traces.css", "assets/traces.js", "templates/chapter.html.j2"):
+    for part in ("plugin.py", "mkdocs_hook.py", "assets/traces.css", "assets/traces.js", "templates/chapter.html.j2"):
         assert (book / part).is_file(), part
     assert (installed / "primer" / "py.typed").is_file()
 
@@ -142,7 +142,10 @@ def test_a_new_book_shows_both_traces_from_the_installed_package(tmp_path: Path,
     page = (book / "site" / "index.html").read_text(encoding="utf-8")
     assert "scenario says_hello" in page
     assert "scenario spells_a_word" in page
-    assert "asked for: spell" in page
+    # The script calls the tool by its name (the arguments model's class name), so it ran.
+    assert "asked for: Spell" in page
+    assert "returned: T-R-A-C-E" in page
+    assert "no such tool" not in page
     assert "It is spelt T-R-A-C-E." in page
     # The assets come from the package: the author copied none.
     assert not (book / "docs" / "assets").exists()
@@ -152,6 +155,39 @@ def test_a_new_book_shows_both_traces_from_the_installed_package(tmp_path: Path,
     assert served.read_bytes() == (installed / "primer" / "book" / "assets" / "traces.css").read_bytes()
     assert (book / "site" / "traces" / "ch01_hello.json").is_file()
     assert (book / ".cache" / "trace-book" / "traces" / "ch01_hello.mock.json").is_file()
+
+
+PLUGIN_CONFIG = """\
+site_name: Greetings, traced
+theme:
+  name: mkdocs
+exclude_docs: |
+  traces/*.live.json
+plugins:
+  - search
+  - trace-book:
+      chapters: greetings
+"""
+
+
+def test_a_new_book_with_only_the_plugin_entry_builds(tmp_path: Path, installed: Path) -> None:
+    # No hook file, no extension named: the plugin, found by its entry point in the wheel, adds it.
+    book = write_book(tmp_path)
+    (book / "hooks" / "traces.py").unlink()
+    (book / "mkdocs.yml").write_text(PLUGIN_CONFIG)
+    done = run(book, installed, "-m", "mkdocs", "build", "--strict", "--config-file", str(book / "mkdocs.yml"))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "traces: ran 2, reused 0" in done.stderr
+    page = (book / "site" / "index.html").read_text(encoding="utf-8")
+    assert "scenario says_hello" in page
+    assert "It is spelt T-R-A-C-E." in page
+    assert 'href="assets/trace-book/traces.css"' in page
+    assert (book / "site" / "traces" / "ch01_hello.json").is_file()
+    # A mistyped option fails the configuration, naming it.
+    (book / "mkdocs.yml").write_text(PLUGIN_CONFIG.replace("chapters: greetings", "chapter: greetings"))
+    done = run(book, installed, "-m", "mkdocs", "build", "--config-file", str(book / "mkdocs.yml"))
+    assert done.returncode == 1
+    assert "Plugin 'trace-book' option 'chapter': trace-book has no option 'chapter'" in done.stderr
 
 
 def test_the_run_step_command_works_for_the_new_book(tmp_path: Path, installed: Path) -> None:

@@ -117,3 +117,52 @@ def test_the_build_warns_naming_chapter_and_scenario_so_strict_fails(tmp_path: P
     payloads = (book.root / "site" / "traces" / "ch_leftover.payloads.html").read_text()
     assert "scripted replies never used" in payloads, "the note is in the last model call"
     assert "traces/ch_leftover.payloads.html#" in book.page()
+
+
+def test_a_scripted_call_to_an_undeclared_tool_is_a_warning_naming_the_declared_names() -> None:
+    from pydantic import BaseModel
+
+    from primer.tools import ToolContext, tool
+
+    class WeatherIn(BaseModel):
+        """The weather in a city."""
+
+        city: str
+
+    @tool(WeatherIn)
+    def weather(args: WeatherIn, ctx: ToolContext) -> str:
+        """Look it up."""
+        return "sunny"
+
+    wrong = Scenario(
+        name="wrong_name",
+        prompt="Weather?",
+        tools=[weather],
+        mock=[ask(call("weather_in", city="Paris")), say("Sunny.")],
+    )
+    run = run_scenario(wrong, "mock")
+    [warning] = unused_warnings(run)
+    assert warning.startswith("wrong_name: the mock script calls 'weather_in' in turn 1, which is not a declared tool")
+    assert "the declared tools are: WeatherIn." in warning
+    right = Scenario(
+        name="right_name",
+        prompt="Weather?",
+        tools=[weather],
+        mock=[ask(call("WeatherIn", city="Paris")), say("Sunny.")],
+    )
+    run = run_scenario(right, "mock")
+    assert unused_warnings(run) == []
+    assert run.turns[0].tools[0].result == "sunny"
+
+
+def test_a_code_scenario_calling_an_undeclared_tool_is_warned_about_too() -> None:
+    from primer.code_scenario import CodeScenario
+    from tests.fixtures.code_agents import WEATHER, raw_agent
+
+    wrong = CodeScenario(
+        name="code_wrong_name", code=raw_agent, services=[WEATHER], mock=[ask(call("weather", city="Paris")), say("x")]
+    )
+    run = run_scenario(wrong, "mock")
+    assert any(
+        "calls 'weather' in turn 1" in w and "declared tools are: weather_in." in w for w in unused_warnings(run)
+    )

@@ -279,3 +279,25 @@ def test_the_books_config_leaves_strictness_to_the_build_command() -> None:
     assert config.get("strict", False) is False
     assert "mkdocs build --strict" in (root / ".github" / "workflows" / "publish.yml").read_text("utf-8")
     assert "mkdocs build --strict" in (root / "README.md").read_text("utf-8")
+
+
+@pytest.mark.slow
+def test_a_template_saved_while_serving_shows_at_the_next_rebuild_and_in_later_builds(tmp_path: Path) -> None:
+    # The renderer's fingerprint is read from the files at every build, not once a process:
+    # the served page shows the edit, and the record a fresh build reuses pairs it with the new bytes.
+    book = make_book(tmp_path)
+    template = copy_library(book.root) / "book" / "templates" / "chapter.html.j2"
+    original = template.read_text()
+    probe = "template-probe-7f3a"
+    with serving(book) as server:
+        assert probe not in server.get()
+        template.write_text(f"<span hidden>{probe}</span>\n{original}")
+        # The machinery's own folder is not watched: a prose save rebuilds.
+        _rebuilt(server, lambda: edit(book.docs / "index.md", "Some prose.", "New prose."))
+        assert server.get().count(probe) == 2, "both markers of the page are drawn anew"
+    done = book.build()
+    assert done.returncode == 0, done.log
+    assert book.page().count(probe) == 2
+    template.write_text(original)
+    assert book.build().returncode == 0
+    assert probe not in book.page()

@@ -33,11 +33,11 @@ nothing a scenario does stops the build.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from primer.book import live_prose, manifest
+from primer.book import live_prose, manifest, prose_check
 from primer.book.chapters import Chapters
 from primer.book.html_cache import HtmlCache
 from primer.book.logs import book_logger
@@ -79,7 +79,8 @@ def _differ(before: ChapterTraces | TraceSummary | None, after: ChapterTraces | 
 class Book:
     """One book: its chapters, its trace store, and how its runs go.
 
-    ``settings`` None reads the environment at every ``prepare``;
+    ``settings`` None reads ``environ`` (by default the process's
+    environment) at every ``prepare``;
     ``live_runner`` None runs live scenarios over one shared SDK client
     (``primer.book.shared_live``); tests give one that stands in for the network.
     """
@@ -96,15 +97,21 @@ class Book:
         time_limit: float = DEFAULT_TIME_LIMIT,
         logger: logging.Logger | None = None,
         html_dir: Path | None = None,
+        live_dir: Path | None = None,
+        environ: Mapping[str, str] | None = None,
     ) -> None:
         # Parsed imports are kept beside the mock traces, so a new process
         # parses only the modules edited since.
         package = settings.chapters_package() if settings is not None else chapters_package()
         self.chapters = chapters or Chapters(package, imports_cache=cache_dir / "imports.json")
         self.docs_dir = docs_dir
-        self.store = TraceStore(docs_dir / PUBLISHED_DIR, cache_dir)
+        self.store = TraceStore(live_dir or docs_dir / PUBLISHED_DIR, cache_dir)
+        #: The ``PRIMER_*`` settings read at every ``prepare`` (None: the process's environment).
+        self.environ = environ
         #: Rendered markers, for the Markdown extension (on disk in ``html_dir``, if given).
         self.rendered = HtmlCache(html_dir, fingerprint_file=cache_dir / "renderer.json", run_digest=self.store.digest)
+        #: The check of every page's quoted trace facts, its answers kept by what they depend on.
+        self.prose = prose_check.ProseChecks(cache_dir / "prose")
         #: This build's own time, per part.
         self.clock = Stopwatch()
         #: Chapters whose traces shown changed in the last ``prepare``.
@@ -133,10 +140,10 @@ class Book:
         if self.settings is not None:
             return self.settings
         try:
-            return Settings.from_env(warn=self._unknown_variable)
+            return Settings.from_env(self.environ, warn=self._unknown_variable)
         except ConfigError as error:
             self.log.warning(f"traces: {error} Live runs are off for this build.")
-            return Settings.without_live()
+            return Settings.without_live(self.environ)
 
     def _unknown_variable(self, message: str) -> None:
         self.log.warning(f"traces: {message}")
@@ -213,7 +220,8 @@ class Book:
                     self.log.warning(f"traces: {warning}")
                 return placed
             names = self.scenario_names
-            for warning in check(name, markdown, names) + live_prose.problems(name, markdown, names):
+            found = check(name, markdown, names) + live_prose.problems(name, markdown, names)
+            for warning in found + self.prose.problems(name, markdown, self.store):
                 self.log.warning(f"traces: {warning}")
             if renderer:
                 return markdown  # the extension keeps or drops the live blocks

@@ -322,15 +322,18 @@ class CodeGraph:
     def fingerprint(self, *modules: str) -> str:
         """One hash of the modules' dependency files' normalised code and of the trace schema version.
 
-        Files are named relative to their package's parent folder, so the
-        hash is the same in every checkout of the project.
+        Files are named relative to their package's parent folder, and
+        taken in the order of those names, so the hash is the same in every
+        checkout of the project and wherever the virtual environment is (a
+        book's chapters beside ``mkdocs.yml``, the library in a venv that
+        sorts before or after them).
         """
         from primer.trace import SCHEMA_VERSION  # the models: only when a chapter is fingerprinted
 
         digest = hashlib.sha256(f"schema {SCHEMA_VERSION} code {_FORMAT}\n".encode())
         found = self._modules(*modules)
-        for path in sorted(found):
-            digest.update(f"{self._relative(path)} {self.code_of(found[path], path)}\n".encode())
+        for relative, path in sorted((self._relative(path), path) for path in found):
+            digest.update(f"{relative} {self.code_of(found[path], path)}\n".encode())
         return digest.hexdigest()[:20]
 
     def _digest(self, path: Path) -> str:

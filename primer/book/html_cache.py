@@ -40,7 +40,6 @@ import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import cache
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
@@ -63,9 +62,8 @@ _FORMAT = 1
 _LIBRARY = Path(__file__).resolve().parent.parent
 
 
-@cache
 def renderer_fingerprint(kept: Path | None = None) -> str:
-    """A digest of the code that turns traces into HTML, as this process loaded it.
+    """A digest of the code that turns traces into HTML, as its files are now.
 
     That is every module of the library but the chapters (whose code changes
     what a trace holds, which the traces' digest covers, not how it is
@@ -75,7 +73,11 @@ def renderer_fingerprint(kept: Path | None = None) -> str:
     every module (some 50 ms).
 
     ``kept``, a JSON file, holds the last result by a digest of the files'
-    bytes, so a new process parses the modules only when a byte changed.
+    bytes, so a build parses the modules only when a byte changed. The
+    bytes are read at every call (a few milliseconds; ``HtmlCache`` asks
+    once a build): a template saved while ``mkdocs serve`` runs is a new
+    fingerprint at the next rebuild, and the record the result is kept
+    with pairs it with the bytes it came from.
     """
     versions = []
     for package in ("jinja2", "markupsafe"):
@@ -185,6 +187,8 @@ class HtmlCache:
         # changed once shown): a digest stands for as long as the runs are
         # the same objects and the rest is equal.
         self._digests: dict[str, tuple[ChapterTraces, str]] = {}
+        # The renderer's fingerprint for this build (``reset`` forgets it).
+        self._renderer: str | None = None
         #: Markers rendered and reused since ``reset``, and the seconds spent in ``html``.
         self.rendered = 0
         self.reused = 0
@@ -196,6 +200,15 @@ class HtmlCache:
         self.rendered = self.reused = 0
         self.seconds = 0.0
         self._used = set()
+        self._renderer = None
+
+    def renderer(self) -> str:
+        """The renderer's fingerprint for this build: the one known (``fingerprint``), or read once."""
+        if self.fingerprint is not None:
+            return self.fingerprint
+        if self._renderer is None:
+            self._renderer = renderer_fingerprint(self.fingerprint_file)
+        return self._renderer
 
     def traces_key(self, traces: ChapterTraces) -> str:
         """The digest of what the renderer reads from ``traces`` (``traces_digest``), kept per chapter."""
@@ -224,7 +237,7 @@ class HtmlCache:
 
     def _use(self, slot: str, traces_key: str) -> tuple[str, str]:
         """Mark ``slot`` used by this build; it and the key its entry must have for traces of ``traces_key``."""
-        renderer = self.fingerprint or renderer_fingerprint(self.fingerprint_file)
+        renderer = self.renderer()
         self._used.add(slot)
         return slot, hashlib.sha256(f"{renderer} {traces_key}".encode()).hexdigest()
 

@@ -163,7 +163,7 @@ def _inputs(book: Book) -> dict[str, Any]:
     return {
         "format": _FORMAT,
         "package": book.chapters.package,
-        "environment": _environment(os.environ),
+        "environment": _environment(book.environ or os.environ),
         "versions": _versions(),
     }
 
@@ -171,7 +171,7 @@ def _inputs(book: Book) -> dict[str, Any]:
 def record(book: Book, code: dict[str, Entry] | None) -> None:
     """Record the build just made if it ended clean (``code``: its code inputs, None if not); else drop the record."""
     path = book.store.cache_dir / NAME
-    clean = code is not None and book.enabled and _environment(os.environ) is not None
+    clean = code is not None and book.enabled and _environment(book.environ or os.environ) is not None
     outcome = _outcome(book) if clean else None
     try:
         if outcome is None:
@@ -185,8 +185,6 @@ def record(book: Book, code: dict[str, Entry] | None) -> None:
 
 def _outcome(book: Book) -> dict[str, Any] | None:
     """What every chapter shows, with the digests of the files it came from; None if one is not a clean, stored run."""
-    from primer.book.html_cache import renderer_fingerprint
-
     store, reused = book.store, 0
     chapters: dict[str, Any] = {}
     traces_files: dict[str, Entry] = {}
@@ -213,13 +211,13 @@ def _outcome(book: Book) -> dict[str, Any] | None:
             "published": published,
         }
         reused += len(traces.mock.scenarios) + (len(traces.live.scenarios) if traces.live is not None else 0)
-    renderer = renderer_fingerprint(book.rendered.fingerprint_file)
+    renderer = book.rendered.renderer()
     return {"traces": traces_files, "chapters": chapters, "renderer": renderer, "reused": reused}
 
 
 def _read(book: Book) -> dict[str, Any] | None:
     """The record, if it was made with the inputs of now."""
-    if _environment(os.environ) is None:
+    if _environment(book.environ or os.environ) is None:
         return None
     try:
         data = json.loads((book.store.cache_dir / NAME).read_bytes())
@@ -259,7 +257,7 @@ def reuse(book: Book) -> Report | None:
     except (KeyError, TypeError, ValueError):
         return None
     # What Settings.from_env says on every build, said here as it would.
-    for message in unknown_variables(os.environ):
+    for message in unknown_variables(book.environ or os.environ):
         book.log.warning(f"traces: {message}")
     book.enabled = True
     book.store.show_summaries(summaries)

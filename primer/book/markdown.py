@@ -65,7 +65,7 @@ from markdown.postprocessors import Postprocessor
 from markdown.util import AtomicString
 
 from primer.book.links import page_relative
-from primer.book.live_prose import LiveProse
+from primer.book.live_prose import LiveProse, ModeBlock, opening_html
 from primer.book.logs import book_logger
 from primer.book.markers import Marker, NearMiss, parse_line
 from primer.book.pages import OFF_CLASS, off_note
@@ -256,6 +256,8 @@ class TraceExtension(Extension):
         self._headed: set[str] = set()
         #: The HTML of the page's markers so far, by token (``hold``).
         self.held: list[str] = []
+        #: The page being rendered, its name and Markdown, as the plugin read it (``_unseen``).
+        self.reading: tuple[str, str] | None = None
 
     def hold(self, html: str) -> AtomicString:
         """A token for ``html``, to stand as a paragraph's text until ``PutBack`` puts ``html`` there."""
@@ -307,7 +309,9 @@ class TraceExtension(Extension):
         md.parser.blockprocessors.register(TraceProcessor(md.parser, self), "primer_trace", 77)
         # Priority 24: just after fenced code is stashed (25), so a live block
         # quoted in a code sample stays an example.
-        md.preprocessors.register(LiveProse(md, self.has_live), "primer_live_prose", 24)
+        # A kept block's two lines become tokens PutBack swaps for its labelled element.
+        prose = LiveProse(md, self.has_live, wrap=self._wrap, shows=lambda: not self.off)
+        md.preprocessors.register(prose, "primer_live_prose", 24)
         # Priority 29: just after raw HTML is put back (30), before any
         # postprocessor of another extension, which sees the page whole.
         md.postprocessors.register(PutBack(md, self), "primer_put_back", 29)
@@ -340,9 +344,7 @@ class TraceExtension(Extension):
         marker that shows an error block. ``meant`` says whether a line,
         unindented, is the one found.
         """
-        from primer.book.session import SESSION  # what the hook read: only on this error path
-
-        reading = SESSION.reading
+        reading = self.reading
         if reading is None:
             return None
         page, markdown = reading
@@ -351,6 +353,10 @@ class TraceExtension(Extension):
                 indent = len(line.expandtabs(4)) - len(text.expandtabs(4))
                 return f"{page} line {number}" if indent > 3 else None
         return None
+
+    def _wrap(self, block: ModeBlock) -> tuple[str, str]:
+        """What a shown mode block's two lines become: tokens for its labelled element, opened and closed."""
+        return self.hold(opening_html(block)), self.hold("</div>")
 
     def _summary(self, chapter: str) -> TraceSummary | None:
         # A book's store shows a chapter by its summary when the build found

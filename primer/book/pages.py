@@ -89,9 +89,9 @@ def off_page(page: str, markdown: str) -> tuple[str, list[str]]:
     """A page as it goes to the renderer with traces off: each marker a placeholder, and the warnings.
 
     What exists is not known with traces off, but a malformed marker is
-    malformed all the same; no live run is shown, so no prose about one.
+    malformed all the same; no run is shown, so no prose about one.
     """
-    shown = replace(live_prose.select(markdown, lambda _chapter, _scenario: False), placeholder)
+    shown = replace(live_prose.select(markdown, lambda _chapter, _scenario: False, mock=False), placeholder)
     return shown, malformed(page, markdown)
 
 

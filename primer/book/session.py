@@ -41,6 +41,8 @@ from typing import TYPE_CHECKING
 from jinja2.bccache import Bucket, BytecodeCache
 
 if TYPE_CHECKING:  # the engine is loaded when a book is opened: not with traces off
+    from collections.abc import Mapping
+
     from primer.book.build import Book
     from primer.book.payloads import PayloadStash
 
@@ -95,9 +97,6 @@ class Session:
         self.off = False
         #: The theme's compiled templates, shared by every rebuild of a serve session.
         self.theme_bytecode = MemoryBytecodeCache()
-        #: The page the hook last read, its name and Markdown: the extension names it
-        #: when it warns about a marker the hook's scan could not see (``TraceExtension._unseen``).
-        self.reading: tuple[str, str] | None = None
         #: Page -> the chapters its markers and live blocks name, as last rendered (for ``--dirty``).
         self.page_chapters: dict[str, set[str]] = {}
         # Book key -> the token of the build its traces were prepared for.
@@ -136,11 +135,24 @@ class Session:
             known = _RESOLVED[spelled] = str(docs_dir.resolve())
         return known
 
-    def book(self, root: Path, docs_dir: Path, *, chapters: str | None = None) -> Book:
+    def book(
+        self,
+        root: Path,
+        docs_dir: Path,
+        *,
+        chapters: str | None = None,
+        cache: Path | None = None,
+        live_dir: Path | None = None,
+        environ: Mapping[str, str] | None = None,
+    ) -> Book:
         """The book of ``docs_dir``, opened on first use with its caches under ``root``.
 
         ``chapters`` is the package the book's configuration names (the
-        extension's option); ``PRIMER_CHAPTERS`` wins over it. ``root`` (the
+        plugin's or the extension's option); ``PRIMER_CHAPTERS`` wins over
+        it. ``cache`` is the machinery's cache folder (``root / CACHE_DIR``
+        by default), ``live_dir`` the frozen live traces' (``docs/traces``),
+        ``environ`` the ``PRIMER_*`` settings (the options as defaults,
+        the environment over them: ``TraceBookPlugin.environ``). ``root`` (the
         folder of ``mkdocs.yml``) is added to the end of the import path, so
         a chapters package beside it is found however the build was started.
         """
@@ -156,14 +168,18 @@ class Session:
                 # is shadowed.
                 if str(root.resolve()) not in sys.path:
                     sys.path.append(str(root.resolve()))
-                cache = root / CACHE_DIR
-                package = chapters_package(chapters)
+                cache = cache or root / CACHE_DIR
+                package = chapters_package(chapters, environ)
                 self.books[key] = Book(
                     docs_dir,
                     cache / "traces",
                     chapters=Chapters(package, imports_cache=cache / "traces" / "imports.json"),
                     html_dir=cache / "html",
+                    live_dir=live_dir,
+                    environ=environ,
                 )
+            elif environ is not None:
+                self.books[key].environ = environ  # the options of this build (a serve re-reads them)
             return self.books[key]
 
     def register(self, docs_dir: Path, book: Book | None) -> None:

@@ -25,6 +25,7 @@ _OTLP_NEEDS = (
     "opentelemetry.sdk.trace",
     "opentelemetry.exporter.otlp.proto.http",
     "opentelemetry.semconv",
+    "openinference.semconv.trace",
 )
 
 

@@ -3,8 +3,12 @@
 A live scenario keeps the moment it began (``ScenarioRun.started_at``); a
 mock one has none (it is the same whenever it runs), so an export places the
 mock scenarios of a chapter one after the other from a moment it is given
-(the time of the export, unless told otherwise). Offsets a run lacks (a run
-made by hand) are derived on a copy, never on the caller's run.
+(the time of the export, unless told otherwise). A live run can be moved to
+a moment too (``at``): a viewer that shows the last few days by default
+would hide a run recorded months ago. Its scenarios keep their places
+relative to the first, and each its recording moment (``Placed.recorded``).
+Offsets a run lacks (a run made by hand) are derived on a copy, never on
+the caller's run.
 """
 
 from __future__ import annotations
@@ -30,6 +34,8 @@ class Placed:
     chapter: ChapterRun
     run: ScenarioRun
     began: datetime
+    #: When a live scenario was recorded (its ``started_at``); None for a mock one.
+    recorded: datetime | None = None
 
     def moment(self, offset_ms: float | None) -> datetime:
         """The moment an offset of this scenario stands for."""
@@ -37,30 +43,41 @@ class Placed:
 
     def nanoseconds(self, offset_ms: float | None) -> int:
         """The moment an offset stands for, in nanoseconds since the Unix epoch (OTLP's time)."""
-        delta = self.began - _EPOCH
-        whole = (delta.days * 86_400 + delta.seconds) * 1_000_000_000 + delta.microseconds * 1_000
-        return whole + round((offset_ms or 0.0) * 1_000_000)
+        return unix_nanoseconds(self.began) + round((offset_ms or 0.0) * 1_000_000)
 
 
-def placed(runs: tuple[ChapterRun | None, ...], start: datetime | None = None) -> Iterator[Placed]:
+def unix_nanoseconds(moment: datetime) -> int:
+    """A moment in nanoseconds since the Unix epoch, exactly (a float of seconds would round it)."""
+    delta = moment - _EPOCH
+    return (delta.days * 86_400 + delta.seconds) * 1_000_000_000 + delta.microseconds * 1_000
+
+
+def placed(
+    runs: tuple[ChapterRun | None, ...], start: datetime | None = None, *, at: datetime | None = None
+) -> Iterator[Placed]:
     """Every scenario of the runs, placed in time.
 
-    A scenario with no ``started_at`` (a mock one) begins at ``start`` (now,
-    unless given) or where the previous such scenario of its run ended.
+    A scenario with no ``started_at`` (a mock one) begins at ``at`` or
+    ``start`` (now, unless given) or where the previous such scenario of its
+    run ended. With ``at``, a live run is moved so that its first scenario
+    begins then, the others as far after it as they were recorded.
     """
-    origin = start if start is not None else datetime.now(UTC)
+    origin = at or start or datetime.now(UTC)
     if origin.tzinfo is None:
         raise ValueError(f"The start of an export must say its time zone: {origin.isoformat()} does not.")
     for chapter in runs:
         if chapter is None:
             continue
+        recorded = [run.started_at for run in chapter.scenarios if run.started_at is not None]
+        moved = at - min(recorded) if at is not None and recorded else timedelta(0)
         cursor = origin
         for run in chapter.scenarios:
             complete = run if _complete(run) else derive(run.model_copy(deep=True))
-            began = complete.started_at if complete.started_at is not None else cursor
-            if complete.started_at is None:
-                cursor = began + timedelta(milliseconds=complete.timing.total_ms)
-            yield Placed(chapter, complete, began)
+            if complete.started_at is not None:
+                yield Placed(chapter, complete, complete.started_at + moved, complete.started_at)
+                continue
+            yield Placed(chapter, complete, cursor)
+            cursor += timedelta(milliseconds=complete.timing.total_ms)
 
 
 def _complete(run: ScenarioRun) -> bool:

@@ -1,16 +1,22 @@
 """Traces as OpenTelemetry sees them: GenAI spans, as OTLP JSON or over OTLP/HTTP.
 
 Each scenario is one trace, its spans named and attributed as the GenAI
-semantic conventions say (attribute names from the
-``opentelemetry-semantic-conventions`` package, never typed by hand)::
+semantic conventions say, and as OpenInference says too, which is what
+Phoenix, Arize and the other OpenInference viewers list by (the span kind,
+``input.value`` and ``output.value``, the ``llm.*`` messages and token
+counts). Attribute names come from the ``opentelemetry-semantic-conventions``
+and ``openinference-semantic-conventions`` packages, never typed by hand::
 
-    invoke_agent SCENARIO       INTERNAL  the scenario: its prompt, its answer, how it ended
-      chat MODEL                CLIENT    one per turn: context, reply, tokens, finish reason
-        POST                    CLIENT    each attempt on the wire (live)
-        backoff                 INTERNAL  a wait between two attempts
-      execute_tool TOOL         INTERNAL  each tool call: id, arguments, result
-        GET                     CLIENT    each attempt at the service
-        backoff                 INTERNAL  a wait between two attempts
+    invoke_agent SCENARIO       INTERNAL AGENT  the scenario: its question, its answer, how it ended
+      chat MODEL                CLIENT   LLM    one per turn: context, reply, tokens, finish reason
+        POST                    CLIENT   CHAIN  each attempt on the wire (live)
+        backoff                 INTERNAL CHAIN  a wait between two attempts
+      execute_tool TOOL         INTERNAL TOOL   each tool call: id, arguments, result
+        GET                     CLIENT   CHAIN  each attempt at the service
+        backoff                 INTERNAL CHAIN  a wait between two attempts
+
+A failed part (an attempt answered 429, a tool call that failed, a broken
+scenario) has the ``ERROR`` status, with what went wrong as its message.
 
 The spans are made by the OpenTelemetry SDK itself, at the moments the
 trace recorded (a scenario's ``started_at`` plus each part's ``start_ms``),
@@ -20,6 +26,13 @@ nanoseconds), ``send`` hands the spans to the official OTLP/HTTP exporter::
 
     Path("ch09.otlp.json").write_text(chapter_json(run_chapter("ch09_who_retries")))
     send([frozen_live_run], "http://127.0.0.1:4318/v1/traces")
+
+A viewer that lists the last few days by default hides a run recorded
+months ago: ``at`` moves the runs to a moment (``datetime.now(UTC)``), each
+live scenario keeping its recording moment in ``primer.recorded_at``. A
+published OTLP JSON file is read back into spans (``file_spans``, moved too
+when asked) and sent as protobuf, which every OTLP/HTTP endpoint takes
+(Phoenix takes no JSON).
 
 The content (messages, tool arguments and results) is included: the trace
 holds it already, redacted when it was recorded, and so does the export.
@@ -33,13 +46,14 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
-from collections.abc import Iterable, Mapping, Sequence
-from datetime import datetime
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from primer.errors import ExportFailed, MissingExtra
-from primer.export._runs import Placed, address, placed, provider_name, server
+from primer.errors import ExportFailed, MissingExtra, NotFound
+from primer.export._runs import Placed, address, placed, provider_name, server, unix_nanoseconds
 from primer.offsets import model_waits
 from primer.redact import Redactor
 from primer.trace import (
@@ -57,16 +71,26 @@ from primer.trace import (
 
 try:
     from google.protobuf import json_format
+    from openinference.semconv.resource import ResourceAttributes
+    from openinference.semconv.trace import MessageAttributes as oi_message
+    from openinference.semconv.trace import OpenInferenceMimeTypeValues as Mime
+    from openinference.semconv.trace import OpenInferenceSpanKindValues as Kind
+    from openinference.semconv.trace import SpanAttributes as oi
+    from openinference.semconv.trace import ToolAttributes as oi_tool
+    from openinference.semconv.trace import ToolCallAttributes as oi_call
     from opentelemetry import trace as trace_api
     from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
     from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
     from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+    from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
+    from opentelemetry.proto.trace.v1.trace_pb2 import Span as SpanMessage
     from opentelemetry.sdk.resources import Resource
-    from opentelemetry.sdk.trace import ReadableSpan, Span, TracerProvider
+    from opentelemetry.sdk.trace import Event, ReadableSpan, Span, TracerProvider
     from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExportResult
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
     from opentelemetry.sdk.trace.id_generator import IdGenerator
     from opentelemetry.sdk.trace.sampling import ALWAYS_ON
+    from opentelemetry.sdk.util.instrumentation import InstrumentationScope
     from opentelemetry.semconv._incubating.attributes import gen_ai_attributes as gen_ai
     from opentelemetry.semconv.attributes import (
         error_attributes,
@@ -75,11 +99,22 @@ try:
         service_attributes,
         url_attributes,
     )
-    from opentelemetry.trace import SpanKind, Status, StatusCode
+    from opentelemetry.trace import Link, SpanContext, SpanKind, Status, StatusCode, TraceFlags
 except ImportError as missing:
     raise MissingExtra("The OTLP export", "otel", missing) from None
 
-__all__ = ["SERVICE_NAME", "chapter_json", "chapter_request", "chapter_spans", "send", "shown_url", "traces_url"]
+__all__ = [
+    "SERVICE_NAME",
+    "chapter_json",
+    "chapter_request",
+    "chapter_spans",
+    "file_spans",
+    "send",
+    "send_spans",
+    "shown_url",
+    "spans_json",
+    "traces_url",
+]
 
 #: The ``service.name`` of every span: the book's library.
 SERVICE_NAME = "trace-book"
@@ -104,6 +139,9 @@ _BACKOFF_SECONDS = "primer.backoff.seconds"
 _BACKOFF_SOURCE = "primer.backoff.source"
 _BACKOFF_BEFORE = "primer.backoff.before_attempt"
 _NOTE_DATA = "primer.note.data"
+_RECORDED_AT = "primer.recorded_at"
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 _ROLES = {"system": "system", "human": "user", "ai": "assistant", "tool": "tool"}
 #: A provider's finish reason as the conventions' output messages spell it.
@@ -117,6 +155,9 @@ _SAMPLING = {
     "stream": gen_ai.GEN_AI_REQUEST_STREAM,
 }
 
+#: A provider as OpenInference's ``llm.provider`` spells it, where that differs from the GenAI name.
+_OI_PROVIDER = {"mistral_ai": "mistralai", "x_ai": "xai"}
+
 Attributes = dict[str, Any]
 
 _SWITCHED_OFF = (
@@ -125,23 +166,21 @@ _SWITCHED_OFF = (
 )
 
 
-def chapter_spans(*runs: ChapterRun | None, start: datetime | None = None) -> list[ReadableSpan]:
+def chapter_spans(
+    *runs: ChapterRun | None, start: datetime | None = None, at: datetime | None = None
+) -> list[ReadableSpan]:
     """The spans of every scenario of the runs (one trace each), parents before children.
 
     ``start`` places scenarios that have no moment of their own (mock ones):
     the first of each run begins then, the next where it ended; by default,
-    now.
+    now. ``at`` moves every run there, live ones too (``primer.export._runs.placed``).
     """
     ids = _Ids()
     memory = InMemorySpanExporter()
-    provider = TracerProvider(
-        sampler=ALWAYS_ON,
-        resource=Resource({service_attributes.SERVICE_NAME: SERVICE_NAME}),
-        id_generator=ids,
-    )
+    provider = TracerProvider(sampler=ALWAYS_ON, resource=_resource(), id_generator=ids)
     provider.add_span_processor(SimpleSpanProcessor(memory))
     tracer = provider.get_tracer(_SCOPE)
-    scenarios = list(placed(runs, start))
+    scenarios = list(placed(runs, start, at=at))
     for scenario in scenarios:
         ids.name(scenario.chapter.chapter, scenario.chapter.mode, scenario.run.name, scenario.began.isoformat())
         _Spans(tracer, scenario).scenario()
@@ -149,19 +188,31 @@ def chapter_spans(*runs: ChapterRun | None, start: datetime | None = None) -> li
     return list(memory.get_finished_spans())
 
 
-def chapter_request(*runs: ChapterRun | None, start: datetime | None = None) -> ExportTraceServiceRequest:
+def _resource() -> Resource:
+    # The project Phoenix files the traces under (else its "default").
+    return Resource({service_attributes.SERVICE_NAME: SERVICE_NAME, ResourceAttributes.PROJECT_NAME: SERVICE_NAME})
+
+
+def chapter_request(
+    *runs: ChapterRun | None, start: datetime | None = None, at: datetime | None = None
+) -> ExportTraceServiceRequest:
     """The runs as one OTLP ``ExportTraceServiceRequest``, as an exporter would send it."""
-    return encode_spans(chapter_spans(*runs, start=start))
+    return encode_spans(chapter_spans(*runs, start=start, at=at))
 
 
-def chapter_json(*runs: ChapterRun | None, start: datetime | None = None) -> str:
+def chapter_json(*runs: ChapterRun | None, start: datetime | None = None, at: datetime | None = None) -> str:
     """The runs in OTLP's JSON encoding, one line (a file of such lines is what collectors read).
 
     The protobuf JSON mapping with OTLP's differences: trace and span ids in
     hex rather than base64, enums as numbers; times are strings of
     nanoseconds since the Unix epoch, as the mapping writes 64-bit integers.
     """
-    data = json_format.MessageToDict(chapter_request(*runs, start=start), use_integers_for_enums=True)
+    return spans_json(chapter_spans(*runs, start=start, at=at))
+
+
+def spans_json(spans: Sequence[ReadableSpan]) -> str:
+    """Spans in OTLP's JSON encoding, one line, as ``chapter_json`` writes them."""
+    data = json_format.MessageToDict(encode_spans(spans), use_integers_for_enums=True)
     for resource in data.get("resourceSpans", []):
         for scope in resource.get("scopeSpans", []):
             for span in scope.get("spans", []):
@@ -198,16 +249,148 @@ def traces_url(endpoint: str) -> str:
     return urlunsplit(parts)
 
 
+def file_spans(path: Path, *, at: datetime | None = None) -> list[ReadableSpan]:
+    """The spans of an OTLP JSON file: one the book published (``traces/CHAPTER.otlp.json``) or ``chapter_json`` wrote.
+
+    Each line is one request in OTLP's JSON encoding (hex ids). With ``at``,
+    the traces of each mode are moved so that the first begins then, the rest
+    keeping their places after it; a live trace's root keeps the moment it was
+    recorded in ``primer.recorded_at``. Raises ``NotFound`` for a file that is
+    not there and ``ExportFailed`` for one that is not OTLP JSON.
+    """
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except FileNotFoundError:
+        raise NotFound(f"There is no file {path}: give the path of an OTLP JSON file.") from None
+    except (OSError, UnicodeDecodeError) as error:
+        raise ExportFailed(f"{path} cannot be read ({error}): give the path of an OTLP JSON file.") from None
+    requests = []
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            requests.append(_parsed(json.loads(line)))
+        except (ValueError, TypeError, AttributeError, RecursionError, json_format.Error) as error:
+            raise ExportFailed(
+                f"{path}, line {number}, is not OTLP JSON ({type(error).__name__}): give a file the book published "
+                "(site/traces/CHAPTER.otlp.json) or `python -m primer export otlp -o FILE` wrote."
+            ) from None
+    messages = [span for request in requests for _, _, span in _each_span(request)]
+    moves = _moves(messages, unix_nanoseconds(at)) if at is not None else {}
+    spans = []
+    resources: dict[int, Resource] = {}
+    for request in requests:
+        for resource, scope, span in _each_span(request):
+            kept = resources.setdefault(id(resource), Resource(_values(resource.attributes)))
+            spans.append(_readable(span, kept, scope, moves.get(span.trace_id, 0)))
+    return spans
+
+
+def _parsed(data: Any) -> ExportTraceServiceRequest:
+    """OTLP JSON read into the protobuf request: its hex ids made the bytes the message holds."""
+    for resource in data.get("resourceSpans", []):
+        for scope in resource.get("scopeSpans", []):
+            for span in scope.get("spans", []):
+                for item in [span, *span.get("links", [])]:
+                    for key in ("traceId", "spanId", "parentSpanId"):
+                        if item.get(key):
+                            item[key] = base64.b64encode(bytes.fromhex(item[key])).decode()
+    return json_format.ParseDict(data, ExportTraceServiceRequest())
+
+
+def _each_span(request: ExportTraceServiceRequest) -> Iterator[tuple[Any, InstrumentationScope, SpanMessage]]:
+    for resource_spans in request.resource_spans:
+        for scope_spans in resource_spans.scope_spans:
+            scope = InstrumentationScope(scope_spans.scope.name, scope_spans.scope.version or None)
+            for span in scope_spans.spans:
+                yield resource_spans.resource, scope, span
+
+
+def _moves(spans: Sequence[SpanMessage], to: int) -> dict[bytes, int]:
+    """How far each trace moves so the first of its mode's traces begins at ``to``, in nanoseconds."""
+    modes = {span.trace_id: _values(span.attributes).get(_MODE, "") for span in spans if not span.parent_span_id}
+    first: dict[str, int] = {}
+    for span in spans:
+        mode = modes.get(span.trace_id, "")
+        first[mode] = min(first.get(mode, span.start_time_unix_nano), span.start_time_unix_nano)
+    return {span.trace_id: to - first[modes.get(span.trace_id, "")] for span in spans}
+
+
+#: OTLP's span kinds as the SDK numbers them (OTLP counts "unspecified" first).
+_KINDS = {
+    SpanMessage.SPAN_KIND_UNSPECIFIED: SpanKind.INTERNAL,
+    SpanMessage.SPAN_KIND_INTERNAL: SpanKind.INTERNAL,
+    SpanMessage.SPAN_KIND_SERVER: SpanKind.SERVER,
+    SpanMessage.SPAN_KIND_CLIENT: SpanKind.CLIENT,
+    SpanMessage.SPAN_KIND_PRODUCER: SpanKind.PRODUCER,
+    SpanMessage.SPAN_KIND_CONSUMER: SpanKind.CONSUMER,
+}
+
+
+def _readable(span: SpanMessage, resource: Resource, scope: InstrumentationScope, move: int) -> ReadableSpan:
+    """A span of a file as the SDK holds it, ``move`` nanoseconds later."""
+
+    def context(span_id: bytes) -> SpanContext:
+        trace_id = int.from_bytes(span.trace_id, "big")
+        return SpanContext(trace_id, int.from_bytes(span_id, "big"), is_remote=False, trace_flags=TraceFlags(1))
+
+    attributes = _values(span.attributes)
+    if move and not span.parent_span_id and attributes.get(_MODE) == "live":
+        recorded = _EPOCH + timedelta(microseconds=span.start_time_unix_nano // 1000)
+        attributes.setdefault(_RECORDED_AT, recorded.isoformat())
+    status = Status(StatusCode(span.status.code), span.status.message or None)
+    return ReadableSpan(
+        name=span.name,
+        context=context(span.span_id),
+        parent=context(span.parent_span_id) if span.parent_span_id else None,
+        resource=resource,
+        attributes=attributes,
+        events=[Event(e.name, _values(e.attributes), e.time_unix_nano + move) for e in span.events],
+        links=[
+            Link(SpanContext(int.from_bytes(link.trace_id, "big"), int.from_bytes(link.span_id, "big"), False))
+            for link in span.links
+        ],
+        kind=_KINDS[span.kind],
+        status=status if status.status_code is not StatusCode.UNSET else Status(),
+        start_time=span.start_time_unix_nano + move,
+        end_time=span.end_time_unix_nano + move,
+        instrumentation_scope=scope,
+    )
+
+
+def _values(pairs: Iterable[KeyValue]) -> Attributes:
+    """OTLP key-value pairs as the SDK's attributes (the scalar values and arrays of them spans carry)."""
+    return {pair.key: _plain(pair.value) for pair in pairs}
+
+
+def _plain(value: AnyValue) -> Any:
+    kind = value.WhichOneof("value")
+    if kind == "array_value":
+        return tuple(_plain(item) for item in value.array_value.values)
+    if kind in ("string_value", "bool_value", "int_value", "double_value", "bytes_value"):
+        return getattr(value, kind)
+    raise ValueError(f"an attribute value of the kind {kind} is not one a span carries")
+
+
 def send(
-    runs: Sequence[ChapterRun | None], endpoint: str, *, start: datetime | None = None, timeout: float = 10.0
+    runs: Sequence[ChapterRun | None],
+    endpoint: str,
+    *,
+    start: datetime | None = None,
+    at: datetime | None = None,
+    timeout: float = 10.0,
 ) -> int:
     """Send the runs' spans to an OTLP/HTTP endpoint (protobuf), with the official exporter; how many went.
 
     Raises ``ExportFailed`` when the endpoint does not take them (the
     exporter retries what is worth retrying within ``timeout`` seconds).
     """
+    return send_spans(chapter_spans(*runs, start=start, at=at), endpoint, timeout=timeout)
+
+
+def send_spans(spans: Sequence[ReadableSpan], endpoint: str, *, timeout: float = 10.0) -> int:
+    """Send spans to an OTLP/HTTP endpoint as ``send`` does (a file's, from ``file_spans``); how many went."""
     url = traces_url(endpoint)
-    spans = chapter_spans(*runs, start=start)
     exporter = OTLPSpanExporter(endpoint=url, timeout=timeout)
     try:
         result = exporter.export(spans)
@@ -293,7 +476,15 @@ class _Spans:
         system = [m for m in run.transcript if m.role == "system"]
         asked = [m for m in run.transcript[: _first_reply(run.transcript)] if m.role != "system"]
         answer = run.transcript[-1] if run.transcript and run.transcript[-1].role == "ai" else None
+        question = "\n\n".join(m.content for m in asked if m.role == "human" and m.content)
+        recorded = self.scenario_run.recorded
         attributes: Attributes = {
+            **_kind(Kind.AGENT),
+            **_value("input", question or None),
+            **_value("output", answer.content if answer is not None else None),
+            oi.AGENT_NAME: run.name,
+            oi.METADATA: _json({"chapter": chapter.chapter, "mode": run.mode, "ending": run.ending.reason}),
+            _RECORDED_AT: recorded.astimezone(UTC).isoformat() if recorded is not None else None,
             gen_ai.GEN_AI_OPERATION_NAME: gen_ai.GenAiOperationNameValues.INVOKE_AGENT.value,
             gen_ai.GEN_AI_AGENT_NAME: run.name,
             gen_ai.GEN_AI_AGENT_DESCRIPTION: run.title,
@@ -332,9 +523,12 @@ class _Spans:
         call = turn.model_call
         host, port = server(call)
         operation = gen_ai.GenAiOperationNameValues.CHAT.value
+        provider = provider_name(call)
         attributes: Attributes = {
+            **_kind(Kind.LLM),
+            **_llm(call, provider),
             gen_ai.GEN_AI_OPERATION_NAME: operation,
-            gen_ai.GEN_AI_PROVIDER_NAME: provider_name(call),
+            gen_ai.GEN_AI_PROVIDER_NAME: provider,
             gen_ai.GEN_AI_REQUEST_MODEL: call.model,
             gen_ai.GEN_AI_INPUT_MESSAGES: _json([_message(m) for m in call.context]),
             gen_ai.GEN_AI_TOOL_DEFINITIONS: _json([_definition(t) for t in call.tools]) if call.tools else None,
@@ -399,6 +593,14 @@ class _Spans:
         operation = gen_ai.GenAiOperationNameValues.EXECUTE_TOOL.value
         declared = next((t for t in turn.model_call.tools if t.name == run.name), None)
         attributes: Attributes = {
+            **_kind(Kind.TOOL),
+            **_value("input", _json(run.arguments), Mime.JSON),
+            # What came back: the result, or the message the model was sent in its place.
+            **_value("output", run.result if run.failure is None else run.message),
+            oi.TOOL_NAME: run.name,
+            oi.TOOL_ID: run.call_id,
+            oi.TOOL_DESCRIPTION: declared.description if declared else None,
+            oi.TOOL_PARAMETERS: _json(declared.parameters) if declared else None,
             gen_ai.GEN_AI_OPERATION_NAME: operation,
             gen_ai.GEN_AI_TOOL_NAME: run.name,
             gen_ai.GEN_AI_TOOL_TYPE: "function",
@@ -467,6 +669,9 @@ class _Spans:
     ) -> None:
         host, port = address(url)
         attributes: Attributes = {
+            **_kind(Kind.CHAIN),
+            **_value("input", f"{method} {url}"),
+            **_value("output", failure or (str(response.status) if response is not None else None)),
             http_attributes.HTTP_REQUEST_METHOD: method,
             url_attributes.URL_FULL: url,
             server_attributes.SERVER_ADDRESS: host,
@@ -494,6 +699,7 @@ class _Spans:
     def backoff(self, parent: Span, wait: Backoff, start_ms: float | None) -> None:
         """An ``INTERNAL`` span for a wait between two attempts."""
         attributes: Attributes = {
+            **_kind(Kind.CHAIN),
             _BACKOFF_SECONDS: wait.seconds,
             _BACKOFF_SOURCE: wait.source,
             _BACKOFF_BEFORE: wait.before_attempt,
@@ -501,6 +707,92 @@ class _Spans:
         self._span(
             "backoff", SpanKind.INTERNAL, parent, start_ms=start_ms, total_ms=wait.seconds * 1000, attributes=attributes
         )
+
+
+def _kind(kind: Kind) -> Attributes:
+    return {oi.OPENINFERENCE_SPAN_KIND: kind.value}
+
+
+def _value(which: str, value: str | None, mime: Mime = Mime.TEXT) -> Attributes:
+    """OpenInference's ``input.value``/``output.value`` and its mime type: what its viewers list."""
+    if value is None:
+        return {}
+    if which == "input":
+        return {oi.INPUT_VALUE: value, oi.INPUT_MIME_TYPE: mime.value}
+    return {oi.OUTPUT_VALUE: value, oi.OUTPUT_MIME_TYPE: mime.value}
+
+
+def _llm(call: ModelCall, provider: str) -> Attributes:
+    """A model call as OpenInference's ``llm.*`` attributes: messages flattened by index, tools, tokens."""
+    context = [_openai(m) for m in call.context]
+    attributes: Attributes = {
+        **_value("input", _json({"messages": context}), Mime.JSON),
+        oi.LLM_MODEL_NAME: call.model,
+        oi.LLM_PROVIDER: _OI_PROVIDER.get(provider, provider),
+        oi.LLM_SYSTEM: "openai" if call.kind != "mock" else provider,  # the API every live model here speaks
+        oi.LLM_INVOCATION_PARAMETERS: _json(call.settings) if call.settings else None,
+    }
+    for index, message in enumerate(call.context):
+        attributes |= _flat_message(f"{oi.LLM_INPUT_MESSAGES}.{index}.", message)
+    for index, tool in enumerate(call.tools):
+        function = {"name": tool.name, "description": tool.description, "parameters": tool.parameters}
+        schema = _json({"type": "function", "function": function})
+        attributes[f"{oi.LLM_TOOLS}.{index}.{oi_tool.TOOL_JSON_SCHEMA}"] = schema
+    if call.reply is not None:
+        attributes |= _flat_message(f"{oi.LLM_OUTPUT_MESSAGES}.0.", call.reply)
+        reply = call.reply
+        if reply.tool_calls:
+            attributes |= _value("output", _json(_openai(reply)), Mime.JSON)
+        else:
+            attributes |= _value("output", reply.content or "")
+    if call.usage is not None:
+        attributes |= {
+            oi.LLM_TOKEN_COUNT_PROMPT: call.usage.input_tokens,
+            oi.LLM_TOKEN_COUNT_COMPLETION: call.usage.output_tokens,
+            oi.LLM_TOKEN_COUNT_TOTAL: call.usage.input_tokens + call.usage.output_tokens,
+            oi.LLM_TOKEN_COUNT_PROMPT_DETAILS_CACHE_READ: call.usage.cached_tokens,
+            oi.LLM_TOKEN_COUNT_COMPLETION_DETAILS_REASONING: call.usage.reasoning_tokens,
+        }
+    return attributes
+
+
+def _flat_message(prefix: str, message: Message) -> Attributes:
+    """One message as OpenInference flattens it: ``PREFIX message.role``, ``PREFIX message.tool_calls.0...``."""
+    attributes: Attributes = {
+        prefix + oi_message.MESSAGE_ROLE: _ROLES[message.role],
+        prefix + oi_message.MESSAGE_CONTENT: message.content,
+        prefix + oi_message.MESSAGE_TOOL_CALL_ID: message.tool_call_id,
+    }
+    for index, call in enumerate(message.tool_calls):
+        at = f"{prefix}{oi_message.MESSAGE_TOOL_CALLS}.{index}."
+        attributes |= {
+            at + oi_call.TOOL_CALL_ID: call.id,
+            at + oi_call.TOOL_CALL_FUNCTION_NAME: call.name,
+            at + oi_call.TOOL_CALL_FUNCTION_ARGUMENTS_JSON: _arguments(call.arguments, call.raw_arguments),
+        }
+    return attributes
+
+
+def _arguments(arguments: Any, raw: str | None) -> str:
+    """A tool call's arguments as the model wrote them: the raw text when it was not a JSON object."""
+    return raw if raw is not None else _json(arguments)
+
+
+def _openai(message: Message) -> dict[str, Any]:
+    """A message as the chat completions API has it, the shape OpenInference viewers show as JSON."""
+    shaped: dict[str, Any] = {"role": _ROLES[message.role], "content": message.content}
+    if message.tool_call_id is not None:
+        shaped["tool_call_id"] = message.tool_call_id
+    if message.tool_calls:
+        shaped["tool_calls"] = [
+            {
+                "id": call.id,
+                "type": "function",
+                "function": {"name": call.name, "arguments": _arguments(call.arguments, call.raw_arguments)},
+            }
+            for call in message.tool_calls
+        ]
+    return shaped
 
 
 def _first_reply(transcript: Sequence[Message]) -> int:

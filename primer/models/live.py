@@ -56,7 +56,16 @@ from primer.tools import Tool, wire_parameters
 from primer.trace import ErrorInfo, Exchange, Failure, Message, ModelCall, Note, Stream, Timing, ToolCall, Usage
 from primer.wire import RecordingClient, Wired, is_event_stream
 
-__all__ = ["MAX_TIMEOUTS", "MODEL_RETRY_POLICY", "LiveModel", "wire_message", "wire_tool"]
+__all__ = [
+    "MAX_TIMEOUTS",
+    "MODEL_RETRY_POLICY",
+    "InvalidReply",
+    "LiveModel",
+    "check_completion",
+    "read_completion",
+    "wire_message",
+    "wire_tool",
+]
 
 #: Retries of a model call: three attempts, one then two seconds apart unless
 #: the provider's ``Retry-After`` says otherwise (honoured up to ten seconds;
@@ -458,35 +467,7 @@ class LiveModel:
         return exchanges
 
     def _read(self, data: dict[str, Any], record: ModelCall) -> None:
-        choice = data["choices"][0]
-        message = choice["message"]
-        calls = [self._tool_call(index, call) for index, call in enumerate(message.get("tool_calls") or [])]
-        content = message.get("content")
-        reasoning = message.get("reasoning_content")
-        # The reply joins the context and the trace: a secret the model
-        # repeats (it may have read one in a tool's answer) is scrubbed too.
-        record.reply = Message(
-            role="ai",
-            # Providers send "" beside tool calls; the book shows that as no text.
-            content=self.redactor.text(content) if isinstance(content, str) and (content or not calls) else None,
-            tool_calls=calls,
-            reasoning=self.redactor.text(reasoning) if isinstance(reasoning, str) and reasoning else None,
-        )
-        finish = choice.get("finish_reason")
-        record.finish_reason = finish if isinstance(finish, str) else None
-        record.usage = _usage(data.get("usage"))
-
-    def _tool_call(self, index: int, call: Mapping[str, Any]) -> ToolCall:
-        parsed = _tool_call(index, call)
-        # The id and name go back to the provider and into the trace like the rest.
-        return parsed.model_copy(
-            update={
-                "id": self.redactor.text(parsed.id),
-                "name": self.redactor.text(parsed.name),
-                "arguments": self.redactor.json(parsed.arguments),
-                "raw_arguments": None if parsed.raw_arguments is None else self.redactor.text(parsed.raw_arguments),
-            }
-        )
+        record.reply, record.finish_reason, record.usage = read_completion(data, self.redactor)
 
     # -- what went wrong, in a sentence ----------------------------------------------
 
@@ -538,6 +519,40 @@ class LiveModel:
         if "could not be reached" in message:
             return f"{at} could not be reached{times}: check PRIMER_BASE_URL and the network."
         return f"{at} closed the connection before a whole answer{times}: run again later."
+
+
+def read_completion(data: Mapping[str, Any], redactor: Redactor) -> tuple[Message, str | None, Usage | None]:
+    """The reply, finish reason and usage of a checked chat completion (``check_completion``)."""
+    choice = data["choices"][0]
+    message = choice["message"]
+    calls = [
+        _redacted_call(_tool_call(index, call), redactor) for index, call in enumerate(message.get("tool_calls") or [])
+    ]
+    content = message.get("content")
+    reasoning = message.get("reasoning_content")
+    # The reply joins the context and the trace: a secret the model
+    # repeats (it may have read one in a tool's answer) is scrubbed too.
+    reply = Message(
+        role="ai",
+        # Providers send "" beside tool calls; the book shows that as no text.
+        content=redactor.text(content) if isinstance(content, str) and (content or not calls) else None,
+        tool_calls=calls,
+        reasoning=redactor.text(reasoning) if isinstance(reasoning, str) and reasoning else None,
+    )
+    finish = choice.get("finish_reason")
+    return reply, finish if isinstance(finish, str) else None, _usage(data.get("usage"))
+
+
+def _redacted_call(parsed: ToolCall, redactor: Redactor) -> ToolCall:
+    # The id and name go back to the provider and into the trace like the rest.
+    return parsed.model_copy(
+        update={
+            "id": redactor.text(parsed.id),
+            "name": redactor.text(parsed.name),
+            "arguments": redactor.json(parsed.arguments),
+            "raw_arguments": None if parsed.raw_arguments is None else redactor.text(parsed.raw_arguments),
+        }
+    )
 
 
 def _stream_of(wired: list[Wired]) -> Stream | None:
@@ -595,6 +610,14 @@ def _completion(content: bytes) -> dict[str, Any]:
         data = json.loads(content)
     except ValueError:
         raise InvalidReply(_NOT_JSON) from None
+    return _checked(data)
+
+
+def check_completion(data: Any) -> dict[str, Any]:
+    """A chat completion (whole, or assembled from a stream), checked as far as the library reads it.
+
+    Raises ``InvalidReply`` saying what is missing.
+    """
     return _checked(data)
 
 

@@ -33,7 +33,18 @@ from primer.tool_choice import asked_of, disobeyed
 from primer.tools import Tool
 from primer.trace import ErrorInfo, Message, ModelCall, Note, Stream, StreamEvent, Timing, ToolCall
 
-__all__ = ["DEFAULT_PACING", "MockModel", "MockReply", "Pacing", "ask", "call", "cut", "say"]
+__all__ = [
+    "DEFAULT_PACING",
+    "MockModel",
+    "MockReply",
+    "Pacing",
+    "ask",
+    "call",
+    "cut",
+    "say",
+    "scripted_message",
+    "stream_chunks",
+]
 
 
 @dataclass(frozen=True)
@@ -153,14 +164,7 @@ class MockModel:
             scripted = self.replies[self._used]
             turn = self._used + 1
             self._used += 1
-            record.reply = Message(
-                role="ai",
-                content=scripted.text,
-                tool_calls=[
-                    ToolCall(id=f"mock_{turn}_{index}", name=name, arguments=dict(arguments))
-                    for index, (name, arguments) in enumerate(scripted.calls)
-                ],
-            )
+            record.reply = scripted_message(scripted, turn)
             record.finish_reason = scripted.finish_reason
             self._hold_to(record, settings, tools, turn)
             if record.reply is not None and settings.get(STREAM):
@@ -208,6 +212,23 @@ class MockModel:
         # [DONE] follows the last chunk at once, as providers send it.
         events.append(StreamEvent(at_ms=offset * 1000, text=DONE))
         return Stream(events=events)
+
+
+def scripted_message(scripted: MockReply, turn: int) -> Message:
+    """A scripted reply as the message it stands for; its calls' ids say which reply they came in."""
+    return Message(
+        role="ai",
+        content=scripted.text,
+        tool_calls=[
+            ToolCall(id=f"mock_{turn}_{index}", name=name, arguments=dict(arguments))
+            for index, (name, arguments) in enumerate(scripted.calls)
+        ],
+    )
+
+
+def stream_chunks(scripted: MockReply, turn: int, stream_id: str, pacing: Pacing) -> Iterator[dict[str, Any]]:
+    """A scripted reply as the chat completion chunks a provider would stream (the scripted provider's)."""
+    return _chunks(scripted_message(scripted, turn), scripted.finish_reason, pacing, stream_id)
 
 
 def _chunks(reply: Message, finish_reason: str, pacing: Pacing, stream_id: str) -> Iterator[dict[str, Any]]:

@@ -3,7 +3,9 @@
  * shown, <details> toggled by the browser, payloads as plain text, links
  * that resolve from the page's own URL); with it:
  * - the "show: mock live" switch, per chapter (remembered across pages in
- *   localStorage) and per scenario (this page only);
+ *   localStorage, and applied only where it can be: a chapter without the
+ *   chosen mode's runs shows what it has, and says why) and per scenario
+ *   (this page only); prose about one mode's runs shows and hides with them;
  * - a link to a turn or tool call opens the <details> around it, on load, on
  *   hashchange and after Material's instant navigation;
  * - payloads are not on the page: each payload block links to its element
@@ -81,12 +83,49 @@
   function show(box, value) {
     box.setAttribute("data-show", value);
     var own = box.querySelector(":scope > .tr-head > .tr-switch, :scope > .tr-scenario-name > .tr-switch");
-    if (!own) return;
-    own.querySelectorAll(".tr-mode").forEach(function (button) {
-      // A disabled mode (no live run recorded) is never shown as pressed.
-      var on = !button.disabled && parse(value).indexOf(button.getAttribute("data-tr-mode")) >= 0;
-      button.setAttribute("aria-pressed", on ? "true" : "false");
+    if (own) {
+      own.querySelectorAll(".tr-mode").forEach(function (button) {
+        // A disabled mode (no live run recorded) is never shown as pressed.
+        var on = !button.disabled && parse(value).indexOf(button.getAttribute("data-tr-mode")) >= 0;
+        button.setAttribute("aria-pressed", on ? "true" : "false");
+      });
+    }
+    var chapter = box.closest(".tr-chapter");
+    var scenario = box.classList.contains("tr-scenario") ? box.getAttribute("aria-label").replace(/^scenario /, "") : null;
+    if (chapter) showProse(chapter.getAttribute("data-tr-chapter"), scenario, value);
+  }
+
+  // Prose about one mode's runs (a `::: live` or `::: mock` block) shows with
+  // them: the chapter's switch decides for all of its blocks, a scenario's
+  // for the blocks about that scenario.
+  function showProse(name, scenario, value) {
+    document.querySelectorAll(".tr-prose[data-tr-chapter]").forEach(function (prose) {
+      if (prose.getAttribute("data-tr-chapter") !== name) return;
+      if (scenario !== null && prose.getAttribute("data-tr-scenario") !== scenario) return;
+      prose.hidden = parse(value).indexOf(prose.getAttribute("data-mode")) < 0;
     });
+  }
+
+  // The modes a chapter has runs of on this page (its traces may sit in several boxes).
+  function available(name) {
+    var modes = [];
+    document.querySelectorAll(".tr-chapter").forEach(function (chapter) {
+      if (chapter.getAttribute("data-tr-chapter") !== name) return;
+      chapter.querySelectorAll(".tr-run[data-mode]:not(.tr-missing)").forEach(function (run) {
+        var mode = run.getAttribute("data-mode");
+        if (modes.indexOf(mode) < 0) modes.push(mode);
+      });
+    });
+    return MODES.filter(function (mode) { return modes.indexOf(mode) >= 0; });
+  }
+
+  // What a chapter shows of the reader's choice: the modes chosen that it has
+  // runs of, or every mode it has when it has none of them. A remembered
+  // choice never blanks a page.
+  function applicable(value, modes) {
+    if (!modes.length) return value;
+    var chosen = parse(value).filter(function (mode) { return modes.indexOf(mode) >= 0; });
+    return (chosen.length ? chosen : modes).join(" ");
   }
 
   // Toggle one mode; turning off the only one shown shows the other instead.
@@ -101,11 +140,32 @@
     return MODES.filter(function (m) { return modes.indexOf(m) >= 0; }).join(" ");
   }
 
+  // Say, in the chapter's head, why it shows other runs than the reader chose.
+  function explain(chapter, chosen, shown) {
+    var head = chapter.querySelector(":scope > .tr-head");
+    if (!head) return;
+    var note = head.querySelector(":scope > .tr-why");
+    var lacking = parse(chosen).filter(function (mode) { return parse(shown).indexOf(mode) < 0; });
+    if (!lacking.length) {
+      if (note) note.remove();
+      return;
+    }
+    if (!note) {
+      note = element("p", "tr-why");
+      note.setAttribute("role", "status");
+      head.appendChild(note);
+    }
+    note.textContent = "Showing the " + parse(shown).join(" and ") + " runs: this chapter has no " +
+      lacking.join(" or ") + " run (you chose " + parse(chosen).join(" and ") + ").";
+  }
+
   function showChapter(chapter, value) {
-    show(chapter, value);
+    var shown = applicable(value, available(chapter.getAttribute("data-tr-chapter")));
+    show(chapter, shown);
     chapter.querySelectorAll(".tr-scenario").forEach(function (scenario) {
-      show(scenario, value);
+      show(scenario, shown);
     });
+    explain(chapter, value, shown);
   }
 
   function onSwitch(event) {
@@ -114,7 +174,8 @@
     var box = button.closest(".tr-scenario, .tr-chapter");
     var value = toggled(box.getAttribute("data-show") || "mock live", button.getAttribute("data-tr-mode"));
     if (box.classList.contains("tr-chapter")) {
-      remember(value);
+      // Remembered only from a chapter that has both: elsewhere there is no choice to make.
+      if (available(box.getAttribute("data-tr-chapter")).length === MODES.length) remember(value);
       document.querySelectorAll(".tr-chapter").forEach(function (chapter) {
         showChapter(chapter, value);
       });

@@ -1,0 +1,341 @@
+"""Prose that quotes a trace says what the trace shows, in every mode the reader sees it in.
+
+A chapter's prose quotes its traces in inline code: "attempt 1 got a 429
+with `retry-after: 1`", "the scenario line says `(1s simulated)`". Such a
+*quoted trace fact* must be found in the traces of each mode the sentence
+shows in: beside both runs, in both; inside a ``::: live`` or ``::: mock``
+block (``primer.book.live_prose``), in that mode's alone. ``problems``
+returns a warning for each one that is not, naming the page, the line and
+the text, so ``mkdocs build --strict`` fails; the build asks it of every
+page (``Book.page``, through ``ProseChecks``, which keeps the answers while
+nothing they depend on changed).
+
+What counts as a quoted fact, and where it is looked for:
+
+* inline code after the page's first trace marker, outside fenced code,
+  that is not a *name*: an identifier, a dotted or called one
+  (``ServiceCall._send``, ``retry_delay()``), a header or word with dashes
+  (``Retry-After``), a file path (``primer/service.py``), a marker. Names
+  point at code, which the chapter's ``??? example`` blocks show; a fact
+  has a figure, a space, a colon or a quote in it;
+* it is looked for in the runs of the last marker above it (the chapter,
+  or its one scenario), in each mode that has a run there: summary lines,
+  stories, stream lines, notes, and the run's JSON, which holds every value
+  the payloads show (a header read as ``name: value``);
+* compared without whitespace, quotes or backslashes (a JSON body shown
+  pretty-printed still matches ``"stream": true``), and ``...`` (or ``…``)
+  in a fact stands for any text between its parts.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import sys
+from collections.abc import Callable, Iterator
+from functools import cache
+from pathlib import Path
+from typing import TYPE_CHECKING, NamedTuple, Protocol
+
+from primer.book import live_prose
+from primer.book.atomic import write_if_changed
+from primer.book.markers import find_markers
+
+if TYPE_CHECKING:
+    from primer.book.source import ChapterTraces, TraceSummary
+    from primer.trace import ScenarioRun
+
+__all__ = ["Fact", "ProseChecks", "corpus", "facts", "problems"]
+
+# A span of inline code: a run of backticks, text not crossing a blank line, the same run.
+_CODE = re.compile(r"(?<!`)(?P<ticks>`+)(?!`)(?P<text>(?:(?!\n[ \t]*\n).)+?)(?<!`)(?P=ticks)(?!`)", re.S)
+# What names code, rather than quoting a trace.
+_IDENTIFIER = re.compile(r"[A-Za-z_][\w.-]*(?:\(\))?")
+# A call or a decorator as code writes it (``RetryPolicy(attempt_deadline=2.0)``), a row's index
+# (``[3]``, the tables' first column), a command (``mkdocs build``).
+# an argument as code passes it (``max_attempts=3``), a host (``127.0.0.1``).
+_CODE_LIKE = re.compile(
+    r"@?[A-Za-z_][\w.]*\(.*\)|\[\d+\]|(?:mkdocs|python|pip|git|npm|\.venv/bin/\w+) .*"
+    r"|[A-Za-z_]\w*=\S+|\d{1,3}(?:\.\d{1,3}){3}(?::\d+)?",
+    re.S,
+)
+_PATH = re.compile(r"[\w.-]*/[\w./-]*|[\w-]+\.(?:py|md|json|yml|yaml|toml|html|js|css)")
+_FENCE = re.compile(r"^[ \t]*(?P<fence>`{3,}|~{3,})")
+_HEADING = re.compile(r" {0,3}#{1,6}[ \t]")
+_ELLIPSIS = re.compile(r"\.\.\.|…")
+# Left out of both sides: whitespace, quotes, backslashes.
+_IGNORED = (" ", "\t", "\n", "\r", "\f", "\v", "\u00a0", '"', "'", "\\")
+# Between the pieces of the text looked in: a fact is found within one piece.
+_APART = "\x00"
+
+
+class Fact(NamedTuple):
+    """One quoted trace fact: where it is, what it says, where it must be found."""
+
+    line: int
+    text: str
+    chapter: str
+    scenario: str | None
+    #: The mode block it sits in, or None: it shows beside both modes.
+    mode: str | None
+    #: The other markers of its section: a mode shows there if any of their runs is of it.
+    also: tuple[tuple[str, str | None], ...] = ()
+
+
+def _blank_fences(markdown: str) -> str:
+    # Fenced code keeps its line breaks (so offsets still give line numbers) and loses its text.
+    out, inside = [], None
+    for line in markdown.split("\n"):
+        match = _FENCE.match(line)
+        if inside is None:
+            out.append("" if match else line)
+            if match:
+                inside = match["fence"]
+        else:
+            out.append("")
+            if match and match["fence"][0] == inside[0] and len(match["fence"]) >= len(inside):
+                inside = None
+    return "\n".join(out)
+
+
+def _is_name(text: str) -> bool:
+    return bool(
+        _IDENTIFIER.fullmatch(text) or _PATH.fullmatch(text) or _CODE_LIKE.fullmatch(text) or text.startswith(":::")
+    )
+
+
+def facts(markdown: str) -> list[Fact]:
+    """The page's quoted trace facts, in order: inline code in the sections that hold a marker.
+
+    A section runs from one heading to the next; one without a marker (*The
+    code*) speaks of code, not of a trace. Each fact notes the section's
+    first marker (which says in which modes the section's runs show) and the
+    mode block it sits in.
+    """
+    markers = find_markers(markdown)
+    if not markers:
+        return []
+    blocks = [b for b in live_prose.blocks(markdown) if b.end is not None]
+    text = _blank_fences(markdown)
+    lines = text.split("\n")
+    headings = [n for n, line in enumerate(lines, 1) if _HEADING.match(line)]
+    starts = [0]
+    for each in lines:
+        starts.append(starts[-1] + len(each) + 1)
+    found = []
+    for match in _CODE.finditer(text):
+        line = _line_of(starts, match.start())
+        words = " ".join(match["text"].split())
+        if line in headings or not words or _is_name(words):
+            continue
+        before, after = _section(headings, line)
+        near = [m for m in markers if before < m.line < after]
+        if not near:
+            continue
+        block = next((b for b in blocks if b.start < line < (b.end or 0)), None)
+        also = tuple((m.chapter, m.scenario) for m in near[1:])
+        found.append(Fact(line, words, near[0].chapter, near[0].scenario, block.mode if block else None, also))
+    return found
+
+
+def _section(headings: list[int], line: int) -> tuple[int, int]:
+    """The lines of the headings around ``line`` (0 and a line past the end where there is none)."""
+    before = max((h for h in headings if h < line), default=0)
+    after = min((h for h in headings if h > line), default=1 << 30)
+    return before, after
+
+
+def _line_of(starts: list[int], offset: int) -> int:
+    low, high = 0, len(starts) - 1
+    while low < high:  # the last line starting at or before the offset
+        middle = (low + high + 1) // 2
+        if starts[middle] <= offset:
+            low = middle
+        else:
+            high = middle - 1
+    return low + 1
+
+
+# A header as the JSON has it (``["retry-after", "1"]``), to be read as the page lists it.
+_HEADER = re.compile(r'\["((?:[^"\\]|\\.)*)", ?"((?:[^"\\]|\\.)*)"\]')
+# An escaped line break or tab in JSON text: a space, as the page shows it.
+_ESCAPED_SPACE = re.compile(r"\\[nrt]")
+
+
+def _payloads(run: ScenarioRun) -> str:
+    """Every value the payloads show, as the run's JSON (one C-speed dump), headers as ``name: value``."""
+    text = run.model_dump_json()
+    return _ESCAPED_SPACE.sub(" ", _HEADER.sub(r"\1: \2", text))
+
+
+def _lines(run: ScenarioRun) -> Iterator[str]:
+    from primer import summary
+    from primer.book.stream_view import stream_view
+
+    yield summary.scenario_line(run)
+    yield summary.scenario_story(run)
+    yield summary.ending_line(run.ending)
+    for turn in run.turns:
+        yield summary.turn_line(turn)
+        yield summary.model_line(turn.model_call)
+        for note in turn.model_call.notes:  # as the page shows one: ``label {json}``
+            yield f"{note.label} {json.dumps(note.data, ensure_ascii=False, default=str)}"
+        view = stream_view(turn.model_call, "x")
+        if view is not None:
+            yield from (view.line, str(view.timeline), str(view.sse))
+        yield from (summary.tool_line(tool) for tool in turn.tools)
+
+
+def _normal(text: str) -> str:
+    # Case too: a header's name is the same whatever its case (``Retry-After``, ``retry-after``).
+    for each in _IGNORED:  # str.replace, each a C-speed pass: far faster than a regex or translate
+        text = text.replace(each, "")
+    return text.casefold()
+
+
+def corpus(run: ScenarioRun) -> str:
+    """What a run shows, as the check compares it: its pieces, normalised, kept apart."""
+    return _APART.join(_normal(piece) for piece in [*_lines(run), _payloads(run)])
+
+
+def _pattern(fact: str) -> re.Pattern[str]:
+    parts = [re.escape(_normal(part)) for part in _ELLIPSIS.split(fact) if _normal(part)]
+    return re.compile(f"[^{_APART}]*?".join(parts) or "$^")
+
+
+class _Shown:
+    """What the page's runs show, per mode, made once per check."""
+
+    def __init__(self, traces: Callable[[str], ChapterTraces | None], markers: list[tuple[str, str | None]]) -> None:
+        self.traces = traces
+        self.markers = markers
+        self.made: dict[str, list[str]] = {}
+        self.read: dict[str, ChapterTraces | None] = {}
+
+    def _runs(self, chapter: str, scenario: str | None, mode: str) -> list[ScenarioRun]:
+        if chapter not in self.read:
+            self.read[chapter] = self.traces(chapter)
+        found = self.read[chapter]
+        run = None if found is None else found.mock if mode == "mock" else found.live
+        return [s for s in run.scenarios if scenario in (None, s.name)] if run is not None else []
+
+    def shows(self, places: tuple[tuple[str, str | None], ...], mode: str) -> bool:
+        """Whether a reader sees a run of that mode at any of these markers."""
+        return any(self._runs(chapter, scenario, mode) for chapter, scenario in places)
+
+    def corpora(self, mode: str) -> list[str]:
+        """What every run of that mode on the page shows (a sentence may quote another scenario of it)."""
+        if mode not in self.made:
+            self.made[mode] = [
+                corpus(run) for chapter, scenario in self.markers for run in self._runs(chapter, scenario, mode)
+            ]
+        return self.made[mode]
+
+
+def problems(page: str, markdown: str, traces: Callable[[str], ChapterTraces | None]) -> list[str]:
+    """A warning for each quoted trace fact not found in a mode it shows in, naming page, line and text.
+
+    ``traces`` gives a chapter's traces (None when there are none: its
+    marker has its own warning).
+    """
+    found = facts(markdown)
+    if not found:
+        return []
+    shown = _Shown(traces, list(dict.fromkeys((m.chapter, m.scenario) for m in find_markers(markdown))))
+    warnings = []
+    for fact in found:
+        pattern = _pattern(fact.text)
+        places = ((fact.chapter, fact.scenario), *fact.also)
+        modes = [fact.mode] if fact.mode else [m for m in live_prose.MODES[::-1] if shown.shows(places, m)]
+        missing = [m for m in modes if shown.shows(places, m) and not any(map(pattern.search, shown.corpora(m)))]
+        if not missing:
+            continue
+        runs = "mock and live runs" if len(missing) > 1 else f"{missing[0]} runs"
+        advice = (
+            f"put the sentence in a `::: {modes[0] if modes[0] not in missing else modes[-1]} {fact.chapter}` block, "
+            "or say what both show"
+            if len(modes) > len(missing)
+            else "say what the trace shows"
+        )
+        warnings.append(
+            f"{page} line {fact.line}: the prose quotes `{fact.text}`, which the {runs} do not show: {advice}."
+        )
+    return warnings
+
+
+class _Store(Protocol):
+    """What the check asks of a book's trace store (``primer.book.store.TraceStore``)."""
+
+    def chapters(self) -> list[str]: ...
+    def summary(self, chapter: str) -> TraceSummary | None: ...
+    def traces(self, chapter: str) -> ChapterTraces: ...
+
+
+class ProseChecks:
+    """The check as a book's build runs it on every page, its answers kept while nothing changed.
+
+    A warm build shows unchanged chapters by their summaries and reads no
+    run (``primer.book.manifest``); checking a page's prose would read them
+    all. So the answer for a page is kept, in memory and, with a
+    ``folder``, in a file per page, by a digest of the page's Markdown, its
+    chapters' trace keys and this module's code: it is asked again only when
+    one of those changed. A file that cannot be read or written is a miss.
+    """
+
+    def __init__(self, folder: Path | None = None) -> None:
+        self.folder = folder
+        self._kept: dict[str, tuple[str, list[str]]] = {}
+
+    def problems(self, page: str, markdown: str, store: _Store) -> list[str]:
+        """``problems`` for a page of the book whose traces ``store`` holds."""
+        named = dict.fromkeys(m.chapter for m in find_markers(markdown))
+        shown = set(store.chapters())
+
+        def traces(chapter: str) -> ChapterTraces | None:
+            return store.traces(chapter) if chapter in shown else None
+
+        summaries = [store.summary(chapter) if chapter in shown else None for chapter in named]
+        if not named or any(s is None for s in summaries):  # read anyway to be rendered: nothing to save
+            return problems(page, markdown, traces)
+        parts = [_code_digest(), markdown, *(f"{s.chapter}={s.html}" for s in summaries if s is not None)]
+        key = hashlib.sha256("\0".join(parts).encode()).hexdigest()
+        kept = self._kept.get(page) or self._read(page)
+        if kept is not None and kept[0] == key:
+            return kept[1]
+        found = problems(page, markdown, traces)
+        self._kept[page] = (key, found)
+        self._write(page, key, found)
+        return found
+
+    def _file(self, page: str) -> Path | None:
+        name = hashlib.sha256(page.encode()).hexdigest()[:16]
+        return None if self.folder is None else self.folder / f"{name}.json"
+
+    def _read(self, page: str) -> tuple[str, list[str]] | None:
+        path = self._file(page)
+        try:
+            data = json.loads(path.read_text(encoding="utf-8")) if path is not None else None
+            return (str(data["key"]), [str(w) for w in data["warnings"]]) if isinstance(data, dict) else None
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+
+    def _write(self, page: str, key: str, warnings: list[str]) -> None:
+        path = self._file(page)
+        if path is None:
+            return
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            write_if_changed(path, json.dumps({"page": page, "key": key, "warnings": warnings}), durable=False)
+        except OSError:
+            pass  # the next build checks again
+
+
+@cache
+def _code_digest() -> str:
+    # What decides a page's answer besides its Markdown and traces: this module and the summary lines.
+    from primer import summary
+    from primer.book import stream_view
+
+    sources = [Path(module.__file__ or "") for module in (sys.modules[__name__], summary, stream_view, live_prose)]
+    return hashlib.sha256(b"".join(path.read_bytes() for path in sources)).hexdigest()

@@ -1,0 +1,152 @@
+"""The ``trace-book`` plugin: a book configured with ``plugins:`` alone, its options, and the hook as the same class."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from primer.book.plugin import TraceBookPlugin
+from tests.books import make_book
+
+
+def _build(book, *args: str, drop: tuple[str, ...] = (), **env: str) -> subprocess.CompletedProcess[str]:
+    # book.build, but with variables of its environment left out (``drop``).
+    environment = {k: v for k, v in book.env(**env).items() if k not in drop}
+    return subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", *args],
+        cwd=book.root,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+def test_an_unknown_option_is_an_error_naming_it() -> None:
+    errors, warnings = TraceBookPlugin().load_config({"chapter": "mybook.chapters"})
+    [(key, error)] = errors
+    assert key == "chapter"
+    assert "trace-book has no option 'chapter'" in str(error)
+    assert "chapters" in str(error), "the message lists the options"
+    assert warnings == []
+    [(key, _)] = TraceBookPlugin().load_config({"live": "sometimes"})[0]
+    assert key == "live"
+    [(key, _)] = TraceBookPlugin().load_config({"enabled": "yes please"})[0]
+    assert key == "enabled"
+
+
+def test_the_options_are_defaults_the_environment_wins_over(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("PRIMER_LIVE", raising=False)
+    monkeypatch.delenv("PRIMER_TRACES", raising=False)
+    plugin = TraceBookPlugin()
+    assert plugin.load_config({"live": "off", "enabled": False}) == ([], [])
+    assert (plugin.environ()["PRIMER_LIVE"], plugin.environ()["PRIMER_TRACES"]) == ("off", "off")
+    monkeypatch.setenv("PRIMER_LIVE", "refresh")
+    monkeypatch.setenv("PRIMER_TRACES", "on")
+    assert (plugin.environ()["PRIMER_LIVE"], plugin.environ()["PRIMER_TRACES"]) == ("refresh", "on")
+
+
+def test_the_hook_is_the_plugin() -> None:
+    from primer.book import mkdocs_hook
+
+    owner = mkdocs_hook.on_config.__self__
+    assert isinstance(owner, TraceBookPlugin)
+    assert all(getattr(mkdocs_hook, name).__self__ is owner for name in mkdocs_hook.__all__)
+    assert mkdocs_hook.on_page_content.mkdocs_priority == -100
+
+
+@pytest.mark.slow
+def test_a_book_configured_with_the_plugin_alone_shows_its_traces(tmp_path: Path) -> None:
+    book = make_book(tmp_path / "book", plugin="")
+    config = (book.root / "mkdocs.yml").read_text()
+    assert "hooks:" not in config
+    assert "primer.book.markdown" not in config
+    done = book.build("--strict")
+    assert done.returncode == 0, done.log
+    assert done.count() == "traces: ran 3, reused 0"
+    page = book.page()
+    assert "scenario asks_price" in page
+    assert "Milk is &lt;b&gt;1.20&lt;/b&gt; &amp; fresh." in page
+    assert 'href="assets/trace-book/traces.css"' in page
+    assert (book.root / "site" / "traces" / "ch_alpha.json").is_file()
+    # Search sees the summary lines, not the payloads (in the payload page), as with the hook.
+    index = json.loads((book.root / "site" / "search" / "search_index.json").read_text())
+    text = " ".join(doc["title"] + " " + doc["text"] for doc in index["docs"])
+    assert "scenario asks_price" in text
+    system = "You answer briefly and plainly."
+    assert system not in text
+    assert system in (book.root / "site" / "traces" / "ch_alpha.payloads.html").read_text()
+    assert book.build("--strict").count() == "traces: ran 0, reused 3"
+
+
+@pytest.mark.slow
+def test_an_unknown_option_fails_the_build_naming_it(tmp_path: Path) -> None:
+    book = make_book(tmp_path / "book", plugin="chapter: mybook.chapters")
+    done = book.build()
+    assert done.returncode == 1
+    assert "Plugin 'trace-book' option 'chapter': trace-book has no option 'chapter'" in done.log
+    assert not (book.root / ".cache").exists()
+
+
+@pytest.mark.slow
+def test_the_chapters_cache_and_enabled_options(tmp_path: Path) -> None:
+    book = make_book(tmp_path / "book", plugin="")
+    config = book.root / "mkdocs.yml"
+    options = f"\n      chapters: {book.package}\n      cache_dir: build-cache\n      enabled: false"
+    config.write_text(config.read_text().replace(" {}", options))
+    # Off by the option: placeholders, nothing run.
+    done = _build(book, "--strict", drop=("PRIMER_CHAPTERS",))
+    assert done.returncode == 0, done.stderr
+    assert "traces: off" in done.stderr
+    assert "scenario asks_price" not in book.page()
+    assert not (book.root / "build-cache").exists()
+    # The environment wins: on, with the option's chapters package, cached where the option says.
+    done = _build(book, "--strict", drop=("PRIMER_CHAPTERS",), PRIMER_TRACES="on")
+    assert done.returncode == 0, done.stderr
+    assert "traces: ran 3, reused 0" in done.stderr
+    assert "scenario asks_price" in book.page()
+    assert (book.root / "build-cache" / "traces" / "ch_alpha.mock.json").is_file()
+    assert not (book.root / ".cache").exists()
+
+
+@pytest.mark.slow
+def test_the_frozen_traces_folder_option(tmp_path: Path) -> None:
+    book = make_book(tmp_path / "book", plugin="traces_dir: frozen")
+    assert book.build().returncode == 0
+    mock = json.loads((book.root / "site" / "traces" / "ch_beta.json").read_text())["mock"]
+    live = {**mock, "mode": "live", "model": "some-model", "recorded_at": "2025-01-02T03:04:05+00:00"}
+    live["scenarios"] = [{**s, "mode": "live"} for s in mock["scenarios"]]
+    (book.docs / "frozen").mkdir()
+    (book.docs / "frozen" / "ch_beta.live.json").write_text(json.dumps(live, indent=2) + "\n")
+    done = book.build()
+    assert done.returncode == 0, done.log
+    published = json.loads((book.root / "site" / "traces" / "ch_beta.json").read_text())
+    assert published["live"]["recorded_at"] == "2025-01-02T03:04:05+00:00"
+    # Not left out by exclude_docs (which names traces/): warned about, naming the fix, and not published raw.
+    [warning] = done.lines("would be published as it is")
+    assert "exclude_docs: frozen/*.live.json" in warning
+    assert not (book.root / "site" / "frozen" / "ch_beta.live.json").exists()
+
+
+@pytest.mark.slow
+def test_properdocs_builds_the_plugin_form(tmp_path: Path) -> None:
+    book = make_book(tmp_path / "book", plugin="", theme="material")
+    env = book.env()
+    done = subprocess.run(
+        [sys.executable, "-m", "properdocs", "build", "--strict", "-f", "mkdocs.yml"],
+        cwd=book.root,
+        env={**env, "PATH": os.environ.get("PATH", "")},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "traces: ran 3, reused 0" in done.stderr
+    assert "scenario asks_price" in book.page()

@@ -1,0 +1,218 @@
+"""Prose says what the traces show, in each mode it shows in: ``primer.book.prose_check`` and mode blocks."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import markdown
+import pytest
+
+from primer.book import live_prose
+from primer.book.markdown import TraceExtension
+from primer.book.prose_check import ProseChecks, facts, problems
+from primer.book.source import ChapterTraces, LiveStatus
+from primer.chapters import chapter_names
+from primer.errors import NotFound
+from primer.replay import read_trace
+from primer.runner import run_chapter
+from primer.trace import ChapterRun
+from tests.books import make_book
+
+ROOT = Path(__file__).resolve().parent.parent
+DOCS = ROOT / "docs"
+
+
+def _book_traces(chapter: str) -> ChapterTraces | None:
+    if chapter not in chapter_names():
+        return None
+    live_file = DOCS / "traces" / f"{chapter}.live.json"
+    live = read_trace(live_file) if live_file.is_file() else None
+    return ChapterTraces(chapter, run_chapter(chapter), live, LiveStatus("current" if live else "missing"))
+
+
+@pytest.mark.parametrize("page", sorted(p.name for p in DOCS.glob("*.md")))
+def test_every_page_quotes_only_what_its_traces_show_in_each_mode(page: str) -> None:
+    # The mock runs made now and the frozen live traces: what a keyless build shows.
+    assert problems(f"docs/{page}", (DOCS / page).read_text(encoding="utf-8"), _book_traces) == []
+
+
+def test_the_chapter_nine_prose_is_checked_in_both_modes() -> None:
+    text = (DOCS / "ch09_who_retries.md").read_text(encoding="utf-8")
+    quoted = {(f.text, f.mode) for f in facts(text)}
+    # Mode-true: the mock's retry-after in the mock block, the live backoff in the live one.
+    assert ("retry-after: 1", "mock") in quoted
+    assert ('"seconds": 0.05, "before_attempt": 2, "source": "backoff"', "live") in quoted
+    # Both modes show the price: checked in each.
+    assert ("1.20", None) in quoted
+    # What the prose said before: outside a mode block, false for the live run beside it.
+    old = text.replace("::: mock ch09_who_retries service_is_busy\n", "").replace("::: end mock\n", "", 1)
+    [warning] = [w for w in problems("docs/ch09.md", old, _book_traces) if "retry-after: 1" in w]
+    assert warning.startswith("docs/ch09.md line 35: the prose quotes `retry-after: 1`, which the live runs")
+    assert "`::: mock ch09_who_retries`" in warning
+
+
+def test_what_is_a_name_is_not_a_fact_and_ellipses_stand_for_text() -> None:
+    page = """\
+# A page
+
+`1.20` in a section without a marker is not checked.
+
+## Traces
+
+::: trace ch_a
+
+`primer/service.py`, `ServiceCall._send`, `retry_delay()`, `Retry-After`, `max_attempts=3`,
+`RetryPolicy(attempt_deadline=2.0)`, `[3]`, `mkdocs build` and `127.0.0.1` name code.
+The reply says `Milk ... fresh`, and the tool `returned:
+1.20`, but not `1.25`.
+
+## The code
+
+`a figure: 9.99` in a section without a marker speaks of code.
+"""
+    assert [(f.line, f.text) for f in facts(page)] == [(11, "Milk ... fresh"), (11, "returned: 1.20"), (12, "1.25")]
+
+
+def _run(chapter: str, mode: str, reply: str) -> ChapterRun:
+    from primer.trace import Ending, Message, ModelCall, ScenarioRun, Turn
+
+    call = ModelCall(kind=mode, context=[], reply=Message(role="ai", content=reply))  # type: ignore[arg-type]
+    scenario = ScenarioRun(
+        name="asks",
+        mode=mode,  # type: ignore[arg-type]
+        turns=[Turn(number=1, model_call=call)],
+        ending=Ending(reason="no_tool_calls"),
+    )
+    return ChapterRun(chapter=chapter, mode=mode, scenarios=[scenario])  # type: ignore[arg-type]
+
+
+def _traces(live: bool) -> ChapterTraces:
+    mock = _run("ch_a", "mock", "Milk is 1.20 and fresh.")
+    run = _run("ch_a", "live", "Milk costs 1.25 today.") if live else None
+    return ChapterTraces("ch_a", mock, run, LiveStatus("current" if live else "missing"))
+
+
+def test_a_fact_must_hold_in_every_mode_it_shows_in() -> None:
+    page = (
+        "::: trace ch_a\n\nThe answer: `is 1.20 and`.\n\n"
+        "::: mock ch_a\nThe mock: `Milk is 1.20`.\n::: end mock\n\n"
+        "::: live ch_a asks\nThe live: `costs 1.25`, not `is 1.20`.\n::: end live\n"
+    )
+    with_live = problems("p.md", page, lambda chapter: _traces(live=True))
+    assert with_live == [
+        "p.md line 3: the prose quotes `is 1.20 and`, which the live runs do not show: "
+        "put the sentence in a `::: mock ch_a` block, or say what both show.",
+        "p.md line 10: the prose quotes `is 1.20`, which the live runs do not show: say what the trace shows.",
+    ]
+    # Without a live run, only the mock is seen: the sentence beside it holds.
+    assert problems("p.md", page, lambda chapter: _traces(live=False)) == []
+
+
+def test_the_kept_answer_is_asked_again_only_when_the_page_or_its_traces_change(tmp_path: Path) -> None:
+    from primer.book.source import TraceSummary
+
+    class Store:
+        reads = 0
+        key = "k1"
+
+        def chapters(self) -> list[str]:
+            return ["ch_a"]
+
+        def summary(self, chapter: str) -> TraceSummary:
+            return TraceSummary(chapter, ("asks",), ("asks",), LiveStatus("current"), self.key, None)
+
+        def traces(self, chapter: str) -> ChapterTraces:
+            self.reads += 1
+            return _traces(live=True)
+
+    store, page = Store(), "::: trace ch_a\n\nThe answer: `is 1.20 and`.\n"
+    [warning] = ProseChecks(tmp_path).problems("p.md", page, store)
+    assert ProseChecks(tmp_path).problems("p.md", page, store) == [warning], "kept on disk"
+    assert store.reads == 1
+    store.key = "k2"
+    assert ProseChecks(tmp_path).problems("p.md", page, store) == [warning]
+    assert store.reads == 2, "the traces changed: checked again"
+    assert ProseChecks(tmp_path).problems("p.md", page.replace("is 1.20 and", "Milk"), store) == []
+
+
+# -- mode blocks --------------------------------------------------------------------
+
+
+class Source:
+    def __init__(self, live: bool) -> None:
+        self.live = live
+
+    def traces(self, chapter: str) -> ChapterTraces:
+        if chapter != "ch_a":
+            raise NotFound(f"There is no chapter {chapter!r}.")
+        return _traces(self.live)
+
+
+MODE_PAGE = """\
+::: trace ch_a
+
+::: mock ch_a
+MOCK-PROSE: the mock says 1.20.
+::: end mock
+
+::: live ch_a asks
+LIVE-PROSE: the live model says 1.25.
+::: end live
+"""
+
+
+def test_a_mode_block_shows_labelled_with_its_mode_where_its_runs_are() -> None:
+    html = markdown.markdown(MODE_PAGE, extensions=[TraceExtension(source=Source(live=True))])
+    assert (
+        '<div class="tr-prose" data-mode="mock" data-tr-chapter="ch_a"><p class="tr-prose-mode">'
+        '<span class="tr-badge">mock</span> about the mock run</p>\n<p>MOCK-PROSE' in html
+    )
+    assert 'data-mode="live" data-tr-chapter="ch_a" data-tr-scenario="asks">' in html
+    assert "about the live run of asks</p>\n<p>LIVE-PROSE" in html
+    assert ":::" not in html
+    without = markdown.markdown(MODE_PAGE, extensions=[TraceExtension(source=Source(live=False))])
+    assert "MOCK-PROSE" in without
+    assert "LIVE-PROSE" not in without
+    off = markdown.markdown(MODE_PAGE, extensions=[TraceExtension(source=Source(live=True), traces_off=True)])
+    assert "PROSE" not in off, "no traces shown: no prose about them"
+
+
+@pytest.mark.parametrize(
+    ("line", "why"),
+    [
+        ("::: live ../x", "`::: live ../x`"),
+        (":::live x", "`:::live x`"),
+        ("::: Mock x", "`::: Mock x`"),
+        ("::: live x y z", "`::: live x y z`"),
+        ("::: end  live now", "`::: end  live now`"),
+        ("    ::: live x", "`::: live x`"),
+    ],
+)
+def test_a_line_meant_as_a_mode_block_that_is_not_one_is_warned_about(line: str, why: str) -> None:
+    page = f"Before.\n\n{line}\nProse.\n::: end live\n\n```\n::: live ../x\n```\n::: lively x\n"
+    [warning, *rest] = live_prose.problems("docs/p.md", page, {"x": None})
+    assert warning.startswith(f"docs/p.md line 3: {why} looks like the line of a mode block but is not one.")
+    assert all("line 8" not in each and "line 10" not in each for each in rest), "code and other words are not ours"
+
+
+def test_a_block_closed_by_the_other_modes_line_is_said() -> None:
+    page = "::: mock x\nProse.\n::: end live\n"
+    assert live_prose.problems("p.md", page, {"x": None}) == [
+        "p.md line 1: the mock block `::: mock x` is closed on line 3 by the other mode's line: write `::: end mock`."
+    ]
+
+
+# -- in a book build ------------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_a_chapter_quoting_what_its_trace_does_not_show_fails_a_strict_build(tmp_path: Path) -> None:
+    page = "# The book\n\n::: trace ch_alpha asks_price\n\nThe tool `returned: 1.25`, the model said `Milk is`.\n"
+    book = make_book(tmp_path, pages={"index": page})
+    done = book.build("--strict")
+    assert done.returncode != 0
+    [warning] = done.lines("the prose quotes")
+    assert "docs/index.md line 5: the prose quotes `returned: 1.25`, which the mock runs do not show" in warning
+    (book.docs / "index.md").write_text(page.replace("1.25", "1.20"), encoding="utf-8")
+    done = book.build("--strict")
+    assert done.returncode == 0, done.log
