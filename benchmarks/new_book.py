@@ -41,7 +41,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = "greetings"
 CHAPTER = "ch01_first_steps"
-SENTENCE = "With no tools declared,"
+SENTENCE = "A loop of its own"
 
 SECOND_CHAPTER = '''"""Saying no: a tool that refuses, and a model that answers without it.
 
@@ -291,7 +291,7 @@ def writing_loop(scratch: Path, repeat: int) -> None:
             for number in range(repeat):
                 time.sleep(1.0)  # past the server's settling after the last rebuild
                 before = page.read_text()
-                new = f"With no tools declared ({name} {number}),"
+                new = f"A loop ({name} {number}) of its own"
                 page.write_text(before.replace(SENTENCE, new, 1))
                 seconds.append(server.wait_for_page(f"{CHAPTER}/", new, limit=30))
                 page.write_text(before)

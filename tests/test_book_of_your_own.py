@@ -98,23 +98,31 @@ def test_the_new_book_builds_strict_at_once_and_shows_both_scenarios(book: NewBo
         "docs/index.md",
         f"{PACKAGE}/__init__.py",
         f"{PACKAGE}/ch01_first_steps.py",
-        *(["hooks/traces.py"] if (book.root / "hooks").exists() else []),
         "mkdocs.yml",
         "requirements.txt",
         "tests/test_ch01_first_steps.py",
     ]
-    assert "theme:\n  name: material" in (book.root / "mkdocs.yml").read_text()
+    config = (book.root / "mkdocs.yml").read_text()
+    assert "theme:\n  name: material" in config
+    assert "plugins:\n  - search\n  # " in config
+    assert f"  - trace-book:\n      chapters: {PACKAGE}\n" in config
 
     done = book.build()
     assert done.returncode == 0, done.stdout + done.stderr
     assert book.warnings(done) == []
     assert "traces: ran 2, reused 0" in done.stderr
     page = book.page()
-    assert "scenario answers_at_once" in page
+    # On the library: primer's Agent and a tool.
     assert "scenario calls_a_tool" in page
     assert "asked for: spell" in page
     assert "returned: T-R-A-C-E" in page
-    assert "raised" not in page, "the script calls the tool by its declared name"
+    # On the openai SDK by hand, with its own mock service: the trace rebuilt from the wire.
+    assert "scenario weather_by_hand" in page
+    assert "asked for: weather_in" in page
+    assert "tool weather_in" in page
+    assert "returned: sunny" in page
+    assert "It is sunny in Paris." in page
+    assert "raised" not in page, "the scripts call the tools by their declared names"
     assert (book.root / "site" / "traces" / f"{CHAPTER}.json").is_file()
     # The page includes its chapter's module.
     assert f"{PACKAGE}/{CHAPTER}.py</span>" in page
@@ -162,19 +170,28 @@ def _unplaced(book: NewBook) -> str:
 
 def _not_its_own_page(book: NewBook) -> str:
     (book.root / PACKAGE / "ch02_more.py").write_text(book.chapter().read_text())
-    page = "# 2. More\n\n::: trace ch02_more\n\n::: trace ch01_first_steps answers_at_once\n"
+    page = "# 2. More\n\n::: trace ch02_more\n\n::: trace ch01_first_steps calls_a_tool\n"
     (book.root / "docs" / "ch02_more.md").write_text(page)
-    return "docs/ch02_more.md line 5: the marker `::: trace ch01_first_steps answers_at_once` places"
+    return "docs/ch02_more.md line 5: the marker `::: trace ch01_first_steps calls_a_tool` places"
 
 
-@pytest.mark.parametrize("breaks", [_helper_module, _gap, _unplaced, _not_its_own_page])
+def _undeclared_tool(book: NewBook) -> str:
+    # The class's name, not the tool's: a tool's name is its model's title.
+    edit(book.chapter(), 'ask(call("spell", word="trace"))', 'ask(call("Spell", word="trace"))')
+    return "calls_a_tool: the mock script calls 'Spell' in turn 1, which is not a declared tool"
+
+
+@pytest.mark.parametrize("breaks", [_helper_module, _gap, _unplaced, _not_its_own_page, _undeclared_tool])
 def test_each_broken_rule_fails_strict_with_its_message(book: NewBook, breaks: object) -> None:
     assert callable(breaks)
     expected = breaks(book)
     done = book.build()
     assert done.returncode != 0
-    [warning] = book.warnings(done)
-    assert expected in warning, done.stderr
+    # The rule's warning first (a wrong tool name also leaves the page's prose quoting a result
+    # the trace no longer shows: the prose check says so too).
+    warnings = book.warnings(done)
+    assert expected in warnings[0], done.stderr
+    assert len(warnings) == (2 if breaks is _undeclared_tool else 1), warnings
 
 
 def test_the_books_workflow_passes_the_checks_this_projects_own_pass(book: NewBook) -> None:
@@ -221,6 +238,6 @@ def test_serve_on_the_new_book_shows_a_saved_edit(book: NewBook) -> None:
     with serving(book) as server:  # type: ignore[arg-type]  # a book with root and env(), as SmallBook has
         assert "scenario calls_a_tool" in server.get(f"{CHAPTER}/")
         start = len(server.lines)
-        edit(book.root / "docs" / f"{CHAPTER}.md", "With no tools declared,", "With no tool at all,")
+        edit(book.root / "docs" / f"{CHAPTER}.md", "A loop of its own", "A hand-written loop of its own")
         server.wait_for("Reloading browsers", after=start)
-        assert "With no tool at all," in server.get(f"{CHAPTER}/")
+        assert "A hand-written loop of its own" in server.get(f"{CHAPTER}/")

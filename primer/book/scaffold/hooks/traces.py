@@ -1,1 +1,0 @@
-from primer.book.mkdocs_hook import *  # noqa: F403
