@@ -1,21 +1,29 @@
 """The Inspect AI export: a chapter as an eval log that Inspect's own reader reads back.
 
-Written as JSON and as Inspect's zipped ``.eval``, read with ``inspect_ai.log.read_eval_log``:
-a sample per scenario, a model event per model call and a tool event per tool call, in the
-order and at the moments the trace recorded, for ch09 in mock mode and live.
+The log is written from Inspect's schema without inspect-ai, which the tests alone need:
+written as JSON and as Inspect's zipped ``.eval``, read with ``inspect_ai.log.read_eval_log``
+(which validates every field against Inspect's own models). A sample per scenario, a model
+event per model call and a tool event per tool call, in the order and at the moments the
+trace recorded, for ch09 in mock mode and live; the question as the input, tool messages
+with their function and error; for ch16, an evaluation, an epoch per trial, each scored
+with the check that decided it, and the pass rate as the run's metric.
 """
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 from inspect_ai.event import ModelEvent, ToolEvent
-from inspect_ai.log import read_eval_log
+from inspect_ai.log import EvalLog, read_eval_log
+from inspect_ai.model import ChatMessageTool
 
 from primer.cli import main
-from primer.export.inspect_log import eval_log, write
+from primer.evaluate import evaluation_of
+from primer.export.inspect_log import SCORER, write
 from primer.replay import read_trace
 from primer.runner import run_chapter
 from primer.settings import DEFAULT_SERVICE_KEY
@@ -93,8 +101,12 @@ def test_the_events_are_at_the_recorded_moments_with_the_usage(runs: dict[str, C
     assert sample.model_usage["openai-api/deepseek/deepseek-flash"].output_tokens == total
 
 
-def test_a_failed_tool_call_is_a_tool_error(runs: dict[str, ChapterRun]) -> None:
-    log = eval_log(runs["live"])
+def read(run: ChapterRun, folder: Path, suffix: str = ".json") -> EvalLog:
+    return read_eval_log(write(run, folder / f"log{suffix}", start=START))
+
+
+def test_a_failed_tool_call_is_a_tool_error(runs: dict[str, ChapterRun], tmp_path: Path) -> None:
+    log = read(runs["live"], tmp_path)
     assert log.samples is not None
     sample = next(s for s in log.samples if s.id == "arguments_are_wrong")
     first = next(e for e in sample.events if isinstance(e, ToolEvent))
@@ -120,3 +132,86 @@ def test_no_key_in_the_log(runs: dict[str, ChapterRun], mode: str, tmp_path: Pat
     text = write(runs[mode], tmp_path / "log.json", start=START).read_text()
     assert leaks(text, [DEFAULT_SERVICE_KEY]) == []
     assert "Bearer" not in text
+
+
+@pytest.mark.parametrize("mode", ["mock", "live"])
+def test_the_input_is_the_question_and_the_tool_messages_name_their_function_and_error(
+    runs: dict[str, ChapterRun], mode: str, tmp_path: Path
+) -> None:
+    run = runs[mode]
+    log = read(run, tmp_path)
+    assert log.samples is not None
+    for sample, scenario in zip(log.samples, run.scenarios, strict=True):
+        [question] = [m.content for m in scenario.transcript if m.role == "human"]
+        assert sample.input == question, "the question, not the system prompt first"
+        assert sample.output.completion == scenario.transcript[-1].content
+        tools = {tool.call_id: tool for turn in scenario.turns for tool in turn.tools}
+        told = [m for m in sample.messages if isinstance(m, ChatMessageTool)]
+        assert len(told) == len(tools)
+        for message in told:
+            ran = tools[message.tool_call_id or ""]
+            assert message.function == ran.name
+            if ran.failure is None:
+                assert message.error is None
+            else:
+                assert message.error is not None
+                assert message.error.message == ran.failure.message
+    landed = next(s for s in log.samples if s.id == "arguments_are_wrong")
+    [rejected, *_] = [m for m in landed.messages if isinstance(m, ChatMessageTool)]
+    assert rejected.error is not None
+    assert rejected.error.type == "parsing"
+    assert log.results is None, "nothing in ch09 is scored"
+    assert all(not sample.scores for sample in log.samples)
+
+
+EVALUATION = "ch16_evaluation"
+
+
+@pytest.mark.parametrize("suffix", [".json", ".eval"])
+def test_an_evaluation_is_a_sample_per_scenario_an_epoch_per_trial_each_scored(suffix: str, tmp_path: Path) -> None:
+    run = run_chapter(EVALUATION)
+    log = read(run, tmp_path, suffix)
+    assert log.samples is not None
+    assert log.eval.config.epochs == 5
+    assert log.eval.dataset.samples == len(run.scenarios) == 2
+    for scenario in run.scenarios:
+        trials = evaluation_of(scenario).trials
+        samples = sorted((s for s in log.samples if s.id == scenario.name), key=lambda s: s.epoch)
+        assert [s.epoch for s in samples] == [t.number for t in trials] == [1, 2, 3, 4, 5]
+        for sample, trial in zip(samples, trials, strict=True):
+            score = sample.scores[SCORER] if sample.scores else None
+            assert score is not None
+            assert score.value == ("C" if trial.passed else "I")
+            assert score.explanation == (trial.why if not trial.passed else "every check passed")
+            assert score.answer == sample.output.completion == sample.messages[-1].text
+            assert sample.input == "How much is a bottle of milk? Look it up."
+            assert sample.turn_count == trial.turns
+    flaky = {s.epoch: s.scores[SCORER] for s in log.samples if s.id == "a_flaky_model" and s.scores}
+    assert flaky[2].explanation == "price_of was not called; the answer does not say 1.20"
+    assert flaky[4].answer == "Milk is 3.10."
+    assert log.results is not None
+    [scores] = log.results.scores
+    assert (scores.name, scores.scorer, scores.scored_samples) == (SCORER, SCORER, 10)
+    assert scores.metrics["accuracy"].value == pytest.approx(8 / 10), "5 of 5 and 3 of 5 passed"
+    assert log.reductions is not None
+    rates = {r.sample_id: r.value for reduction in log.reductions for r in reduction.samples}
+    assert rates == {
+        "same_script_every_time": 1.0,
+        "a_flaky_model": pytest.approx(evaluation_of(run.scenario("a_flaky_model")).pass_rate),
+    }
+
+
+def test_the_log_is_written_without_inspect_ai(tmp_path: Path) -> None:
+    # inspect-ai cannot be imported in this process: the export needs none of it.
+    out = tmp_path / "ch16.eval"
+    script = (
+        "import sys; sys.modules['inspect_ai'] = None\n"
+        "from primer.cli import main\n"
+        f"raise SystemExit(main(['export', 'inspect', {EVALUATION!r}, '-o', {str(out)!r}]))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=120, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert read_eval_log(out).results is not None
+    assert [path.name for path in tmp_path.iterdir()] == ["ch16.eval"], "no temporary file left beside it"

@@ -307,6 +307,8 @@ class Receiver(BaseHTTPRequestHandler):
     """An OTLP/HTTP traces endpoint: decodes each ExportTraceServiceRequest it is sent."""
 
     received: ClassVar[list[tuple[str, bytes]]] = []
+    #: The authorization header of each request ("" when none came).
+    authorizations: ClassVar[list[str]] = []
     status: ClassVar[int] = 200
 
     def do_POST(self) -> None:
@@ -314,6 +316,7 @@ class Receiver(BaseHTTPRequestHandler):
         if self.headers.get("content-encoding") == "gzip":
             body = gzip.decompress(body)
         type(self).received.append((self.headers.get("content-type", ""), body))
+        type(self).authorizations.append(self.headers.get("authorization", ""))
         answer = ExportTraceServiceResponse().SerializeToString()
         self.send_response(type(self).status)
         self.send_header("content-type", "application/x-protobuf")
@@ -327,7 +330,7 @@ class Receiver(BaseHTTPRequestHandler):
 
 @pytest.fixture
 def receiver() -> Iterator[tuple[str, type[Receiver]]]:
-    handler = type("OneReceiver", (Receiver,), {"received": [], "status": 200})
+    handler = type("OneReceiver", (Receiver,), {"received": [], "authorizations": [], "status": 200})
     server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
@@ -758,3 +761,71 @@ def test_the_command_says_what_is_wrong_with_its_arguments(
 ) -> None:
     assert main(["export", "otlp", *arguments]) == 2
     assert said in capsys.readouterr().err
+
+
+def test_an_endpoint_that_wants_a_key_gets_it_from_the_environment_as_opentelemetry_says(
+    receiver: tuple[str, type[Receiver]], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Langfuse's OTLP endpoint takes Basic auth; OTEL_EXPORTER_OTLP_HEADERS is where an exporter finds it.
+    url, handler = receiver
+    secret = "cGstbGYtMTIzOnNrLWxmLTQ1Ng=="
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_HEADERS", f"Authorization=Basic {secret}")
+    assert main(["export", "otlp", CHAPTER, "--at", "now", "--endpoint", url]) == 0
+    assert handler.authorizations == [f"Basic {secret}"]
+    assert secret not in capsys.readouterr().out
+
+
+def test_the_cache_keeps_a_chapters_otlp_json_by_the_exports_version(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A new export (its code, its packages) makes the file again: a warm cache never publishes the old one.
+    import primer.export
+
+    run = run_chapter(CHAPTER)
+
+    def published_once() -> str:
+        store = TraceStore(tmp_path / "live", tmp_path / "cache")
+        store.show(ChapterTraces(CHAPTER, run, None, LiveStatus("missing"), f"traces/{CHAPTER}.json"))
+        store.publish(tmp_path / "site")
+        return (tmp_path / "site" / "traces" / f"{CHAPTER}.otlp.json").read_text()
+
+    first = published_once()
+    [kept] = (tmp_path / "cache" / "otlp").iterdir()
+    assert kept.name.endswith(f"-{primer.export.otlp_version()}.json")
+    kept.unlink()  # the site's file is a hard link to it: a new file, not the same one rewritten
+    kept.write_text("made by the old export\n")  # as an older export's file would differ
+    (tmp_path / "site" / "traces" / f"{CHAPTER}.otlp.json").unlink()
+    assert published_once() == "made by the old export\n", "the same version: the cached copy is used"
+    (tmp_path / "site" / "traces" / f"{CHAPTER}.otlp.json").unlink()
+    monkeypatch.setattr(primer.export, "otlp_version", lambda: "0123456789abcdef")
+    assert published_once() == first
+    [remade] = (tmp_path / "cache" / "otlp").iterdir()
+    assert remade.name.endswith("-0123456789abcdef.json"), "the older version's copy is dropped"
+
+
+def test_what_a_viewer_lists_reaches_a_loopback_receiver_as_protobuf(
+    runs: dict[str, ChapterRun], receiver: tuple[str, type[Receiver]]
+) -> None:
+    # What benchmarks/phoenix.py checks in Phoenix itself, checked here on the wire: the trace list's
+    # Input and Output (the root spans' input.value and output.value), within the last 7 days, and
+    # the error spans, each with its message.
+    url, handler = receiver
+    before = datetime.now(UTC)
+    assert main(["export", "otlp", CHAPTER, "--mode", "live", "--at", "now", "--endpoint", url]) == 0
+    spans = received_spans(handler)
+    run = runs["live"]
+    listed = [
+        (span.name, attributes(span)["input.value"], attributes(span)["output.value"])
+        for span in spans
+        if not span.parent_span_id
+    ]
+    assert listed == [
+        (f"invoke_agent {s.name}", s.transcript[1].content, s.transcript[-1].content) for s in run.scenarios
+    ]
+    assert all(s.transcript[1].role == "human" for s in run.scenarios)
+    week = int((before - timedelta(days=7)).timestamp()) * 10**9
+    assert all(span.start_time_unix_nano >= week for span in spans), "in a viewer's default window"
+    errors = [span for span in spans if span.status.code == ERROR]
+    assert len(errors) == 6
+    assert all(span.status.message for span in errors)
+    assert {attributes(span)["openinference.span.kind"] for span in errors} == {"TOOL", "CHAIN"}

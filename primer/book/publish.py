@@ -237,7 +237,7 @@ class Publisher:
 
         if not otlp_available():
             return True
-        if _place_cached(otlp, self.store.cache_dir / "otlp" / f"{chapter}.{key}.json"):
+        if _place_cached(otlp, self._otlp_copy(chapter, key)):
             written.append(otlp)
         else:  # made again from the runs (the key is the one their document has)
             written += self._publish_otlp(otlp, self.store.traces(chapter), key)
@@ -260,11 +260,18 @@ class Publisher:
             if text is None:
                 return []
             last = self._otlp[traces.chapter] = (key, text)
-        _place(path, last[1], self.store.cache_dir / "otlp" / f"{traces.chapter}.{key}.json")
+        _place(path, last[1], self._otlp_copy(traces.chapter, key))
         return [path]
 
+    def _otlp_copy(self, chapter: str, key: str) -> Path:
+        """Where the cache keeps a chapter's OTLP JSON: by its document's key and the export's version."""
+        from primer.export import otlp_version  # no exporter imported: a digest of its code and packages
+
+        # One dot between the two, as _keep expects of CHAPTER.KEY.json: older versions are dropped.
+        return self.store.cache_dir / "otlp" / f"{chapter}.{key}-{otlp_version()}.json"
+
     def _otlp_cached(self, traces: ChapterTraces, key: str) -> str | None:
-        cached = self.store.cache_dir / "otlp" / f"{traces.chapter}.{key}.json"
+        cached = self._otlp_copy(traces.chapter, key)
         try:
             return cached.read_text(encoding="utf-8")
         except OSError:
