@@ -1,115 +1,145 @@
-"""What the trace machinery costs a build, and how fast `mkdocs serve` shows a saved edit.
+"""What a build costs on each path an author takes, and how fast `mkdocs serve` shows a saved edit.
 
-    .venv/bin/python benchmarks/build.py [--repeat 12] [--baseline DIR] [--no-serve]
+    .venv/bin/python benchmarks/build.py [--books this 100] [--repeat 7] [--saves 7] [--no-serve] [--baseline DIR]
 
-Works on a copy of the book (docs with the frozen live traces, mkdocs.yml,
-hooks, primer) in a temporary folder, so the checkout's caches are left
-alone, and prints side by side:
+Each book is built in a scratch folder in memory (``books.py``): ``this``, a
+copy of this checkout's book (17 chapters, the frozen live traces, the
+listings its pages include), or a number, a synthetic book of that many
+chapters x 4 scenarios with its own copy of ``primer``. No key is set: live
+runs are not measured (a library edit verifies the frozen live traces).
 
-* the warm build (every trace cached) with traces over the same build with
-  ``PRIMER_TRACES=off`` (target: at most 1.25), as wall time of the whole
-  ``mkdocs build`` command, as its CPU time, and as the time MkDocs itself
-  reports (from loading the configuration to the last page, so without
-  Python's start-up and imports);
-* the cold build (no cache: every mock scenario runs, every trace renders)
-  over the warm one;
-* during ``mkdocs serve``: the time from saving a chapter module (one reply
-  text changed) to the rebuilt page being served, and the same for prose;
-  the rebuild as MkDocs times it; and the trace machinery's own share of
-  each rebuild (the ``traces: the machinery's share`` line the hook logs at
-  DEBUG). The server polls for changes every 0.5 s and waits 0.1 s for more,
-  which bounds the latency from below. The same again with
-  ``mkdocs serve --dirty --no-strict``, which rebuilds only the pages that
-  changed (``--no-strict``: MkDocs warns on every dirty build). A page that
-  never shows the edit (within 20 s) counts as not a number.
+**Builds** (``mkdocs build``, as an author runs it: no ``--verbose``), every
+kind once a round, in rotating order, ``--repeat`` rounds:
 
-The machine may be shared, and its speed drifts by a quarter within
-minutes, so builds are interleaved (each round: warm and off back to back,
-taking turns at going first, then cold) and every figure is a median of
-``--repeat`` runs; the on/off ratio is also given as the median of the
-ratios of each round's pair, which the drift affects least, and as the
-ratio of the fastest runs, the least disturbed by other work.
+* ``warm``: nothing changed, every trace cached;
+* ``off``: the same with ``PRIMER_TRACES=off``;
+* ``cold``: no cache (``.cache`` removed): every mock scenario runs, every
+  trace renders;
+* ``after a prose / comment / chapter / library / template edit``: the
+  build right after saving a new edit of that kind (``books.EDITS``: a
+  sentence in a chapter's page; a comment in its module; a reply text in
+  its module; a function added to ``primer/loop.py``; a line in the chapter
+  template). Each edit is new (a content-addressed cache would answer a
+  revert from its entries); each page is checked for the edit's probe, so
+  a build that published stale HTML shows as ``shown 0/7``.
+
+Every build but the cold and the edited ones starts from a full cache, so
+any order is fair. Printed: each kind's median (wall; CPU; MkDocs' own
+figure, which leaves out Python's start-up), the machinery's log line, and
+each kind over the same round's warm build as the median of the rounds'
+ratios with its 95 % interval and IQR (``figures.py``); cold - off, the
+machinery's cost in a cold build, and its own timing line from one more
+cold build with ``--verbose`` (target <= 0.8 s for this book, issue 21).
+
+**Serve** (``mkdocs serve`` without ``-v``, which would log every event of
+every page, and with ``--dirty``): ``--saves`` saves each of a chapter
+module (a reply text), of prose and of the template, rotating. Before each
+save the server is idle (no log line for a second); the time is from the
+save to the page being served with the edit's probe where the trace
+changes (the chapter edit's probe cannot match the page's source listing),
+polled every 20 ms. MkDocs holds a request until its rebuild ends, so the
+page comes at the end of the rebuild the save started; its rebuild time is
+read from the log lines after that save, which also count how many
+rebuilds it set off (more than one: the build's own writes woke the
+watcher). A page that never shows the edit within ``--wait`` seconds
+counts as not a number (``shown 0/7``).
 
 ``--baseline DIR`` measures a second checkout the same way, in the same
-rounds, and prints its figures in a second column: before and after a
-change, in one run (make one with ``git worktree add DIR HEAD`` or
-``git archive HEAD | tar -x -C DIR``). No key is set: live runs are not
-measured.
+rounds (``git worktree add DIR HEAD``). ``--quick``: a 3-chapter book, one
+round, one save of each under a plain serve, for CI (tests/test_benchmarks.py); its figures mean
+nothing.
 """
 
 from __future__ import annotations
 
 import argparse
 import math
-import os
-import re
-import resource
 import shutil
 import socket
-import statistics
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 import urllib.request
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-COPIED = ["docs", "hooks", "primer", "tests", "mkdocs.yml", "README.md", "pyproject.toml"]
-CHAPTER = "primer/chapters/ch05_loop_endings.py"
-CHAPTER_TEXT = "there is only one left"
-CHAPTER_PAGE = "ch05_loop_endings/"
-PROSE = "docs/ch05_loop_endings.md"
-BUILT = re.compile(r"Documentation built in ([0-9.]+) seconds")
-SHARE = re.compile(r"traces: the machinery's share of this build: ([0-9.]+) ms")
+from books import BUILT, ROOT, Edit, Editor, Run, copy_book, edits, environment, generate, mkdocs, scratch
+from figures import differences, median, ratios, spread, turns
 
-
-def copy_book(source: Path, target: Path) -> None:
-    for name in COPIED:
-        path = source / name
-        if path.is_dir():
-            shutil.copytree(path, target / name, ignore=shutil.ignore_patterns("__pycache__", ".cache", "site"))
-        elif path.exists():
-            shutil.copy2(path, target / name)
-
-
-def environment(book: Path, **extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PRIMER_")}
-    env.update(PYTHONPATH=str(book), NO_MKDOCS_2_WARNING="1", PYTHONDONTWRITEBYTECODE="1", **extra)
-    return env
+#: Issue 21's targets: a comment-only edit at most this over warm; a cold build's machinery share (ms).
+COMMENT_TARGET, COLD_SHARE_TARGET = 1.05, 800
+SERVED_KINDS = ("chapter", "prose", "template")
+SERVES = ("", "--dirty --no-strict")
 
 
 @dataclass
-class Run:
-    """One ``mkdocs build``: wall seconds, CPU seconds (user + system), MkDocs' own figure."""
+class Book:
+    """One book of one checkout, and what was measured of it."""
 
-    wall: float
-    cpu: float
-    inside: float
+    label: str
+    path: Path
+    synthetic: bool
+    edits: list[Edit]
+    editor: Editor
+    runs: dict[str, list[Run]] = field(default_factory=dict)
+    shown: dict[str, list[bool | None]] = field(default_factory=dict)
+    cold_share: float | None = None
+    #: (serve arguments, kind) -> the saves.
+    saves: dict[tuple[str, str], Saves] = field(default_factory=dict)
+    edited: int = 0
+
+    def kinds(self) -> list[str]:
+        return ["warm", "off", "cold", *(f"after a {e.kind} edit" for e in self.edits)]
+
+    def next_edit(self) -> int:
+        self.edited += 1
+        return self.edited
 
 
-def build(book: Path, **extra: str) -> Run:
-    """One ``mkdocs build`` of the copy."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    started = time.perf_counter()
-    done = subprocess.run(
-        [sys.executable, "-m", "mkdocs", "build", "-d", str(book / "site")],
-        cwd=book,
-        env=environment(book, **extra),
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    wall = time.perf_counter() - started
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    if done.returncode != 0:
-        raise SystemExit(f"mkdocs build failed:\n{done.stdout}{done.stderr}")
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    match = BUILT.search(done.stdout + done.stderr)
-    return Run(wall, cpu, float(match[1]) if match else float("nan"))
+def make(label: str, checkout: Path, spec: str, work: Path) -> Book:
+    """The book ``spec`` names (``this`` or a chapter count) of ``checkout``, in ``work``."""
+    folder = work / f"{label}-{spec}"
+    if spec == "this":
+        path, synthetic = copy_book(checkout, folder), False
+    elif spec.isdigit():
+        path, synthetic = generate(folder, int(spec), library=checkout), True
+    else:
+        raise SystemExit(f"--books takes 'this' or a number of chapters, not {spec!r}")
+    name = f"{label}: {'this book' if spec == 'this' else f'{spec} synthetic chapters'}"
+    return Book(name, path, synthetic, edits(path, synthetic=synthetic), Editor(path))
+
+
+def one(book: Book, kind: str) -> None:
+    """One build of ``kind``, recorded on the book."""
+    env = {"PRIMER_TRACES": "off"} if kind == "off" else {}
+    edit = next((e for e in book.edits if kind == f"after a {e.kind} edit"), None)
+    n = 0
+    if kind == "cold":
+        shutil.rmtree(book.path / ".cache", ignore_errors=True)
+    elif edit is not None:
+        n = book.next_edit()
+        book.editor.apply(edit, n)
+    book.runs.setdefault(kind, []).append(mkdocs(book.path, **env))
+    if edit is not None:
+        book.shown.setdefault(kind, []).append(edit.shown(book.path, n))
+
+
+def rounds(books: list[Book], repeat: int) -> None:
+    """``repeat`` rounds: every kind of every book once, in rotating order."""
+    for book in books:
+        mkdocs(book.path)  # fills the caches for the first warm build
+    for n in range(repeat):
+        for book in turns(books, n):
+            for kind in turns(book.kinds(), n):
+                one(book, kind)
+        print(f"  builds: round {n + 1}/{repeat} done", file=sys.stderr)
+    for book in books:  # the machinery's own figure for a cold build, logged at DEBUG
+        shutil.rmtree(book.path / ".cache", ignore_errors=True)
+        book.cold_share = mkdocs(book.path, "--verbose").share
+
+
+# -- serve -------------------------------------------------------------------
 
 
 def free_port() -> int:
@@ -119,236 +149,177 @@ def free_port() -> int:
 
 
 class Serve:
-    """A ``mkdocs serve -v`` of the copy, with its log."""
+    """A ``mkdocs serve`` of a book (no ``-v``), with its log."""
 
     def __init__(self, book: Path, *args: str) -> None:
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}/"
+        port = free_port()
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "mkdocs", "serve", "-v", "--dev-addr", f"127.0.0.1:{self.port}", *args],
+            [sys.executable, "-m", "mkdocs", "serve", "--dev-addr", f"127.0.0.1:{port}", *args],
             cwd=book,
             env=environment(book),
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             text=True,
         )
-        self.lines: list[str] = []
+        self.lines: list[tuple[float, str]] = []
         threading.Thread(target=self._read, daemon=True).start()
-        deadline = time.monotonic() + 120
-        while not any("Serving on" in line for line in self.lines):
+        deadline = time.monotonic() + 180
+        while not (serving := [line for _, line in self.lines if "Serving on" in line]):
             if time.monotonic() > deadline or self.process.poll() is not None:
-                raise SystemExit("mkdocs serve did not start:\n" + "\n".join(self.lines[-40:]))
+                self.stop()
+                raise SystemExit("mkdocs serve did not start:\n" + "\n".join(line for _, line in self.lines[-40:]))
             time.sleep(0.05)
-        # site_url's path is the mount point (/trace-book/).
-        [serving] = [line for line in self.lines if "Serving on" in line]
-        self.url = serving.split("Serving on ", 1)[1].strip().rstrip("/") + "/"
+        # site_url's path is the mount point (/trace-book/ for this book).
+        self.url = serving[0].split("Serving on ", 1)[1].strip().rstrip("/") + "/"
 
     def _read(self) -> None:
         assert self.process.stdout is not None
         for line in self.process.stdout:
-            self.lines.append(line.rstrip())
+            self.lines.append((time.monotonic(), line.rstrip()))
 
     def get(self, path: str) -> str:
-        with urllib.request.urlopen(self.url + path, timeout=60) as response:
+        with urllib.request.urlopen(self.url + path, timeout=120) as response:
             return str(response.read().decode())
 
-    def save_and_wait(self, path: Path, old: str, new: str, page: str, expect: str) -> float:
-        """Seconds from saving ``path`` (``old`` replaced by ``new``) to ``page`` being served with ``expect``."""
-        text = path.read_text()
-        started = time.perf_counter()
-        path.write_text(text.replace(old, new, 1))
-        while expect not in self.get(page):
-            if time.perf_counter() - started > 20:
-                return float("nan")
-            time.sleep(0.02)
-        return time.perf_counter() - started
-
-    def settle(self, start: int) -> None:
-        """Wait until the rebuild begun after log line ``start`` is logged as done (or 20 s)."""
-        deadline = time.monotonic() + 20
-        while not any(BUILT.search(line) for line in self.lines[start:]) and time.monotonic() < deadline:
+    def idle(self, quiet: float = 1.0, limit: float = 60) -> None:
+        """Wait until no line was logged for ``quiet`` seconds (or ``limit``)."""
+        deadline = time.monotonic() + limit
+        while time.monotonic() < deadline:
+            last = self.lines[-1][0] if self.lines else 0.0
+            if time.monotonic() - last >= quiet:
+                return
             time.sleep(0.05)
+
+    def built(self, start: int) -> list[float]:
+        """MkDocs' rebuild figures logged since line ``start``."""
+        return [float(m[1]) for _, line in self.lines[start:] if (m := BUILT.search(line))]
 
     def stop(self) -> None:
         self.process.terminate()
-        self.process.wait(timeout=20)
+        try:
+            self.process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
 
 
 @dataclass
 class Saves:
-    """One serve session's saves: seconds to the page, MkDocs' rebuild figure, the machinery's share (ms)."""
+    """One kind of save in one serve mode: seconds to the page, the same rebuild's figure, rebuilds set off."""
 
     seconds: list[float] = field(default_factory=list)
     rebuild: list[float] = field(default_factory=list)
-    share: list[float] = field(default_factory=list)
+    rebuilds: list[int] = field(default_factory=list)
 
 
-@dataclass
-class Figures:
-    """Everything measured of one checkout."""
-
-    cold: list[Run] = field(default_factory=list)
-    warm: list[Run] = field(default_factory=list)
-    off: list[Run] = field(default_factory=list)
-    #: (serve arguments, "chapter" or "prose") -> the saves.
-    saves: dict[tuple[str, str], Saves] = field(default_factory=dict)
-    reruns: list[str] = field(default_factory=list)
-
-
-def rounds(books: dict[str, Path], figures: dict[str, Figures], repeat: int) -> None:
-    """Interleaved builds: each round builds every checkout warm and off back to back, then cold.
-
-    The machine's speed drifts (other work on a shared host): a warm build
-    and the off build it is compared with run one right after the other, in
-    turns first, and the checkouts take turns too.
-    """
-    for book in books.values():
-        build(book)  # fills the caches for the first round's warm build
-    for n in range(repeat):
-        labels = list(books) if n % 2 == 0 else list(reversed(books))
-        for label in labels:
-            book = books[label]
-            pair = [("warm", {}), ("off", {"PRIMER_TRACES": "off"})]
-            for kind, env in pair if (n // 2) % 2 == 0 else reversed(pair):
-                getattr(figures[label], kind).append(build(book, **env))
-        for label in labels:
-            # Last in the round, so the next round's warm build finds a full cache.
-            shutil.rmtree(books[label] / ".cache", ignore_errors=True)
-            figures[label].cold.append(build(books[label]))
-        print(f"  round {n + 1}/{repeat} done", file=sys.stderr)
-
-
-SERVES = ("", "--dirty --no-strict")
-
-
-def serve(book: Path, figures: Figures, repeat: int, args: str) -> None:
-    """Save a chapter module, then prose, ``repeat`` times; time each until the page shows it."""
-    shutil.rmtree(book / ".cache", ignore_errors=True)
-    build(book)  # the server starts warm, as an author's does
-    server = Serve(book, *args.split())
+def serve(book: Book, args: str, saves: int, wait: float) -> None:
+    """``saves`` saves of each served kind under one ``mkdocs serve``; each timed to the page that shows it."""
+    mkdocs(book.path)  # the server starts warm, as an author's does
+    server = Serve(book.path, *args.split())
+    by_kind = {e.kind: e for e in book.edits}
+    gave_up: set[str] = set()
     try:
-        for n in range(repeat):
-            # Each session's edits say which they are: the copy keeps the earlier ones.
-            tag = f"{n}{args.replace(' ', '')}"
-            for kind, path, old, new in (
-                ("chapter", book / CHAPTER, CHAPTER_TEXT, f"{CHAPTER_TEXT} (edit {tag})"),
-                ("prose", book / PROSE, "\n", f"\n\nProse edit {tag}.\n\n"),
-            ):
-                saves = figures.saves.setdefault((args, kind), Saves())
-                start = len(server.lines)
-                saves.seconds.append(server.save_and_wait(path, old, new, CHAPTER_PAGE, new.strip()))
-                server.settle(start)
-                # Long enough to see a second rebuild, were the first to trigger one.
-                time.sleep(1.0)
-                logged = server.lines[start:]
-                saves.rebuild.extend([float(m[1]) for line in logged if (m := BUILT.search(line))][:1])
-                saves.share.extend([float(m[1]) for line in logged if (m := SHARE.search(line))][:1])
-        if not args:
-            figures.reruns = [line[line.index("traces:") :] for line in server.lines if "traces: ran" in line]
+        server.get(by_kind["prose"].page + "/")
+        for n in range(saves):
+            for kind in turns(list(SERVED_KINDS), n):
+                record = book.saves.setdefault((args, kind), Saves())
+                if kind in gave_up:  # it never showed: waiting again says nothing new
+                    record.seconds.append(math.nan)
+                    continue
+                edit = by_kind[kind]
+                server.idle()
+                start, k = len(server.lines), book.next_edit()
+                probe, page = edit.probe(k), edit.page + "/"
+                started = time.perf_counter()
+                book.editor.apply(edit, k)
+                seconds = math.nan
+                while time.perf_counter() - started < wait:
+                    if probe in server.get(page):
+                        seconds = time.perf_counter() - started
+                        break
+                    time.sleep(0.02)
+                server.idle()
+                figures = server.built(start)
+                record.seconds.append(seconds)
+                record.rebuild.extend(figures[:1])
+                record.rebuilds.append(len(figures))
+                if math.isnan(seconds):
+                    gave_up.add(kind)
+        print(f"  serve {args or '(plain)'}: {book.label} done", file=sys.stderr)
     finally:
         server.stop()
 
 
-def median(values: list[float]) -> float:
-    """The median of the values that are numbers (a page that never showed an edit is not one)."""
-    numbers = [value for value in values if not math.isnan(value)]
-    return statistics.median(numbers) if numbers else float("nan")
+# -- the report --------------------------------------------------------------
 
 
-def table(figures: dict[str, Figures]) -> list[tuple[str, list[float], str, str]]:
-    """Rows of (label, one value per checkout, unit, note)."""
-
-    def of(pick: Callable[[Figures], float]) -> list[float]:
-        return [pick(f) for f in figures.values()]
-
-    def paired(f: Figures) -> float:
-        return median([on.wall / off.wall for on, off in zip(f.warm, f.off, strict=False)])
-
-    rows = [
-        ("warm build, traces on (wall)", of(lambda f: median([r.wall for r in f.warm])), "s", ""),
-        ("warm build, PRIMER_TRACES=off (wall)", of(lambda f: median([r.wall for r in f.off])), "s", ""),
-        (
-            "  on / off (wall, medians)",
-            of(lambda f: median([r.wall for r in f.warm]) / median([r.wall for r in f.off])),
-            "x",
-            "target <= 1.25",
-        ),
-        ("  on / off (wall, median of paired rounds)", of(paired), "x", "target <= 1.25"),
-        (
-            "  on / off (wall, fastest of each)",
-            of(lambda f: min([r.wall for r in f.warm] or [math.nan]) / min([r.wall for r in f.off] or [math.nan])),
-            "x",
-            "least disturbed",
-        ),
-        (
-            "  on / off (CPU time)",
-            of(lambda f: median([r.cpu for r in f.warm]) / median([r.cpu for r in f.off])),
-            "x",
-            "user + system",
-        ),
-        ("warm build, traces on (MkDocs' own figure)", of(lambda f: median([r.inside for r in f.warm])), "s", ""),
-        ("warm build, PRIMER_TRACES=off (MkDocs' own)", of(lambda f: median([r.inside for r in f.off])), "s", ""),
-        (
-            "  on / off (MkDocs' own)",
-            of(lambda f: median([r.inside for r in f.warm]) / median([r.inside for r in f.off])),
-            "x",
-            "no start-up",
-        ),
-        ("cold build, no cache (wall)", of(lambda f: median([r.wall for r in f.cold])), "s", ""),
-        (
-            "  cold / warm (wall)",
-            of(lambda f: median([r.wall for r in f.cold]) / median([r.wall for r in f.warm])),
-            "x",
-            "",
-        ),
-    ]
-    for args in SERVES:
+def report(book: Book) -> None:
+    """Print one book's figures."""
+    warm = [r.wall for r in book.runs["warm"]]
+    print(f"\n{book.label}: {len(warm)} interleaved rounds (wall seconds, medians; IQR)")
+    for kind in book.kinds():
+        runs = book.runs[kind]
+        s = spread([r.wall for r in runs])
+        shown = book.shown.get(kind, [])
+        seen = f"   shown {sum(1 for x in shown if x)}/{len(shown)}" if shown and shown[0] is not None else ""
+        line = runs[-1].ran or "(no machinery line)"
+        print(
+            f"  {kind:26} {s.value:7.3f} s (IQR {s.q1:.3f}-{s.q3:.3f})   CPU {median([r.cpu for r in runs]):6.2f} s"
+            f"   MkDocs' own {median([r.inside for r in runs]):6.2f} s{seen}"
+        )
+        if kind != "off":
+            print(f"  {'':26} {line}")
+    print("  over the same round's warm build (median of the pairs, 95 % interval, IQR):")
+    for kind in book.kinds():
+        if kind == "warm":
+            continue
+        ratio = ratios([r.wall for r in book.runs[kind]], warm)
+        text = ratio.against(COMMENT_TARGET) if kind == "after a comment edit" else ratio.text()
+        print(f"    {kind + ' / warm':33} {text}")
+    cost = differences([r.wall for r in book.runs["cold"]], [r.wall for r in book.runs["off"]])
+    print(f"  cold - off (the machinery's cost in a cold build): {cost.text(3, ' s')}")
+    share = f"{book.cold_share:.0f} ms" if book.cold_share is not None else "not logged"
+    print(f"  the machinery's timing line, one cold build with --verbose: {share} (target <= {COLD_SHARE_TARGET} ms)")
+    if book.saves:
+        print("  mkdocs serve, save -> page served with the edit (seconds; medians, IQR):")
+    for (args, kind), record in book.saves.items():
         name = f"serve {args}".replace(" --no-strict", "").strip()
-        for kind, note in (("chapter", "runs the chapter"), ("prose", "runs nothing")):
-
-            def saves(f: Figures, key: tuple[str, str] = (args, kind)) -> Saves:
-                return f.saves.get(key, Saves())
-
-            rows += [
-                (f"{name}: save {kind} -> rebuilt page", of(lambda f, s=saves: median(s(f).seconds)), "s", ""),
-                ("  its rebuild (MkDocs' figure)", of(lambda f, s=saves: median(s(f).rebuild)), "s", ""),
-                ("  the machinery's share of it", of(lambda f, s=saves: median(s(f).share)), "ms", note),
-            ]
-    return rows
+        s = spread(record.seconds)
+        shown = sum(1 for x in record.seconds if not math.isnan(x))
+        rebuild = median(record.rebuild)
+        extra = max(record.rebuilds, default=0)
+        print(
+            f"    {name + ': save ' + kind:28} {s.value:6.2f} s (IQR {s.q1:.2f}-{s.q3:.2f})"
+            f"   its rebuild {rebuild:5.2f} s   shown {shown}/{len(record.seconds)}   rebuilds per save <= {extra}"
+        )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("--repeat", type=int, default=12, help="builds of each kind, and saves of each kind")
+    parser.add_argument("--books", nargs="+", default=["this", "100"], help="'this' or a number of chapters")
+    parser.add_argument("--repeat", type=int, default=7, help="rounds of builds")
+    parser.add_argument("--saves", type=int, default=7, help="saves of each kind in each serve mode")
+    parser.add_argument("--wait", type=float, default=20, help="seconds a save may take to show")
     parser.add_argument("--baseline", type=Path, help="another checkout to measure alongside, e.g. before a change")
     parser.add_argument("--no-serve", action="store_true", help="measure builds only")
+    parser.add_argument("--quick", action="store_true", help="a 3-chapter book, one round, one save each: for CI")
     args = parser.parse_args()
+    if args.quick:
+        args.books, args.repeat, args.saves, args.wait = ["3"], 1, 1, 5
 
-    sources = {"this": ROOT}
+    checkouts = {"this": ROOT}
     if args.baseline is not None:
-        sources["baseline"] = args.baseline.resolve()
-    with tempfile.TemporaryDirectory(prefix="primer-bench-") as folder:
-        books = {label: Path(folder) / label for label in sources}
-        for label, source in sources.items():
-            books[label].mkdir()
-            copy_book(source, books[label])
-        figures = {label: Figures() for label in books}
-        rounds(books, figures, args.repeat)
+        checkouts["baseline"] = args.baseline.resolve()
+    with scratch() as folder:
+        work = Path(folder)
+        books = [make(label, checkout, spec, work) for spec in args.books for label, checkout in checkouts.items()]
+        rounds(books, args.repeat)
         if not args.no_serve:
-            for mode in SERVES:
-                for label, book in books.items():
-                    serve(book, figures[label], args.repeat, mode)
-
-    heads = "".join(f"{label:>10}" for label in figures)
-    print(f"{'measure':<46}{heads}  note")
-    for label, values, unit, note in table(figures):
-        if all(math.isnan(value) for value in values):  # not measured
-            continue
-        cells = "".join(f"{value:>{10 - len(unit)}.{0 if unit == 'ms' else 2}f}{unit}" for value in values)
-        print(f"{label:<46}{cells}  {note}")
-    for label, f in figures.items():
-        if f.reruns:
-            print(f"serve rebuilds ({label}): {'; '.join(f.reruns)}")
+            for mode in SERVES[:1] if args.quick else SERVES:  # --dirty is the same code with one more flag
+                for book in books:
+                    serve(book, mode, args.saves, args.wait)
+    for book in books:
+        report(book)
 
 
 if __name__ == "__main__":

@@ -1,28 +1,36 @@
-"""How heavy the ch09 page is as built and served, and how it grows with turns.
+"""How heavy the ch09 page is as built and served, how it grows with turns, and what its traces cost a browser.
 
-    .venv/bin/python benchmarks/page_weight.py [--browser] [--baseline DIR] [--runs 5]
+    .venv/bin/python benchmarks/page_weight.py [--browser] [--pairs 41] [--baseline DIR] [--quick]
 
-1. The page as the publisher builds it: a copy of the book (docs with the
-   frozen live traces, hooks, primer, tests, mkdocs.yml) in a temporary
-   folder, ``python -m mkdocs build --strict``, no key. Prints
-   ``site/ch09_who_retries/index.html`` raw and gzipped (level 9 and 6, the
-   usual server setting), what it is made of (the traces, the code listings
-   the chapter includes, the rest: Material's page), and its element count.
+1. The page as the publisher builds it: a copy of the book
+   (``books.copy_book``) in a temporary folder, ``python -m mkdocs build
+   --strict``, no key. Prints ``site/ch09_who_retries/index.html`` raw and
+   gzipped (level 9 and 6, the usual server setting), what it is made of
+   (the traces, the code listings the chapter includes, the rest: Material's
+   page), and its element count.
 2. Growth with turns on built pages: a small Material book with the book's
    theme and extensions, one page per generated scenario (2, 40 and 80
    turns); the 40-turn page may weigh at most 25 times the 2-turn one. Its
    payload blocks link to a payload page, as the book's do (that page is
    weighed, not written: this book publishes nothing).
-3. With ``--browser``: the ch09 page and a plain Material page of about the
-   same size (prose, built in the same book) in headless Debian Chromium at
-   a 4x CPU slowdown (Lighthouse's mobile setting), served from 127.0.0.1:
-   elements, DOMContentLoaded, load, and the total blocking time (the part
-   of each long task over 50 ms, until load and a second after), as the
-   median of ``--runs`` loads.
+3. With ``--browser``: the ch09 page against the same page built with
+   ``PRIMER_TRACES=off`` (the same prose, listings and theme; placeholders
+   instead of traces), in headless Debian Chromium at a 4x CPU slowdown
+   (Lighthouse's mobile setting), 390 px wide, each load in a new context
+   (no cache), served from 127.0.0.1, every request to any other host
+   aborted (Material asks for web fonts: a load that waits on the network
+   measures the network). ``--pairs`` interleaved pairs (on and off back to
+   back, taking turns at going first); printed: elements, DOMContentLoaded
+   and load as medians and as the median of the pairs' ratios with its 95 %
+   interval and IQR (``figures.py``; target: DCL at most 1.05x off, issue
+   23), and the total blocking time (the part of each long task over 50 ms,
+   until load and a second after) with the median of the pairs'
+   differences.
 
 ``--baseline DIR`` measures another checkout the same way (parts 1 and 3)
 and prints it in a second column: before and after a change in one run
-(``git archive HEAD | tar -x -C DIR``).
+(``git archive HEAD | tar -x -C DIR``). ``--quick``: one pair, for CI
+(tests/test_benchmarks.py); its figures mean nothing.
 """
 
 from __future__ import annotations
@@ -30,7 +38,6 @@ from __future__ import annotations
 import argparse
 import functools
 import gzip
-import os
 import re
 import shutil
 import statistics
@@ -38,18 +45,20 @@ import subprocess
 import sys
 import tempfile
 import threading
+from collections import Counter
 from dataclasses import dataclass, field
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
-ROOT = Path(__file__).resolve().parent.parent
+from books import ROOT, copy_book, environment
+from figures import Spread, differences, ratios, turns
+
 sys.path.insert(0, str(ROOT))
 
-COPIED = ["docs", "hooks", "primer", "tests", "mkdocs.yml", "README.md", "pyproject.toml"]
 PAGE = "ch09_who_retries/index.html"
 PAYLOADS = "traces/ch09_who_retries.payloads.html"
-PLAIN = "plain_page"
 CHROMIUM = Path("/usr/bin/chromium")
 ARGS = [
     "--headless",
@@ -59,6 +68,9 @@ ARGS = [
     "--disable-component-update",
     "--disable-sync",
 ]
+LOOPBACK = ("127.0.0.1", "localhost", "[::1]", "::1")
+#: DOMContentLoaded with traces over the same page without (issue 23).
+TARGET_DCL = 1.05
 # Every long task, from the start: registered before the page's own scripts run.
 LONG_TASKS = """
 window.__longTasks = [];
@@ -66,11 +78,6 @@ new PerformanceObserver(list => {
   for (const entry of list.getEntries()) window.__longTasks.push(entry.duration);
 }).observe({type: "longtask", buffered: true});
 """
-PARAGRAPH = (
-    "A plain paragraph of prose, as a chapter has many, with a [link](#top) and some `inline code` in it, "
-    "long enough to wrap on a phone and on a desktop screen alike, so that the page is about as heavy "
-    "as the chapter it stands beside, without a single trace on it.\n\n"
-)
 
 
 @dataclass
@@ -125,28 +132,14 @@ def weigh(path: Path) -> Weight:
     )
 
 
-def copy_book(source: Path, target: Path) -> None:
-    for name in COPIED:
-        path = source / name
-        if path.is_dir():
-            shutil.copytree(path, target / name, ignore=shutil.ignore_patterns("__pycache__", ".cache", "site"))
-        elif path.exists():
-            shutil.copy2(path, target / name)
-
-
-def build_book(source: Path, target: Path, plain_bytes: int = 0) -> Path:
-    """Build a copy of the book at ``source`` in ``target``; its site folder."""
+def build_book(source: Path, target: Path, **extra: str) -> Path:
+    """Build a copy of the book at ``source`` in ``target`` (``extra``: environment); its site folder."""
     copy_book(source, target)
-    if plain_bytes:
-        paragraphs = max(1, plain_bytes // len(PARAGRAPH.encode()))
-        (target / "docs" / f"{PLAIN}.md").write_text(f"# A plain page\n\n{PARAGRAPH * paragraphs}", "utf-8")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PRIMER_")}
-    env["NO_MKDOCS_2_WARNING"] = "1"
-    # From the copy, so its own primer is imported (the current folder comes first on sys.path).
+    # From the copy, so its own primer is imported (the book is first on the path).
     done = subprocess.run(
         [sys.executable, "-m", "mkdocs", "build", "--strict", "-q"],
         cwd=target,
-        env=env,
+        env=environment(target, **extra),
         capture_output=True,
         text=True,
         check=False,
@@ -159,7 +152,7 @@ def build_book(source: Path, target: Path, plain_bytes: int = 0) -> Path:
 # -- growth with turns, on built pages ---------------------------------------
 
 
-def growth_sizes(turns: tuple[int, ...]) -> tuple[dict[int, Weight], dict[int, int]]:
+def growth_sizes(lengths: tuple[int, ...]) -> tuple[dict[int, Weight], dict[int, int]]:
     """The built page of each scenario, and the bytes of its payload page."""
     from mkdocs.commands.build import build
     from mkdocs.config import load_config
@@ -182,17 +175,17 @@ def growth_sizes(turns: tuple[int, ...]) -> tuple[dict[int, Weight], dict[int, i
         docs = book / "docs"
         install(docs)  # the trace stylesheet and script, which the book's hook would add
         shutil.copytree(ROOT / "docs" / "stylesheets", docs / "stylesheets")  # the book's palette
-        for n in turns:
+        for n in lengths:
             (docs / f"long_{n}.md").write_text(f"# {n} turns\n\n::: trace long_{n}\n", "utf-8")
         config = (ROOT / "mkdocs.yml").read_text("utf-8")
         config = re.sub(r"(?ms)^hooks:.*?^\n", "", config)  # no book machinery: the source is given
         config = re.sub(r"(?ms)^watch:.*?^\n", "", config)  # the book's folders: not in this one
-        config = re.sub(r"(?ms)^nav:.*", f"nav: [{', '.join(f'long_{n}.md' for n in turns)}]\n", config)
+        config = re.sub(r"(?ms)^nav:.*", f"nav: [{', '.join(f'long_{n}.md' for n in lengths)}]\n", config)
         (book / "mkdocs.yml").write_text(config, "utf-8")
         extension = {"primer.book.markdown": {"source": Long()}}
         build(load_config(str(book / "mkdocs.yml"), markdown_extensions=[*_extensions(config), extension]))
-        pages = {n: weigh(book / "site" / f"long_{n}" / "index.html") for n in turns}
-        return pages, {n: len(render_payloads(Long().traces(f"long_{n}")).encode()) for n in turns}
+        pages = {n: weigh(book / "site" / f"long_{n}" / "index.html") for n in lengths}
+        return pages, {n: len(render_payloads(Long().traces(f"long_{n}")).encode()) for n in lengths}
 
 
 def _extensions(config: str) -> list[Any]:
@@ -212,32 +205,53 @@ def _extensions(config: str) -> list[Any]:
 
 @dataclass
 class Load:
+    """One page load's figures (milliseconds but for the element count)."""
+
     elements: float
     dom_content_loaded: float
     load: float
     blocking: float
 
 
-def browse(site: Path, paths: list[str], runs: int) -> dict[str, Load]:
-    from playwright.sync_api import sync_playwright
+class _Quiet(SimpleHTTPRequestHandler):
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
 
-    handler = functools.partial(_Quiet, directory=str(site))
-    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    url = f"http://127.0.0.1:{server.server_port}/"
-    results: dict[str, list[Load]] = {path: [] for path in paths}
+
+def _serve(site: Path) -> ThreadingHTTPServer:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_Quiet, directory=str(site)))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server
+
+
+def browse(sites: dict[str, Path], path: str, pairs: int) -> tuple[dict[str, list[Load]], Counter[str]]:
+    """``pairs`` interleaved loads of ``path`` from each site; and the outside hosts asked for (blocked)."""
+    from playwright.sync_api import Route, sync_playwright
+
+    servers = {label: _serve(site) for label, site in sites.items()}
+    results: dict[str, list[Load]] = {label: [] for label in sites}
+    blocked: Counter[str] = Counter()
+
+    def only_loopback(route: Route) -> None:
+        host = urlsplit(route.request.url).hostname or ""
+        if host in LOOPBACK or route.request.url.startswith(("data:", "blob:")):
+            route.continue_()
+        else:
+            blocked[host] += 1
+            route.abort("blockedbyclient")
+
     try:
         with sync_playwright() as playwright:
             browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
-            for _ in range(runs):
-                for path in paths:  # interleaved: the machine's drift hits both alike
+            for n in range(pairs):
+                for label in turns(list(sites), n):  # the machine's drift hits both alike
                     context = browser.new_context(viewport={"width": 390, "height": 844})
+                    context.route("**/*", only_loopback)
                     page = context.new_page()
                     page.add_init_script(LONG_TASKS)
                     cdp = context.new_cdp_session(page)
                     cdp.send("Emulation.setCPUThrottlingRate", {"rate": 4})
-                    page.goto(url + path, wait_until="load")
+                    page.goto(f"http://127.0.0.1:{servers[label].server_port}/{path}", wait_until="load")
                     page.wait_for_timeout(1000)
                     figures = page.evaluate(
                         """() => {
@@ -249,28 +263,34 @@ def browse(site: Path, paths: list[str], runs: int) -> dict[str, Load]:
                         };
                     }"""
                     )
-                    results[path].append(
+                    results[label].append(
                         Load(figures["elements"], figures["dcl"], figures["load"], figures["blocking"])
                     )
                     context.close()
+                print(f"  browser: pair {n + 1}/{pairs}", file=sys.stderr)
             browser.close()
     finally:
-        server.shutdown()
-        server.server_close()
-    return {
-        path: Load(
-            statistics.median(x.elements for x in loads),
-            statistics.median(x.dom_content_loaded for x in loads),
-            statistics.median(x.load for x in loads),
-            statistics.median(x.blocking for x in loads),
-        )
-        for path, loads in results.items()
-    }
+        for server in servers.values():
+            server.shutdown()
+            server.server_close()
+    return results, blocked
 
 
-class _Quiet(SimpleHTTPRequestHandler):
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
+@dataclass
+class Compared:
+    """The browser figures of one checkout: traces on against off."""
+
+    on: list[Load]
+    off: list[Load]
+
+    def median(self, which: str, attribute: str) -> float:
+        return statistics.median(getattr(x, attribute) for x in getattr(self, which))
+
+    def ratio(self, attribute: str) -> Spread:
+        return ratios([getattr(x, attribute) for x in self.on], [getattr(x, attribute) for x in self.off])
+
+    def difference(self, attribute: str) -> Spread:
+        return differences([getattr(x, attribute) for x in self.on], [getattr(x, attribute) for x in self.off])
 
 
 # -- the report --------------------------------------------------------------
@@ -280,19 +300,49 @@ def row(label: str, *values: str) -> None:
     print(f"{label:<40}" + "".join(f"{value:>28}" for value in values))
 
 
+def report_browser(compared: dict[str, Compared], blocked: Counter[str], pairs: int) -> None:
+    print()
+    print(
+        f"in Chromium, 4x slower CPU, 390 px: ch09 with traces / the same page with PRIMER_TRACES=off, "
+        f"{pairs} interleaved pairs, a new context each load"
+    )
+    hosts = ", ".join(f"{host} x{count}" for host, count in blocked.most_common()) or "none"
+    print(f"  outside requests blocked: {hosts}")
+    for name, figures in compared.items():
+        print(f"  {name}:")
+        for label, attribute in (
+            ("elements", "elements"),
+            ("DOMContentLoaded", "dom_content_loaded"),
+            ("load", "load"),
+        ):
+            unit = "" if attribute == "elements" else " ms"
+            on, off = figures.median("on", attribute), figures.median("off", attribute)
+            print(f"    {label:18} {on:8,.0f} / {off:8,.0f}{unit} (medians)")
+            ratio = figures.ratio(attribute)
+            text = ratio.against(TARGET_DCL) if attribute == "dom_content_loaded" else ratio.text()
+            print(f"    {'':18} on / off, pairs: {text}")
+        on, off = figures.median("on", "blocking"), figures.median("off", "blocking")
+        print(f"    {'total blocking time':18} {on:8,.0f} / {off:8,.0f} ms (medians)")
+        print(f"    {'':18} on - off, pairs: {figures.difference('blocking').text(0, ' ms')}")
+
+
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n", 1)[0])
     parser.add_argument("--browser", action="store_true", help="load the pages in Chromium too")
     parser.add_argument("--baseline", type=Path, help="another checkout, measured the same way")
-    parser.add_argument("--runs", type=int, default=5, help="page loads per page, for --browser")
+    parser.add_argument("--pairs", type=int, default=41, help="interleaved pairs of loads (on, off), for --browser")
+    parser.add_argument("--quick", action="store_true", help="one pair and short growth pages, for CI")
     args = parser.parse_args()
+    if args.quick:
+        args.pairs = 1
 
     books = {"this checkout": ROOT}
     if args.baseline:
         books = {"baseline": args.baseline.resolve(), **books}
     weights: dict[str, Weight] = {}
     payloads: dict[str, tuple[int, int]] = {}
-    loads: dict[str, dict[str, Load]] = {}
+    compared: dict[str, Compared] = {}
+    blocked: Counter[str] = Counter()
     with tempfile.TemporaryDirectory() as folder:
         for name, source in books.items():
             target = Path(folder) / name.replace(" ", "_")
@@ -301,8 +351,10 @@ def main() -> None:
             data = (site / PAYLOADS).read_bytes() if (site / PAYLOADS).exists() else b""
             payloads[name] = (len(data), gz(data))
             if args.browser:
-                site = build_book(source, Path(folder) / f"{name}_plain".replace(" ", "_"), weights[name].raw)
-                loads[name] = browse(site, ["ch09_who_retries/", f"{PLAIN}/"], args.runs)
+                off = build_book(source, Path(folder) / f"{name}_off".replace(" ", "_"), PRIMER_TRACES="off")
+                loads, asked = browse({"on": site, "off": off}, PAGE.removesuffix("index.html"), args.pairs)
+                compared[name] = Compared(loads["on"], loads["off"])
+                blocked += asked
 
     names = list(books)
     row("ch09 page as built", *names)
@@ -320,26 +372,11 @@ def main() -> None:
     )
     print("targets: at most 200,000 bytes raw and 30,000 gzipped")
     if args.browser:
-        print()
-        row("in Chromium, 4x slower CPU, 390 px", *(f" {n}: ch09 / plain" for n in names))
-        for label, attribute, unit in (
-            ("  elements", "elements", ""),
-            ("  DOMContentLoaded", "dom_content_loaded", " ms"),
-            ("  load", "load", " ms"),
-            ("  total blocking time", "blocking", " ms"),
-        ):
-            row(
-                label,
-                *(
-                    f"{getattr(loads[n]['ch09_who_retries/'], attribute):,.0f} / "
-                    f"{getattr(loads[n][f'{PLAIN}/'], attribute):,.0f}{unit}"
-                    for n in names
-                ),
-            )
-        print(f"plain page: {weights[names[-1]].raw:,} bytes of prose as built, the same size as the ch09 page")
+        report_browser(compared, blocked, args.pairs)
 
     print()
-    sizes, payload_pages = growth_sizes((2, 40, 80))
+    lengths = (2, 8, 16) if args.quick else (2, 40, 80)
+    sizes, payload_pages = growth_sizes(lengths)
     for n, weight in sizes.items():
         row(
             f"{n}-turn scenario, built page",
@@ -347,8 +384,9 @@ def main() -> None:
             f"{weight.gzip9:,} gzipped",
             f"payload page {payload_pages[n]:,}",
         )
-    print(f"growth 40 turns / 2 turns: {sizes[40].raw / sizes[2].raw:.1f}x (at most 25x)")
-    print(f"growth 80 turns / 40 turns: {sizes[80].raw / sizes[40].raw:.2f}x (linear is 2x)")
+    short, middle, long = lengths
+    print(f"growth {middle} turns / {short} turns: {sizes[middle].raw / sizes[short].raw:.1f}x (at most 25x at 40 / 2)")
+    print(f"growth {long} turns / {middle} turns: {sizes[long].raw / sizes[middle].raw:.2f}x (linear is 2x)")
 
 
 if __name__ == "__main__":

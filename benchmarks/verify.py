@@ -1,134 +1,138 @@
-"""What verifying a frozen live trace by replay costs, next to a mock run and a whole build.
+"""What verifying a frozen live trace by replay costs, next to running the chapter in mock mode.
 
-    python benchmarks/verify.py               # 20 rounds, 3 builds of each kind
-    python benchmarks/verify.py --rounds 50 --builds 5
+    python benchmarks/verify.py               # 7 fresh processes of each, 20 warm rounds
+    python benchmarks/verify.py --processes 15 --rounds 50
+    python benchmarks/verify.py --quick       # one of each, for CI (tests/test_benchmarks.py)
 
-Prints, in milliseconds (medians):
+A build verifies ch09's frozen live trace only after a change to code the
+chapter uses, in a process that has replayed nothing before. So the figures
+that matter are a **fresh process**'s (a new interpreter each, interleaved):
 
-* replaying ch09's frozen live trace (``primer.replay.verify_chapter``): the
-  first replay of a process (it imports the ``openai`` SDK) and the next ones;
-* running ch09 in mock mode (``primer.runner.run_chapter``), what every build
-  that re-runs the chapter pays;
-* whole ``mkdocs build`` runs of the book, in a temporary copy of the
-  project: warm with nothing changed; after a refactor of ``primer/loop.py``
-  (every mock scenario runs, and both live traces are verified); and cold
-  (no cache at all). The builds' log lines are printed with them, so the
-  ``verified`` count shows what each did.
+* ``replay``: import the replay module (and with it the ``openai`` SDK the
+  replay answers), read the frozen trace, replay it
+  (``primer.replay.verify_chapter``);
+* ``mock run``: import the runner, run ch09 in mock mode
+  (``primer.runner.run_chapter``), what a build that re-runs the chapter pays;
+
+each split into imports, reading and the run, timed inside the process.
+Then both again and again in one process (**warm**, after the first):
+what the code itself costs, not what a build pays.
+
+What a whole build pays after a library edit (every mock scenario runs and
+both live traces are verified) is ``build.py``'s ``after a library edit``
+row, next to the warm and cold builds.
 """
 
 from __future__ import annotations
 
 import argparse
-import os
-import shutil
+import json
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
+from figures import spread, turns
+
 ROOT = Path(__file__).resolve().parent.parent
-# Runnable from a checkout without installing: the repository root holds `primer`.
-sys.path.insert(0, str(ROOT))
-
 CHAPTER = "ch09_who_retries"
-REFACTOR = (
-    "def _failed(agent: Agent) -> Ending | None:\n",
-    "def _ask(agent: Agent, context: list[Message]) -> Turn:\n    return agent.ask(context)\n\n\n"
-    "def _failed(agent: Agent) -> Ending | None:\n",
-)
+FROZEN = ROOT / "docs" / "traces" / f"{CHAPTER}.live.json"
 
 
-def _ms(seconds: list[float]) -> str:
-    return f"{statistics.median(seconds) * 1000:8.1f} ms"
+def child(kind: str) -> None:
+    """In a new interpreter: one replay or one mock run of ch09, timed in parts; printed as JSON."""
+    sys.path.insert(0, str(ROOT))
+    started = time.perf_counter()
+    if kind == "replay":
+        from primer.chapters import scenarios_of
+        from primer.replay import read_trace, verify_chapter
+
+        imported = time.perf_counter()
+        frozen, scenarios = read_trace(FROZEN), scenarios_of(CHAPTER)
+        read = time.perf_counter()
+        check = verify_chapter(frozen, scenarios)
+        ok = check.verified
+    else:
+        from primer.runner import run_chapter
+
+        imported = read = time.perf_counter()
+        ok = bool(run_chapter(CHAPTER, "mock").scenarios)
+    done = time.perf_counter()
+    figures = {"imports": imported - started, "read": read - imported, "run": done - read, "ok": ok}
+    print(json.dumps(figures))
 
 
-def replay_and_mock(rounds: int) -> None:
-    """Replay ch09 and run it in mock mode, in this process."""
+def fresh(processes: int) -> dict[str, list[dict[str, float]]]:
+    """``processes`` new interpreters of each kind, interleaved."""
+    found: dict[str, list[dict[str, float]]] = {"replay": [], "mock run": []}
+    for n in range(processes):
+        for kind in turns(list(found), n):
+            started = time.perf_counter()
+            done = subprocess.run(
+                [sys.executable, __file__, "--child", kind.split()[0]], capture_output=True, text=True, check=False
+            )
+            if done.returncode != 0:
+                raise SystemExit(f"the {kind} process failed:\n{done.stderr}")
+            figures = json.loads(done.stdout.strip().splitlines()[-1])
+            figures["wall"] = time.perf_counter() - started
+            found[kind].append(figures)
+    return found
+
+
+def warm(rounds: int) -> None:
+    """Replay ch09 and run it in mock mode, again and again in this process."""
+    sys.path.insert(0, str(ROOT))
     from primer.chapters import scenarios_of
     from primer.replay import read_trace, verify_chapter
     from primer.runner import run_chapter
 
-    frozen = read_trace(ROOT / "docs" / "traces" / f"{CHAPTER}.live.json")
+    frozen = read_trace(FROZEN)
     scenarios = scenarios_of(CHAPTER)
-    started = time.perf_counter()
     check = verify_chapter(frozen, scenarios)
-    first = time.perf_counter() - started
+    run_chapter(CHAPTER, "mock")
     if not check.verified:
         print("note: ch09 did not verify:", check.divergence.line() if check.divergence else "")
     replays, mocks = [], []
-    for _ in range(rounds):
-        started = time.perf_counter()
-        verify_chapter(frozen, scenarios)
-        replays.append(time.perf_counter() - started)
-        started = time.perf_counter()
-        run_chapter(CHAPTER, "mock")
-        mocks.append(time.perf_counter() - started)
+    for n in range(rounds):
+        for kind in turns(["replay", "mock"], n):
+            started = time.perf_counter()
+            if kind == "replay":
+                verify_chapter(frozen, scenarios)
+                replays.append((time.perf_counter() - started) * 1000)
+            else:
+                run_chapter(CHAPTER, "mock")
+                mocks.append((time.perf_counter() - started) * 1000)
     requests = sum(c.requests for c in check.scenarios)
-    print(f"ch09 replay, first in a process:  {first * 1000:8.1f} ms  ({requests} requests, openai SDK imported)")
-    print(f"ch09 replay:                      {_ms(replays)}")
-    print(f"ch09 mock run:                    {_ms(mocks)}")
-
-
-def _copy() -> Path:
-    target = Path(tempfile.mkdtemp(prefix="primer-verify-bench-"))
-    ignore = shutil.ignore_patterns(".venv", ".git", "site", ".cache", "__pycache__", "*.pyc")
-    for item in ROOT.iterdir():
-        if item.name in (".venv", ".git", "site", ".cache"):
-            continue
-        if item.is_dir():
-            shutil.copytree(item, target / item.name, ignore=ignore)
-        else:
-            shutil.copy2(item, target / item.name)
-    return target
-
-
-def _build(root: Path) -> tuple[float, str]:
-    env = {**os.environ, "PYTHONPATH": str(root), "NO_MKDOCS_2_WARNING": "1"}
-    env = {k: v for k, v in env.items() if k != "PRIMER_API_KEY"}
-    started = time.perf_counter()
-    done = subprocess.run(
-        [sys.executable, "-m", "mkdocs", "build"], cwd=root, env=env, capture_output=True, text=True, check=True
-    )
-    elapsed = time.perf_counter() - started
-    line = next((line for line in done.stderr.splitlines() if "traces: ran" in line), "?")
-    return elapsed, line[line.index("traces:") :] if "traces:" in line else line
-
-
-def builds(count: int) -> None:
-    """Whole builds of the book in a copy: warm, after a refactor (replays), and cold."""
-    root = _copy()
-    try:
-        _build(root)  # settle: caches made, live traces stamped for this code
-        kinds: dict[str, tuple[list[float], str]] = {"warm": ([], ""), "refactor": ([], ""), "cold": ([], "")}
-        loop = root / "primer" / "loop.py"
-        original = loop.read_text()
-        for _ in range(count):
-            seconds, line = _build(root)
-            kinds["warm"][0].append(seconds)
-            kinds["warm"] = (kinds["warm"][0], line)
-            loop.write_text(original.replace(*REFACTOR) if "def _ask(" not in loop.read_text() else original)
-            seconds, line = _build(root)
-            kinds["refactor"][0].append(seconds)
-            kinds["refactor"] = (kinds["refactor"][0], line)
-            shutil.rmtree(root / ".cache", ignore_errors=True)
-            seconds, line = _build(root)
-            kinds["cold"][0].append(seconds)
-            kinds["cold"] = (kinds["cold"][0], line)
-        for kind, (times, line) in kinds.items():
-            print(f"mkdocs build, {kind + ':':<22}{_ms(times)}  ({line})")
-    finally:
-        shutil.rmtree(root, ignore_errors=True)
+    print(f"warm, in one process after the first ({rounds} rounds, interleaved; not what a build pays):")
+    print(f"  ch09 replay ({requests} requests): {spread(replays).text(1, ' ms')}")
+    print(f"  ch09 mock run:            {spread(mocks).text(1, ' ms')}")
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
-    parser.add_argument("--rounds", type=int, default=20)
-    parser.add_argument("--builds", type=int, default=3)
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n", 1)[0])
+    parser.add_argument("--processes", type=int, default=7, help="fresh processes of each kind (default 7)")
+    parser.add_argument("--rounds", type=int, default=20, help="warm rounds in one process (default 20)")
+    parser.add_argument("--quick", action="store_true", help="one process of each, two warm rounds: for CI")
+    parser.add_argument("--child", choices=["replay", "mock"], help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
-    replay_and_mock(args.rounds)
-    builds(args.builds)
+    if args.child:
+        child(args.child)
+        return 0
+    if args.quick:
+        args.processes, args.rounds = 1, 2
+    found = fresh(max(args.processes, 1))
+    print(f"fresh process, a new interpreter each ({args.processes} of each, interleaved; medians):")
+    for kind, runs in found.items():
+        imports, read, run, wall = (
+            statistics.median(r[p] for r in runs) * 1000 for p in ("imports", "read", "run", "wall")
+        )
+        whole = spread([(r["imports"] + r["read"] + r["run"]) * 1000 for r in runs])
+        verdict = "" if all(r["ok"] for r in runs) else "  (did not verify)"
+        reading = f" + reading {read:.0f} ms" if kind == "replay" else ""
+        print(f"  ch09 {kind}: imports {imports:.0f} ms{reading} + {kind} {run:.0f} ms{verdict}")
+        print(f"    together: {whole.text(0, ' ms')}; process wall {wall:.0f} ms")
+    warm(max(args.rounds, 1))
     return 0
 
 

@@ -207,7 +207,7 @@ def _exported_run(chapter: str, mode: str, folder: Path, chapters: ChapterLocato
     from primer.replay import read_trace
 
     path = folder / f"{chapter}.live.json"
-    if not path.is_file():
+    if not os.path.lexists(path):  # a link or a device is there, and refused by the reader
         raise NotFound(
             f"There is no live trace of {chapter} at {path}: run this from the book's root, give --traces FOLDER, "
             "or export the mock run (--mode mock)."
@@ -258,7 +258,7 @@ def _verify(locator: ChapterLocator, chapter: str | None, folder: Path) -> int:
     failed = False
     for name, scenarios in chapters:
         path = folder / f"{name}.live.json"
-        if not path.is_file():
+        if not os.path.lexists(path):  # a link or a device is there, and refused by the reader
             lines += [f"{name} {scenario.name}: no live trace" for scenario in scenarios]
             continue
         try:

@@ -18,19 +18,53 @@ from __future__ import annotations
 import functools
 import re
 
-__all__ = ["inert"]
+__all__ = ["INVISIBLE", "inert", "invisible_characters", "visible_escape"]
 
-# What a terminal or a log reader would act on rather than show:
+#: Characters a reader cannot see, though they are there: Unicode's format
+#: characters (category Cf: zero-width spaces and joiners, the soft hyphen,
+#: the bidirectional marks, embeddings, overrides and isolates, the
+#: byte-order mark, the tag characters). A key with them between its
+#: characters reads as the key; text with them can say what it hides. As a
+#: character class's body, for ``primer.redact`` too.
+INVISIBLE = (
+    "\u00ad\u0600-\u0605\u061c\u06dd\u070f\u0890\u0891\u08e2\u180e\u200b-\u200f\u202a-\u202e"
+    "\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb\U000110bd\U000110cd\U00013430-\U0001343f"
+    "\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0001\U000e0020-\U000e007f"
+)
+
+
+def invisible_characters() -> list[str]:
+    """Every character of ``INVISIBLE``, one by one (for a translation table)."""
+    found: list[str] = []
+    index = 0
+    while index < len(INVISIBLE):
+        first = INVISIBLE[index]
+        if INVISIBLE[index + 1 : index + 2] == "-":
+            found += map(chr, range(ord(first), ord(INVISIBLE[index + 2]) + 1))
+            index += 3
+        else:
+            found.append(first)
+            index += 1
+    return found
+
+
+# What a terminal or a log reader would act on rather than show, or would
+# show as nothing:
 # - C0 controls (ESC starts every escape sequence; BEL ends an OSC one; \n and
 #   \r make lines), DEL, and C1 controls (0x9b is a one-byte CSI);
 # - what Python's splitlines, and so MkDocs' log formatter, treats as a line
 #   break besides \n: \v, \f, \x1c-\x1e, \x85, U+2028, U+2029 (the ranges
 #   above cover all but the last two);
-# - the bidirectional overrides, embeddings, isolates and marks, which
-#   reorder what is shown ("Trojan Source");
+# - the invisible characters above, the bidirectional controls among them,
+#   which reorder what is shown ("Trojan Source"); but the zero-width
+#   joiner and non-joiner between two characters that are not ASCII, where
+#   they are writing (an emoji family, a Persian word), not a disguise;
 # - lone surrogates, which cannot even be encoded to print.
-# Every one of them is also one str.isprintable() is False for.
-_UNSAFE = "[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]"
+_JOINERS = "\u200c\u200d"
+_UNSAFE = (
+    f"(?![{_JOINERS}])[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff{INVISIBLE}]"
+    f"|(?<![^\x00-\x7f])[{_JOINERS}]|[{_JOINERS}](?![^\x00-\x7f])"
+)
 
 _NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
@@ -40,10 +74,21 @@ def _escape(match: re.Match[str]) -> str:
     if char in _NAMED:
         return _NAMED[char]
     code = ord(char)
-    # C0 as C and Python spell it; the rest as \uXXXX, which JSON reads too:
-    # those never appear raw in JSON outside a string, so JSON text made
-    # inert is still JSON, and decodes to the same data.
-    return f"\\x{code:02x}" if code < 0x20 else f"\\u{code:04x}"
+    # C0 as C and Python spell it; the rest as JSON spells it (visible_escape).
+    return f"\\x{code:02x}" if code < 0x20 else visible_escape(char)
+
+
+def visible_escape(char: str) -> str:
+    r"""One character as JSON escapes it: ``\u202e``; past U+FFFF, as its two surrogates.
+
+    Such characters never appear raw in JSON outside a string, so JSON text
+    with them escaped is still JSON, and decodes to the same data.
+    """
+    code = ord(char)
+    if code <= 0xFFFF:
+        return f"\\u{code:04x}"
+    code -= 0x10000
+    return f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}"
 
 
 def inert(text: str) -> str:

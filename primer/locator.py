@@ -15,7 +15,10 @@ The command line (``python -m primer``), the runner, the book's build, its
 Markdown extension and the tests all ask this class, so a chapter that one
 of them finds, all of them find. Pages, traces and the command line find a
 scenario by its name: two scenarios of one chapter with the same name are a
-``ChapterError`` naming both definitions. Asking for what does not exist is
+``ChapterError`` naming both definitions. A chapter or scenario name is an
+identifier of lower-case letters, digits and underscores (``NAME``), since
+it becomes file names, anchors and log lines: any other is a ``ChapterError``
+naming the module. Asking for what does not exist is
 a ``NotFound`` listing what does (``no_chapter``, ``no_scenario``; pages
 phrase the same check with ``unknown``).
 """
@@ -25,6 +28,7 @@ from __future__ import annotations
 import ast
 import importlib
 import inspect
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from types import ModuleType
 from typing import TYPE_CHECKING
@@ -36,6 +40,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_PACKAGE",
+    "NAME",
     "ChapterLocator",
     "chapter_names_in",
     "no_chapter",
@@ -48,11 +53,30 @@ __all__ = [
 DEFAULT_PACKAGE = "primer.chapters"
 
 
+#: What a chapter's or a scenario's name is made of: it names files under
+#: ``site/traces/``, anchors on the page and lines in a log, so nothing that
+#: could mean something there (an escape, a newline, a quote, a ``<``, a ``/``).
+NAME = re.compile(r"[a-z0-9_]+")
+
+
 def chapter_names_in(path: Iterable[str]) -> list[str]:
-    """Every chapter module's name in a package's ``__path__``, sorted (nothing is imported)."""
+    """Every chapter module's name in a package's ``__path__``, sorted (nothing is imported).
+
+    Raises ``ChapterError`` naming a module whose name is not made of
+    lower-case letters, digits and underscores.
+    """
     import pkgutil  # only when chapters are listed: MkDocs loads the locator with traces off too
 
-    return sorted(info.name for info in pkgutil.iter_modules(path) if not info.name.startswith("_"))
+    names = sorted(info.name for info in pkgutil.iter_modules(path) if not info.name.startswith("_"))
+    for name in names:
+        if not NAME.fullmatch(name):
+            folders = ", ".join(path)
+            raise ChapterError(
+                f"The chapter module {name!r} in {folders} has a name that is not made of lower-case letters, "
+                "digits and underscores: a chapter's name becomes file names and anchors, so rename the module "
+                "(or start its name with _ if it is not a chapter)."
+            )
+    return names
 
 
 def no_chapter(chapter: str, names: Sequence[str]) -> NotFound:
@@ -93,6 +117,12 @@ def scenarios_of(module: ModuleType) -> list[Scenario]:
     found = [(variable, value) for variable, value in vars(module).items() if isinstance(value, Scenario)]
     seen: dict[str, str] = {}
     for variable, scenario in found:
+        if not isinstance(scenario.name, str) or not NAME.fullmatch(scenario.name):
+            raise ChapterError(
+                f"The chapter module {module.__name__} declares a scenario (`{variable}`) named "
+                f"{scenario.name!r}: a scenario's name is made of lower-case letters, digits and underscores, "
+                "since it becomes anchors and file names. Rename it."
+            )
         if scenario.name in seen:
             raise ChapterError(_twice(module, scenario.name, seen[scenario.name], variable))
         seen[scenario.name] = variable

@@ -16,6 +16,12 @@ bodies, error messages and tracebacks, in every form a secret takes there::
 The forms: as is; percent-encoded (``quote`` and ``quote_plus``); escaped
 inside a JSON string (also with ``/`` as ``\/``); hex, lower and upper case;
 and base64, standard and URL-safe, padded or not, wherever the secret starts.
+And disguised, as a model that read a key may write it: with zero-width or
+other invisible characters between its characters, in full-width or other
+compatibility forms, spaced out, or reversed::
+
+    >>> Redactor(["k-123456"]).text("it is k\u200b-1 2 3 4 5 6, or 654321-k")
+    'it is [secret], or [secret]'
 
 Base64 is the one that needs thought. It turns each 3 bytes into 4
 characters, so a secret inside a longer encoded string (``user:secret`` in a
@@ -35,9 +41,12 @@ import base64
 import functools
 import json
 import re
+import unicodedata
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 from urllib.parse import parse_qsl, quote, quote_plus, unquote, urlencode, urlsplit, urlunsplit
+
+from primer.inert import INVISIBLE
 
 __all__ = [
     "MIN_SECRET_LENGTH",
@@ -115,6 +124,17 @@ SENSITIVE_PARAMETERS = frozenset(
 _BASE64_CHAR = {"+": r"(?:\+|-|%2[Bb])", "/": r"(?:/|_|%2[Ff]|\\/)"}
 # The character that holds the secret's first or last bits and a neighbour's.
 _PARTIAL = r"(?:[A-Za-z0-9+/_-]|%2[BbFf]|\\/)?"
+#: Secrets shorter than this are not looked for disguised: with the spaces
+#: dropped, ordinary text holds short strings by chance ("ab cd" is "abcd").
+#: A real key is far longer.
+MIN_DISGUISED_LENGTH = 8
+# What a disguised secret hides behind: white space, invisible characters,
+# and the marks that change nothing a key is made of (the combining
+# grapheme joiner, the variation selectors) or stand for nothing (the
+# Hangul fillers).
+_HIDING = re.compile(f"[\\s{INVISIBLE}\u034f\u115f\u1160\u3164\uffa0\ufe00-\ufe0f\U000e0100-\U000e01ef]")
+# The same for ASCII text, as a table for str.translate (what \s is in ASCII).
+_ASCII_SPACES = str.maketrans("", "", " \t\n\r\v\f\x1c\x1d\x1e\x1f")
 # A URL inside a longer text (an error message, an echoed body), up to a space or a quote.
 _URL_IN_TEXT = re.compile(r"https?://[^\s\"'<>`\\]+", re.IGNORECASE)
 
@@ -160,6 +180,26 @@ def _base64_forms(secret: str) -> tuple[_Encoded, ...]:
     return tuple(_Encoded(*core) for core in _base64_cores(secret))
 
 
+def _folded(text: str) -> str:
+    """``text`` as a reader takes it in: what it hides behind dropped, compatibility forms folded (NFKC)."""
+    if text.isascii():
+        return text.translate(_ASCII_SPACES)
+    return _HIDING.sub("", unicodedata.normalize("NFKC", text))
+
+
+def _folded_with_origins(text: str) -> tuple[str, list[int]]:
+    """``_folded(text)`` made character by character, with the index in ``text`` each character came from."""
+    folded: list[str] = []
+    origins: list[int] = []
+    for index, char in enumerate(text):
+        if _HIDING.match(char):
+            continue
+        for part in unicodedata.normalize("NFKC", char):
+            folded.append(part)
+            origins.append(index)
+    return "".join(folded), origins
+
+
 class Redactor:
     """Scrubs known secret values and credentials from what is recorded."""
 
@@ -171,6 +211,9 @@ class Redactor:
         self._encoded = [encoded for s in self.secrets for encoded in _base64_forms(s)]
         # Nothing shorter than this can hold a secret in any form.
         self._shortest = min([*map(len, self._forms), *(e.length for e in self._encoded)], default=0)
+        # The secrets as a disguise would leave them once folded, and reversed.
+        disguised = {_folded(s) for s in self.secrets if len(s) >= MIN_DISGUISED_LENGTH}
+        self._disguised = sorted(disguised | {s[::-1] for s in disguised}, key=len, reverse=True)
 
     def with_secrets(self, *more: str | None) -> Redactor:
         """A redactor that also scrubs ``more``."""
@@ -235,7 +278,34 @@ class Redactor:
         for encoded in self._encoded:
             if encoded.anchor in value:
                 value = encoded.pattern.sub(SCRUBBED, value)
-        return value
+        return self._undisguised(value)
+
+    def _undisguised(self, value: str) -> str:
+        """``value`` with each disguised or reversed secret scrubbed, with whatever it hid behind."""
+        if not self._disguised:
+            return value
+        folded = _folded(value)
+        if not any(secret in folded for secret in self._disguised):
+            return value  # the cheap test, made on every string: most hold nothing
+        folded, origins = _folded_with_origins(value)
+        spans: list[tuple[int, int]] = []
+        for secret in self._disguised:
+            start = folded.find(secret)
+            while start >= 0:
+                end = start + len(secret)
+                spans.append((origins[start], origins[end - 1] + 1))
+                start = folded.find(secret, end)
+        merged: list[list[int]] = []
+        for start, end in sorted(spans):
+            if merged and start <= merged[-1][1]:
+                merged[-1][1] = max(merged[-1][1], end)  # overlapping (a secret and its reversal): one
+            else:
+                merged.append([start, end])
+        parts, last = [], 0
+        for start, end in merged:
+            parts += [value[last:start], SCRUBBED]
+            last = end
+        return "".join([*parts, value[last:]])
 
     def _credentials(self, url: str) -> str:
         """The URL without user, password or credential parameters; as it was when it had none."""

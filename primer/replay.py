@@ -20,6 +20,18 @@ run to run or machine to machine without changing what is asked (request
 ids, dates, SDK version strings such as ``x-stainless-*``, retry counters,
 ``user-agent``, ``content-length``) are left out: ``VOLATILE_HEADERS``.
 
+A run that sends the same requests must also show the same: when it ends,
+every field the trace shows (each reply, tool result, message sent back,
+the transcript and the ending; not timings, dates or headers) is compared
+with what the replay made of the recorded responses, so a frozen trace
+edited by hand (its reply, say, while its recorded response still says
+otherwise) does not verify: ``shown`` names the field.
+
+The replay redacts with the secrets the recording did: the environment's
+``PRIMER_API_KEY`` and ``PRIMER_SERVICE_KEY`` when set (a tool that returns
+one was recorded as ``[secret]``, and is replayed so), and every divergence
+is redacted before it is reported.
+
 The first request that differs ends the replay: its scenario, turn, which
 request and a small diff of the field (``body messages[0].content``) are the
 ``Divergence``. So is a request past the end of the recording (the code now
@@ -35,7 +47,8 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import Sequence
+import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -53,18 +66,24 @@ from primer.redact import Redactor
 from primer.runner import live_environment, run_scenario
 from primer.scenario import Scenario
 from primer.seam import PROVIDER, Answer, Answerer, Plain
-from primer.settings import Settings
+from primer.settings import DEFAULT_SERVICE_KEY, Settings
 from primer.streaming import sse_text
 from primer.trace import (
     READABLE_VERSIONS,
     Attempt,
+    Backoff,
     ChapterRun,
+    ErrorInfo,
     Failure,
     ScenarioRun,
+    Stream,
+    StreamEvent,
+    Timing,
     WireRequest,
     WireResponse,
     versions_read,
 )
+from primer.trace_limits import Refused, check_depth, check_run, read_bytes
 
 __all__ = [
     "VOLATILE_HEADERS",
@@ -77,6 +96,7 @@ __all__ = [
     "read_trace",
     "replay_settings",
     "request_difference",
+    "shown_difference",
     "verify_chapter",
     "verify_scenario",
 ]
@@ -103,16 +123,31 @@ VOLATILE_PREFIXES = ("x-stainless-",)
 #: wire; the replayed body is the decoded one, so they would lie about it.
 _NOT_REPLAYED = frozenset({"content-encoding", "content-length", "transfer-encoding", "set-cookie"})
 
-#: Stand-in credentials for a replay: the recorded ones were never kept, and
-#: whatever the code sends is recorded as ``not recorded`` or ``[secret]``
-#: all the same.
+#: Stand-in credentials for a replay when the environment sets none: the
+#: recorded ones were never kept, and whatever the code sends is recorded as
+#: ``not recorded`` or ``[secret]`` all the same.
 REPLAY_API_KEY = "replay-provider-key"
-REPLAY_SERVICE_KEY = "replay-service-key"
+REPLAY_SERVICE_KEY = DEFAULT_SERVICE_KEY  # what a live run sends when PRIMER_SERVICE_KEY is unset
+
+#: Fields of the trace that differ from run to run of the same code on the
+#: same responses, and are not what the trace shows to be checked: when and
+#: how long (timings are the provider's, a replay's clock is virtual), the
+#: headers (request ids, dates, SDK versions; those that carry meaning are
+#: compared as requests), and a traceback's file and line numbers.
+_NOT_SHOWN: dict[type[BaseModel], frozenset[str]] = {
+    ScenarioRun: frozenset({"started_at", "simulated_seconds"}),
+    WireRequest: frozenset({"headers"}),
+    WireResponse: frozenset({"headers"}),
+    Stream: frozenset({"first_byte_ms"}),
+    StreamEvent: frozenset({"at_ms"}),
+    Backoff: frozenset({"start_ms"}),
+    ErrorInfo: frozenset({"traceback"}),
+}
 
 #: How long a value in a diff may be before it is cut around the change.
 _SHOWN = 80
 
-Kind = Literal["request", "ran_out", "left_over", "ending", "unrecorded", "not_in_code"]
+Kind = Literal["request", "ran_out", "left_over", "ending", "shown", "unrecorded", "not_in_code"]
 
 
 class IncompleteRecording(PrimerError):
@@ -130,7 +165,11 @@ def read_trace(path: Path) -> ChapterRun:
     them here, since the library does not import the book.)
     """
     try:
-        raw: Any = json.loads(path.read_bytes())
+        data = read_bytes(path)
+        check_depth(data)
+        raw: Any = json.loads(data)
+    except Refused as refused:
+        raise UnreadableTrace(f"The trace file {path} could not be read: {refused.reason}.") from None
     except (OSError, ValueError) as error:
         raise UnreadableTrace(f"The trace file {path} could not be read: {error}.") from None
     version = raw.get("schema_version") if isinstance(raw, dict) else None
@@ -140,7 +179,10 @@ def read_trace(path: Path) -> ChapterRun:
             f"and this library reads {versions_read()}."
         )
     try:
-        return ChapterRun.model_validate(raw)
+        run = ChapterRun.model_validate(raw)
+        check_run(run)
+    except Refused as refused:
+        raise UnreadableTrace(f"The trace file {path} could not be read: {refused.reason}.") from None
     except ValidationError as error:
         first = error.errors()[0]
         where = ".".join(str(part) for part in first["loc"]) or "the top level"
@@ -148,6 +190,7 @@ def read_trace(path: Path) -> ChapterRun:
             f"The trace file {path} could not be read: {error.error_count()} field(s) do not fit the trace "
             f"schema, first at {where}: {first['msg']}."
         ) from None
+    return run
 
 
 class _Result(BaseModel):
@@ -164,12 +207,13 @@ class Divergence(_Result):
     #: Which request: ``model request, attempt 1`` or ``tool price_of, attempt 2``.
     request: str | None = None
     #: The field that differs: ``method``, ``path``, ``query item``,
-    #: ``header x-name``, ``body messages[0].content``, ``text body``.
+    #: ``header x-name``, ``body messages[0].content``, ``text body``; for
+    #: ``shown``, where in the scenario's trace: ``turns[1].model_call.reply.content``.
     field: str | None = None
     recorded: str | None = None
     now: str | None = None
 
-    def line(self) -> str:
+    def line(self) -> str:  # noqa: PLR0911 - one sentence for each kind
         """One sentence: where, what, and the two values."""
         where = self.scenario + (f", turn {self.turn}" if self.turn else "")
         if self.kind == "request":
@@ -183,6 +227,11 @@ class Divergence(_Result):
             return f"{where}: the code no longer sends the recorded {self.request} ({self.recorded})"
         if self.kind == "ending":
             return f"{self.scenario}: the run now ends {self.now}; the recording ended {self.recorded}"
+        if self.kind == "shown":
+            return (
+                f"{where}: the trace shows {self.field} as {self.recorded}, but its recorded responses "
+                f"replayed give {self.now}"
+            )
         if self.kind == "unrecorded":
             return f"{self.scenario}: the live trace holds no run of this scenario"
         return f"{self.scenario}: the live trace holds this scenario, which the chapter no longer declares"
@@ -312,6 +361,55 @@ def request_difference(recorded: WireRequest, now: WireRequest) -> tuple[str, An
     if where == "text":
         return "text body", old, new
     return f"body {where.removeprefix('json').lstrip('.')}".rstrip(), old, new
+
+
+def _what_is_shown(value: Any) -> Any:
+    """A trace value as plain JSON, without the fields ``_NOT_SHOWN`` leaves out (and no timing)."""
+    if isinstance(value, BaseModel):
+        left_out = _NOT_SHOWN.get(type(value), frozenset())
+        return {
+            name: _what_is_shown(getattr(value, name))
+            for name in type(value).model_fields
+            if name not in left_out and not isinstance(getattr(value, name), Timing)
+        }
+    if isinstance(value, list | tuple):
+        return [_what_is_shown(item) for item in value]
+    if isinstance(value, dict):
+        return {key: _what_is_shown(item) for key, item in value.items()}
+    return value
+
+
+def shown_difference(recorded: ScenarioRun, now: ScenarioRun) -> tuple[str, Any, Any] | None:
+    """The first difference in what two runs of a scenario show: ``(field, recorded, now)``, or None.
+
+    Every field counts but timings, dates, headers and tracebacks
+    (``_NOT_SHOWN``): ``turns[1].model_call.reply.content``, ``transcript[3].content``, ``ending.detail``.
+    """
+    return first_difference(_what_is_shown(recorded), _what_is_shown(now))
+
+
+def _shown_divergence(recorded: ScenarioRun, now: ScenarioRun) -> Divergence | None:
+    """Where a replay shows other than the trace does, as a divergence; None if it shows the same."""
+    found = shown_difference(recorded, now)
+    if found is None:
+        return None
+    where, old, new = found
+    index = re.match(r"turns\[(\d+)\]", where)
+    turns = recorded.turns
+    turn = turns[int(index.group(1))].number if index and int(index.group(1)) < len(turns) else None
+    return Divergence(
+        scenario=recorded.name, kind="shown", turn=turn, field=where, recorded=_shown(old, new), now=_shown(new, old)
+    )
+
+
+def _redacted(divergence: Divergence, redactor: Redactor) -> Divergence:
+    """A divergence with every secret the replay knows scrubbed from what it quotes."""
+    values = {
+        name: redactor.text(value)
+        for name in ("request", "field", "recorded", "now")
+        if isinstance(value := getattr(divergence, name), str)
+    }
+    return divergence.model_copy(update=values)
 
 
 def _shown(value: Any, other: Any) -> str:
@@ -513,14 +611,17 @@ class _ServiceReplay(httpx.BaseTransport):
 # -- replaying -------------------------------------------------------------------
 
 
-def replay_settings(run: ChapterRun) -> Settings:
+def replay_settings(run: ChapterRun, environ: Mapping[str, str] | None = None) -> Settings:
     """Settings that point a live run where the recording was made.
 
     The provider's address and the model from the first recorded model
-    request, the service's from the first tool that called one; stand-in
-    keys, since the recorded ones were never kept.
+    request, the service's from the first tool that called one. The keys
+    are the environment's (``environ``, by default ``os.environ``) when set,
+    as the recording's were, so that the replay's redactor scrubs what the
+    recording's did; else stand-ins.
     """
-    values: dict[str, Any] = {"api_key": REPLAY_API_KEY, "service_key": REPLAY_SERVICE_KEY}
+    environment_keys = Settings.keys_from_env(environ)
+    values: dict[str, Any] = {"api_key": REPLAY_API_KEY, "service_key": REPLAY_SERVICE_KEY, **environment_keys}
     if run.model:
         values["model"] = run.model
     exchanges = [e for s in run.scenarios for t in s.turns for e in t.model_call.exchanges]
@@ -634,6 +735,10 @@ def verify_scenario(scenario: Scenario, recorded: ScenarioRun, settings: Setting
             divergence = Divergence(
                 scenario=scenario.name, kind="ending", recorded=was.label, now=f"{now.label}{detail}"
             )
+    if divergence is None and run is not None:
+        divergence = _shown_divergence(recorded, run)
+    if divergence is not None:
+        divergence = _redacted(divergence, settings.redactor())
     return ScenarioCheck(scenario=scenario.name, requests=player.played, divergence=divergence)
 
 

@@ -18,14 +18,18 @@ anything: ``PRIMER_TRACES=off``). A name that is none of these
 (``PRIMER_API_KY``) is reported with the closest known one: a typo would
 otherwise quietly leave a setting at its default.
 
-Every problem is a ``ConfigError`` naming the variable, and never repeating
-a secret's value: an error message may end up in a log. A variable set to
+Every problem is a ``ConfigError`` naming the variable and what is wrong,
+and never repeating a value that could be a secret (a key pasted into the
+wrong variable): an error message may end up in a log. Only a short word
+or number is quoted back (``PRIMER_LIVE must be one of auto, off, refresh,
+not 'sometimes'``). A variable set to
 nothing (or to spaces) is one of them: unset it to get the default, since
 ``PRIMER_MODEL=`` quietly meaning ``gpt-4o-mini`` would hide a mistake.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 import os
@@ -50,21 +54,35 @@ DEFAULT_SERVICE_KEY = "primer-demo-key"
 log = logging.getLogger("primer.settings")
 
 
+def _not(value: str) -> str:
+    """``, not 'sometimes'`` for a value that is a short word or number; nothing for any other.
+
+    A message may be printed or logged, and a value that is not a word may
+    be a key pasted into the wrong variable: it is described, never quoted.
+    """
+    return f", not {value!r}" if _QUOTABLE.fullmatch(value) else ""
+
+
+#: A value short and plain enough to quote back: no key looks like this.
+_QUOTABLE = re.compile(r"[A-Za-z]{1,12}|[-+0-9.eE]{1,12}")
+
+
 def _url(variable: str, value: str) -> str:
     value = value.strip()
     example = "https://api.openai.com/v1" if variable == "PRIMER_BASE_URL" else "https://httpbin.org"
-    # A password in the URL must not come back in the message about it.
-    shown = re.sub(r"//[^/]*@", "//...@", value)
-    wrong = f"{variable} must be an http(s) URL such as {example}, not {shown!r}"
+    # The value is never quoted: a URL can carry a key (a pasted "https://host/v1 sk-..."), and this may be logged.
+    wrong = f"{variable} must be an http(s) URL such as {example}"
     if any(c.isspace() for c in value):
         raise ConfigError(f"{wrong}: it contains a space.")
     try:
         parts = urlsplit(value)
         port = parts.port  # raises for a port that is not a number from 0 to 65535
-    except ValueError as error:
-        raise ConfigError(f"{wrong}: {error}.") from None
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise ConfigError(f"{wrong}.")
+    except ValueError:
+        raise ConfigError(f"{wrong}: it is not a URL that can be read (check its host and port).") from None
+    if parts.scheme not in ("http", "https"):
+        raise ConfigError(f"{wrong}: it does not start with http:// or https://.")
+    if not parts.hostname:
+        raise ConfigError(f"{wrong}: it names no host.")
     if parts.username is not None or parts.password is not None:
         # A URL is recorded in every trace: credentials do not belong in it.
         raise ConfigError(
@@ -80,7 +98,7 @@ def _url(variable: str, value: str) -> str:
 
 def _choice(variable: str, value: str, choices: tuple[str, ...]) -> str:
     if value.strip().lower() not in choices:
-        raise ConfigError(f"{variable} must be one of {', '.join(choices)}, not {value!r}.")
+        raise ConfigError(f"{variable} must be one of {', '.join(choices)}{_not(value.strip())}.")
     return value.strip().lower()
 
 
@@ -103,9 +121,11 @@ def _seconds(variable: str, value: Any) -> float:
     try:
         seconds = float(value)
     except (TypeError, ValueError):
-        raise ConfigError(f"{variable} must be a number of seconds such as 2 or 0.5, not {value!r}.") from None
+        raise ConfigError(
+            f"{variable} must be a number of seconds such as 2 or 0.5{_not(str(value).strip())}."
+        ) from None
     if not math.isfinite(seconds) or seconds <= 0:
-        raise ConfigError(f"{variable} must be a positive number of seconds, not {value!r}.")
+        raise ConfigError(f"{variable} must be a positive number of seconds{_not(str(value).strip())}.")
     return seconds
 
 
@@ -154,7 +174,7 @@ class Settings(BaseModel):
     def _check_model(cls, value: Any) -> str:
         name = str(value).strip()
         if not name or any(c.isspace() for c in name):
-            raise ConfigError(f"PRIMER_MODEL must be a model name such as gpt-4o-mini, not {value!r}.")
+            raise ConfigError("PRIMER_MODEL must be a model name such as gpt-4o-mini: it contains a space.")
         return name
 
     @field_validator("live", "traces", mode="before")
@@ -238,6 +258,21 @@ class Settings(BaseModel):
                 continue
             values[field] = env[variable].strip()
         return cls(**values)
+
+    @classmethod
+    def keys_from_env(cls, environ: Mapping[str, str] | None = None) -> dict[str, str]:
+        """The keys the environment sets, by field (``api_key``, ``service_key``): those valid as keys.
+
+        Never an error, whatever else is wrong: for a replay, which must
+        scrub what the recording scrubbed whether or not it could run live.
+        """
+        env = os.environ if environ is None else environ
+        keys = {}
+        for field in ("api_key", "service_key"):
+            value = env.get(VARIABLES[field], "").strip()
+            with contextlib.suppress(ConfigError):
+                keys[field] = _secret(VARIABLES[field], value)
+        return keys
 
     @staticmethod
     def unknown_variables(environ: Mapping[str, str]) -> list[str]:

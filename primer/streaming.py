@@ -54,6 +54,7 @@ __all__ = [
     "InvalidChunk",
     "ParsedEvent",
     "fragments",
+    "reassembled",
     "recorded_event",
     "scrub_fragments",
     "sse_text",
@@ -151,8 +152,11 @@ class Assembler:
             index = max(self.calls, default=-1) + 1 if starts else max(self.calls)
         call = self.calls.setdefault(index, _Call())
         call_id = piece.get("id")
-        if isinstance(call_id, str) and call_id and call.id is None:
-            call.id = call_id
+        if isinstance(call_id, str) and call_id and call_id != call.id:
+            # The first piece names the call; some providers repeat the id in
+            # every piece. One that sends the id in parts is joined, as a
+            # name in parts is: so a secret split across them is seen whole.
+            call.id = call_id if call.id is None else call.id + call_id
         function = piece.get("function")
         if function is None:
             return
@@ -258,14 +262,19 @@ def _event(block: str) -> ParsedEvent | None:
 
 
 def recorded_event(event: ParsedEvent, at_ms: float, redactor: Redactor) -> StreamEvent:
-    """An event as a trace keeps it: its data as JSON when it parses, else as text; redacted."""
+    """An event as a trace keeps it: its data as JSON when it parses, else as text; all of it redacted.
+
+    The ``event:`` name too: the SDK reads on past names it does not know,
+    so a provider can send anything there.
+    """
     data = event.data
+    name = redactor.text(event.event) if event.event is not None else None
     if data[:1] in ("{", "["):
         try:
-            return StreamEvent(at_ms=at_ms, event=event.event, data=redactor.json(json.loads(data)))
+            return StreamEvent(at_ms=at_ms, event=name, data=redactor.json(json.loads(data)))
         except ValueError:
             pass
-    return StreamEvent(at_ms=at_ms, event=event.event, text=redactor.text(data))
+    return StreamEvent(at_ms=at_ms, event=name, text=redactor.text(data))
 
 
 # -- what each event brought -------------------------------------------------------
@@ -316,51 +325,77 @@ def _delta_fragments(delta: dict[str, Any]) -> Iterator[tuple[str, int]]:
 # -- secrets split across events --------------------------------------------------------
 
 
-def _pieces(events: list[StreamEvent]) -> dict[tuple[str, int], list[tuple[dict[str, Any], str]]]:
-    """Every text piece of the reply, by the part of the reply it belongs to, in arrival order."""
-    found: dict[tuple[str, int], list[tuple[dict[str, Any], str]]] = {}
-    for event in events:
-        choices = event.data.get("choices") if isinstance(event.data, dict) else None
-        for choice in choices if isinstance(choices, list) else ():
-            delta = choice.get("delta") if isinstance(choice, dict) else None
-            if not isinstance(delta, dict):
+# Where one recorded string is: a dict and its key, or a list and its position.
+_Slot = tuple[dict[str, Any] | list[Any], str | int]
+
+
+@dataclass
+class _Strings:
+    """Every string of a stream: by the part of the stream it belongs to, and all in the order they came."""
+
+    parts: dict[tuple[Any, ...], list[_Slot]] = field(default_factory=dict)
+    #: Each string that is not the one its field held in the event before (an
+    #: ``id``, ``object`` or ``model`` repeated in every chunk), in the order they came.
+    in_order: list[_Slot] = field(default_factory=list)
+    _last: dict[tuple[Any, ...], str] = field(default_factory=dict)
+
+    def add(self, value: Any, path: tuple[Any, ...]) -> None:
+        """Every string inside a JSON value, by its path.
+
+        An item of a list that says its ``index`` (a choice, a tool call
+        piece) is found by that index, not by its place in the list: pieces
+        of choice 1 or of tool call 2 are one part of the reply, whichever
+        event brought them and wherever in it.
+        """
+        items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+        for key, item in items:
+            if isinstance(item, str):
+                at = (*path, key)
+                self.parts.setdefault(at, []).append((value, key))
+                if self._last.get(at) != item:
+                    self.in_order.append((value, key))
+                    self._last[at] = item
                 continue
-            for key in ("content", "reasoning_content"):
-                if isinstance(delta.get(key), str):
-                    found.setdefault((key, 0), []).append((delta, key))
-            calls = delta.get("tool_calls")
-            for piece in calls if isinstance(calls, list) else ():
-                function = piece.get("function") if isinstance(piece, dict) else None
-                if not isinstance(function, dict):
-                    continue
-                index = piece.get("index")
-                number = index if isinstance(index, int) else -1
-                for key in ("name", "arguments"):
-                    if isinstance(function.get(key), str):
-                        found.setdefault((key, number), []).append((function, key))
-    return found
+            where: Any = key
+            if isinstance(value, list) and isinstance(item, dict):
+                index = item.get("index")
+                if isinstance(index, int) and not isinstance(index, bool):
+                    where = ("index", index)
+            self.add(item, (*path, where))
 
 
 def scrub_fragments(events: list[StreamEvent], redactor: Redactor) -> None:
-    """Scrub, in place, secrets whose pieces arrived in different events.
+    """Scrub, in place, secrets whose pieces arrived in different events or fields.
 
     Each event was redacted as it came, which catches a secret inside one
-    piece; a model repeating a key it read writes it a few characters at a
-    time, and no single piece holds it. So each part of the reply (its text,
-    its reasoning, each tool call's arguments) is joined, redacted whole,
-    and the redacted text handed back to the pieces: every piece then holds
-    a part of the redacted text, and no piece a part of the secret.
+    string; a model repeating a key it read writes it a few characters at a
+    time, and no single piece holds it. So every part of the stream (each
+    field of each choice: content, reasoning, refusal; each tool call's id,
+    name and arguments; the event names; the data that was not JSON) is
+    joined across the events, redacted whole, and the redacted text handed
+    back to the pieces: every piece then holds a part of the redacted text,
+    and no piece a part of the secret. Last, every string of the stream is
+    joined in the order it came, which catches a secret split between two
+    neighbouring fields.
     """
     if not redactor.secrets:
         return
-    for pieces in _pieces(events).values():
-        texts = [holder[key] for holder, key in pieces]
+    # Each event's name and text as a dict, so that they are slots like the strings of its data.
+    plain = [{"event": event.event, "text": event.text} for event in events]
+    strings = _Strings()
+    for event, fields in zip(events, plain, strict=True):
+        strings.add(fields, ())
+        strings.add(event.data, ("data",))
+    for slots in [*strings.parts.values(), strings.in_order]:
+        texts = [holder[key] for holder, key in slots]  # type: ignore[index]  # a slot names a string it holds
         whole = "".join(texts)
         scrubbed = redactor.text(whole)
-        if scrubbed == whole:
-            continue
-        for (holder, key), text in zip(pieces, _spread(texts, whole, scrubbed), strict=True):
-            holder[key] = text
+        if scrubbed != whole:
+            for (holder, key), text in zip(slots, _spread(texts, whole, scrubbed), strict=True):
+                holder[key] = text  # type: ignore[index]
+    for index, (event, fields) in enumerate(zip(events, plain, strict=True)):
+        if (fields["event"], fields["text"]) != (event.event, event.text):
+            events[index] = event.model_copy(update=fields)
 
 
 def _spread(texts: list[str], whole: str, scrubbed: str) -> list[str]:
@@ -385,6 +420,27 @@ def _spread(texts: list[str], whole: str, scrubbed: str) -> list[str]:
             out[owners[found]].append(scrubbed[j1 + position - i1 : j1 + end - i1])
             position = end
     return ["".join(parts) for parts in out]
+
+
+def reassembled(stream: Stream, chunks: int) -> Assembler:
+    """The first ``chunks`` chunks of a recorded stream, assembled: the reply as the record has it.
+
+    What the SDK read was redacted event by event only; a secret split
+    across events is scrubbed from the record when the stream ends
+    (``scrub_fragments``), so the reply is put together again from there,
+    and says what its events say. Stops where a chunk cannot be read, as
+    the reading did.
+    """
+    assembler = Assembler()
+    for event in stream.events:
+        if assembler.chunks >= chunks or event.done:
+            break
+        if event.data is not None:
+            try:
+                assembler.add(event.data)
+            except InvalidChunk:
+                break
+    return assembler
 
 
 # -- writing events back as SSE --------------------------------------------------------

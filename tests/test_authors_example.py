@@ -26,7 +26,7 @@ from primer.chapters import chapter_names
 
 ROOT = Path(__file__).resolve().parent.parent
 GUIDE = ROOT / "docs" / "authors.md"
-EXAMPLE = "ch18_price_checks"
+EXAMPLE = "ch19_price_checks"
 
 # A tab of the guide: `=== "path"`, a blank line, then its content indented by four spaces.
 _TAB = re.compile(r'^=== "(?P<path>[^"]+)"\n\n(?P<body>(?:(?: {4}.*)?\n)+)', re.M)
@@ -48,9 +48,23 @@ RULES = {
 }
 
 
+def _section(start: str, end: str) -> str:
+    text = GUIDE.read_text(encoding="utf-8")
+    begin = text.index(start)
+    return text[begin : text.index(end, begin)]
+
+
 def example_files() -> dict[str, str]:
     """The worked example's tabs: path -> the code inside the tab's fence."""
-    text = GUIDE.read_text(encoding="utf-8")
+    return _tabs(_section("### A worked example", "### What the tests check"))
+
+
+def own_code_files() -> dict[str, str]:
+    """The tabs of the guide's "Your own agent code" example."""
+    return _tabs(_section("## Your own agent code", "## Run it in the terminal"))
+
+
+def _tabs(text: str) -> dict[str, str]:
     files = {}
     for tab in _TAB.finditer(text):
         lines = textwrap.dedent(tab["body"]).strip("\n").split("\n")
@@ -178,3 +192,32 @@ def test_the_worked_example_passes_the_suite_in_a_copy_of_the_book(tmp_path: Pat
     passed = re.search(r"(\d+) passed", done.stdout)
     assert passed is not None
     assert int(passed[1]) > 50
+
+
+@pytest.mark.slow
+def test_the_own_code_example_builds_strict_and_passes_its_test(tmp_path: Path) -> None:
+    files = own_code_files()
+    assert set(files) == {"weather/ch01_weather.py", "docs/index.md", "mkdocs.yml", "tests/test_weather.py"}
+    for path, text in files.items():
+        (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / path).write_text(text, encoding="utf-8")
+    (tmp_path / "weather" / "__init__.py").write_text('"""The weather chapters."""\n')
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PRIMER_")}
+    env.update(NO_MKDOCS_2_WARNING="1", PYTHONPATH=os.pathsep.join([str(tmp_path), str(ROOT)]))
+
+    def run(*command: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, *command], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300, check=False
+        )
+
+    tested = run("-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/test_weather.py")
+    assert tested.returncode == 0, tested.stdout[-3000:]
+    built = run("-m", "mkdocs", "build", "--strict")
+    assert built.returncode == 0, built.stderr[-3000:]
+    page = (tmp_path / "site" / "index.html").read_text(encoding="utf-8")
+    assert "scenario umbrella" in page
+    assert "No umbrella: it is sunny in Paris." in page
+    # The wire requests are in the chapter's payload page, which the page links to.
+    payloads = (tmp_path / "site" / "traces" / "ch01_weather.payloads.html").read_text(encoding="utf-8")
+    assert "https://weather.example/today?city=Paris" in payloads
+    assert "https://provider.mock/v1/chat/completions" in payloads

@@ -107,6 +107,11 @@ ENDINGS: dict[str, dict[str, str]] = {
         "last_messages_only": "no_tool_calls",
         "summarised_history": "no_tool_calls",
     },
+    "ch18_three_ways": {
+        "own_loop": "no_tool_calls",
+        "pydantic_ai": "answer_received",
+        "agents_sdk": "answer_received",
+    },
 }
 
 

@@ -17,7 +17,7 @@ import pytest
 
 from primer.code_scenario import CodeScenario
 from primer.errors import ChapterError
-from primer.models.mock import say
+from primer.models.mock import ask, call, say
 from primer.replay import verify_chapter
 from primer.runner import run_scenario
 from primer.script_check import unused_warnings
@@ -264,3 +264,44 @@ def test_a_book_shows_each_fault_on_its_page_and_warns_so_strict_fails(tmp_path:
     assert "scenario raw_sdk" in page
     assert "https://elsewhere.example/track?user=1" in page
     assert "the agent&#39;s own bug" in page or "the agent's own bug" in page
+
+
+@pytest.mark.parametrize("code", [code_agents.raw_agent, code_agents.async_agent], ids=["sync", "async"])
+def test_an_asgi_app_answers_as_the_service(code: object, offline: list[object]) -> None:
+    run = run_scenario(CodeScenario(name="asgi", code=code, services=[code_agents.WEATHER_APP], mock=SCRIPT), "mock")  # type: ignore[arg-type]
+    assert run.ending.reason == "answer_received", run.ending
+    [attempt] = run.turns[0].tools[0].attempts
+    assert attempt.response is not None
+    assert attempt.response.json_body == {"args": {"city": "Paris"}, "path": "/get", "sky": "sunny"}
+
+
+def test_several_calls_in_one_reply_keep_their_service_exchanges_under_the_first_and_say_so(
+    offline: list[object],
+) -> None:
+    script = [ask(call("weather_in", city="Paris"), call("weather_in", city="Rome")), say("Sunny in both.")]
+    run = run_scenario(scenario("two", code_agents.two_at_once, script), "mock")
+    first, second = run.turns[0].tools
+    assert [a.request.url for a in first.attempts if a.request] == [
+        "https://weather.example/get?city=Paris",
+        "https://weather.example/get?city=Rome",
+    ]
+    assert second.attempts == []
+    assert (first.result, second.result) == ("Paris", "Rome")
+    notes = {note.label: note.data for note in run.turns[0].model_call.notes}
+    assert notes["service exchanges not told apart"] == {
+        "calls": ["weather_in", "weather_in"],
+        "exchanges": 2,
+        "shown_under": "weather_in",
+    }
+
+
+def test_the_books_shared_live_runner_runs_code_scenarios_too(
+    replay_provider: ReplayProvider, live_settings: Settings
+) -> None:
+    from primer.book.shared_live import SharedLive
+
+    _script_provider(replay_provider)
+    with SharedLive() as runner:
+        run = runner(raw_sdk, live_settings)
+    assert run.ending.reason == "answer_received", run.ending
+    assert run.turns[0].tools[0].attempts[0].response is not None

@@ -598,6 +598,16 @@ def test_every_span_has_its_openinference_kind_and_the_roots_the_question_and_th
         assert json.loads(found["metadata"])["ending"] == scenario.ending.reason
 
 
+@pytest.mark.parametrize(
+    ("chapter", "scenario"), [("ch03_the_loop", "keeps_asking"), ("ch05_loop_endings", "tokens_exhausted")]
+)
+def test_a_run_that_ended_without_an_answer_says_so_as_its_output(chapter: str, scenario: str) -> None:
+    run = run_chapter(chapter)
+    ending = run.scenario(scenario).ending
+    root = next(s for s in spans_of(chapter_request(run, start=START)) if s.name == f"invoke_agent {scenario}")
+    assert attributes(root)["output.value"] == f"(no answer: ended {ending.label})"
+
+
 def test_a_chat_span_carries_the_llm_messages_tools_and_token_counts(runs: dict[str, ChapterRun]) -> None:
     run = runs["live"]
     spans = spans_of(chapter_request(run))
@@ -732,6 +742,13 @@ def test_the_command_sends_a_published_file_as_protobuf_moved_to_now(
         ("not json\n", "line 1, is not OTLP JSON (JSONDecodeError)"),
         ('{"resourceSpans": [{"scopeSpans": [{"spans": [{"traceId": "zz"}]}]}]}\n', "line 1, is not OTLP JSON"),
         ('{"resourceSpans": 3}\n', "line 1, is not OTLP JSON"),
+        ('{"resourceSpans": [{"scopeSpans": [{"spans": [{"kind": 42}]}]}]}\n', "holds a span that is not OTLP's"),
+        ('{"resourceSpans": [{"scopeSpans": [{"spans": [{"status": {"code": 9}}]}]}]}\n', "holds a span that is"),
+        (
+            '{"resourceSpans": [{"scopeSpans": [{"spans": [{"attributes": '
+            '[{"key": "k", "value": {"kvlistValue": {}}}]}]}]}]}\n',
+            "holds a span that is not OTLP's",
+        ),
     ],
 )
 def test_a_file_that_is_not_otlp_json_is_named_and_nothing_is_sent(
@@ -741,10 +758,14 @@ def test_a_file_that_is_not_otlp_json_is_named_and_nothing_is_sent(
     path = tmp_path / "broken.otlp.json"
     path.write_text(content)
     assert main(["export", "otlp", "--from", str(path), "--endpoint", url]) == 2
-    assert f"error: {path}, {said}" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {path}")
+    assert said in err
     assert handler.received == []
     assert main(["export", "otlp", "--from", str(tmp_path / "none.json"), "--endpoint", url]) == 2
     assert f"There is no file {tmp_path / 'none.json'}" in capsys.readouterr().err
+    assert main(["export", "otlp", "--from", "/dev/zero", "--endpoint", url]) == 2
+    assert "/dev/zero is not a regular file" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize(

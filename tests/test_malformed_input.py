@@ -34,8 +34,8 @@ from primer.book.markers import find_near_misses, scan
 from primer.book.source import MARKER_FORM, Marker, NearMiss, find_markers, parse_line
 from primer.book.store import CorruptTrace, TraceStore
 from primer.errors import ChapterError
-from primer.scenario import Scenario
-from primer.settings import VARIABLES, Settings
+from primer.locator import chapter_names_in
+from primer.settings import VARIABLES
 from primer.trace import ChapterRun, Ending, ScenarioRun
 from tests.books import BETA, hook_session, make_book
 from tests.killed_writer import killed_writer
@@ -316,7 +316,7 @@ def test_a_scenario_bound_to_two_names_is_a_duplicate_too(tmp_path: Path, monkey
         Chapters(book.package).scenarios("ch_alias")
 
 
-# -- names are never cut --------------------------------------------------------
+# -- names are identifiers -------------------------------------------------------
 
 SLASHED = '''"""Chapter slashed: scenario names that hold a slash."""
 
@@ -324,7 +324,6 @@ from primer.models.mock import say
 from primer.scenario import Scenario
 
 raises = Scenario(name="price/of/milk", prompt="Milk?", tools=[], mock=[say("1.20")])
-slow = Scenario(name="a/b c", prompt="Slow?", tools=[], mock=[say("slow")])
 fine = Scenario(name="fine", prompt="Fine?", tools=[], mock=[say("fine")])
 '''
 
@@ -343,43 +342,28 @@ def _build_in_process(
 
 
 @pytest.mark.slow
-def test_a_live_run_that_raises_or_times_out_keeps_its_whole_name(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
-) -> None:
+def test_a_scenario_name_that_is_not_an_identifier_is_an_error_naming_the_module(tmp_path: Path) -> None:
     book = make_book(tmp_path, {"ch_slashed": SLASHED}, {"index": "# S\n\n::: trace ch_slashed\n"})
-    monkeypatch.syspath_prepend(str(book.root))
+    done = book.build()
+    assert done.returncode == 0, done.log
+    [warning] = [line for line in done.lines("WARNING") if "price/of/milk" in line]
+    assert f"{book.package}.ch_slashed" in warning
+    assert "lower-case letters, digits and underscores" in warning
+    assert "Traceback" not in done.log
+    assert not [path for path in (book.root / "site").rglob("*") if "price" in path.name]
 
-    def live(scenario: Scenario, settings: Settings) -> ScenarioRun:
-        if scenario.name == "price/of/milk":
-            raise ConnectionError("the provider hung up")
-        if scenario.name == "a/b c":
-            time.sleep(1.0)
-        return ScenarioRun(name=scenario.name, mode="live", ending=Ending(reason="no_tool_calls"))
 
-    registered = Book(
-        book.docs,
-        book.root / ".cache" / "traces",
-        chapters=Chapters(book.package),
-        settings=Settings(api_key="sk-test-0123456789abcdef"),
-        live_runner=live,
-        time_limit=0.3,
-    )
-    hook_session().register(book.docs, registered)
-    caplog.set_level(logging.INFO, logger="mkdocs")
-    try:
-        records = _build_in_process(book.root, caplog)
-    finally:
-        hook_session().register(book.docs, None)
-    published = json.loads((book.root / "site" / "traces" / "ch_slashed.json").read_text())
-    mock = [s["name"] for s in published["mock"]["scenarios"]]
-    live_runs = {s["name"]: s for s in published["live"]["scenarios"]}
-    assert mock == ["price/of/milk", "a/b c", "fine"]
-    assert list(live_runs) == mock, "every live run pairs with its mock run"
-    assert "ConnectionError" in live_runs["price/of/milk"]["ending"]["detail"]
-    assert "wall-clock limit" in live_runs["a/b c"]["ending"]["detail"]
-    warnings = [r.getMessage() for r in records if r.levelno == logging.WARNING]
-    assert any("ch_slashed / price/of/milk (live)" in w for w in warnings), warnings
-    assert any("ch_slashed / a/b c (live)" in w for w in warnings), warnings
+@pytest.mark.parametrize("name", ["ch\x1bx", "ch\nx", "ch'x", "ch<img src=x>", "Chapter", "ch-x"])
+def test_a_chapter_module_whose_name_is_not_an_identifier_is_an_error_naming_it(tmp_path: Path, name: str) -> None:
+    package = tmp_path / "oddly_named_chapters"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "ch_fine.py").write_text("")
+    (package / f"{name}.py").write_text("")
+    with pytest.raises(ChapterError) as caught:
+        chapter_names_in([str(package)])
+    assert repr(name) in str(caught.value)
+    assert str(package) in str(caught.value)
 
 
 # -- numbers that are not finite --------------------------------------------------

@@ -57,6 +57,7 @@ from primer.book.source import ChapterTraces, LiveStatus
 from primer.book.stream_view import stream_view
 from primer.errors import NotFound
 from primer.export import otlp_available
+from primer.inert import invisible_characters, visible_escape
 from primer.trace import (
     Attempt,
     Backoff,
@@ -86,7 +87,17 @@ Mode = Literal["mock", "live"]
 # C0 controls (but tab, newline, carriage return) mean nothing on a page, and
 # Python-Markdown uses STX/ETX to delimit its own placeholders: untrusted text
 # must not be able to forge one.
-_CONTROLS = dict.fromkeys([*range(0, 9), 11, 12, *range(14, 32), 127], "�")
+_CONTROLS: dict[int, str] = dict.fromkeys([*range(0, 9), 11, 12, *range(14, 32), 127], "�")
+# C1 controls (0x9b is a one-byte CSI), and the invisible and bidirectional
+# format characters (U+200B, U+202E, ...: primer.inert.INVISIBLE), hide or
+# reorder what a reader sees: shown as the escapes a terminal shows, \u202e,
+# which JSON reads too. The zero-width joiners stay: they join emoji and the
+# letters of some scripts, and the redactor sees through them.
+_CONTROLS |= {
+    ord(char): visible_escape(char)
+    for char in [*map(chr, range(0x80, 0xA0)), *invisible_characters()]
+    if char not in "\u200c\u200d"
+}
 
 
 def _clean(html: str) -> str:

@@ -39,7 +39,7 @@ from primer.book.atomic import write_if_changed
 from primer.book.links import PAYLOADS_SUFFIX, PUBLISHED_DIR
 from primer.book.publish import MOCK_EPOCH, Publisher
 from primer.book.source import ChapterTraces, TraceSummary
-from primer.book.trace_file import CorruptTrace, parse
+from primer.book.trace_file import CorruptTrace, parse, read
 from primer.errors import NotFound
 
 if TYPE_CHECKING:  # the trace models are loaded by the first file parsed (primer.book.trace_file)
@@ -98,14 +98,17 @@ class TraceStore:
             return self._mock[chapter]
         path = self.path(chapter, mode)
         try:
-            stat = path.stat()
+            stat = path.lstat()  # a link is refused by read, not followed here
         except FileNotFoundError:
             return None
         key = (stat.st_mtime_ns, stat.st_size)
         cached = self._parsed.get(path)
         if cached is not None and cached[0] == key:
             return cached[1]
-        data = path.read_bytes()
+        try:
+            data = read(path)
+        except FileNotFoundError:
+            return None
         with _collector_paused():
             run = parse(data, path)
         if run.chapter != chapter or run.mode != mode:

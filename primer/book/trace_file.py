@@ -2,8 +2,10 @@
 
 A file that is not JSON, not a trace, of another schema version, or that
 holds a number that is not finite (``NaN``, ``Infinity``: JSON readers
-accept them) raises ``CorruptTrace``, naming the file and the field; the
-build then runs the chapter again and replaces the file
+accept them) raises ``CorruptTrace``, naming the file and the field. So does
+a hostile one (``primer.trace_limits``): a symbolic link or a device, a file
+over the size limit, nested too deep, with a stream of too many events or a
+negative duration. The build warns and goes on; it runs the chapter again and replaces the file
 (``primer.book.store`` keeps the files, ``primer.book.worker`` reads a
 replay's). pydantic and the trace models are imported by ``parse``, not
 with this module: a warm build that reads no trace loads neither.
@@ -18,11 +20,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from primer.errors import PrimerError
+from primer.trace_limits import Refused, check_depth, check_run, read_bytes
 
 if TYPE_CHECKING:
     from primer.trace import ChapterRun
 
-__all__ = ["CorruptTrace", "parse"]
+__all__ = ["CorruptTrace", "parse", "read"]
 
 
 class CorruptTrace(PrimerError):
@@ -80,6 +83,17 @@ def _non_finite(value: Any, loc: tuple[str | int, ...] = ()) -> tuple[tuple[str 
     return None
 
 
+def read(path: Path) -> bytes:
+    """A trace file's bytes, refused (``CorruptTrace``) if it is a link, not a regular file, or too large.
+
+    ``FileNotFoundError`` when there is no file.
+    """
+    try:
+        return read_bytes(path)
+    except Refused as refused:
+        raise CorruptTrace(path, refused.reason) from None
+
+
 def parse(data: bytes, path: Path) -> ChapterRun:
     """A trace file's content as a ``ChapterRun``; raises ``CorruptTrace``."""
     from pydantic import ValidationError
@@ -94,7 +108,10 @@ def parse(data: bytes, path: Path) -> ChapterRun:
         return float(token)
 
     try:
+        check_depth(data)
         raw: Any = json.loads(data, parse_constant=constant)
+    except Refused as refused:
+        raise CorruptTrace(path, refused.reason) from None
     except (json.JSONDecodeError, UnicodeDecodeError) as error:
         raise CorruptTrace(path, _reason(error)) from None
     if not isinstance(raw, dict):
@@ -110,6 +127,10 @@ def parse(data: bytes, path: Path) -> ChapterRun:
         token = "NaN" if math.isnan(number) else "Infinity" if number > 0 else "-Infinity"
         raise CorruptTrace(path, f"the field {_where(loc)} holds {token}, and a trace holds only finite numbers")
     try:
-        return ChapterRun.model_validate(raw)
+        run = ChapterRun.model_validate(raw)
+        check_run(run)
     except ValidationError as error:
         raise CorruptTrace(path, _reason(error)) from None
+    except Refused as refused:
+        raise CorruptTrace(path, refused.reason) from None
+    return run

@@ -46,6 +46,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import logging
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -56,6 +57,7 @@ from primer.errors import ExportFailed, MissingExtra, NotFound
 from primer.export._runs import Placed, address, placed, provider_name, server, unix_nanoseconds
 from primer.offsets import model_waits
 from primer.redact import Redactor
+from primer.settings import Settings
 from primer.trace import (
     Attempt,
     Backoff,
@@ -223,14 +225,31 @@ def spans_json(spans: Sequence[ReadableSpan]) -> str:
 
 
 def shown_url(endpoint: str) -> str:
-    """An endpoint as messages show it: any user, password or key in it not recorded."""
-    return Redactor().url(endpoint)
+    """An endpoint as messages show it: no user, password or query, and its path only if it is OTLP's own.
+
+    A collector's key can sit anywhere in its URL, the path included
+    (``https://collector.test/KEY/v1/traces``): any other path is shown as
+    ``/…``, and the keys the environment sets are scrubbed besides.
+    """
+    parts = urlsplit(endpoint)
+    try:
+        host, port = parts.hostname, parts.port
+    except ValueError:  # a port that is no number: part of a key, perhaps, as much as of a host
+        host, port = None, None
+    if host and ":" in host:
+        host = f"[{host}]"
+    origin = f"{parts.scheme}://{host}{f':{port}' if port else ''}" if host else f"{parts.scheme}://…"
+    path = parts.path if parts.path in ("", "/", _TRACES_PATH) else "/…"
+    return Redactor(Settings.keys_from_env().values()).text(origin + path)
 
 
 def _hex_ids(item: dict[str, Any]) -> None:
     for key in ("traceId", "spanId", "parentSpanId"):
         if item.get(key):
             item[key] = base64.b64decode(item[key]).hex()
+
+
+_TRACES_PATH = "/v1/traces"
 
 
 def traces_url(endpoint: str) -> str:
@@ -245,7 +264,7 @@ def traces_url(endpoint: str) -> str:
             f"not {shown_url(endpoint)!r}."
         )
     if parts.path in ("", "/"):
-        parts = parts._replace(path="/v1/traces")
+        parts = parts._replace(path=_TRACES_PATH)
     return urlunsplit(parts)
 
 
@@ -258,6 +277,8 @@ def file_spans(path: Path, *, at: datetime | None = None) -> list[ReadableSpan]:
     recorded in ``primer.recorded_at``. Raises ``NotFound`` for a file that is
     not there and ``ExportFailed`` for one that is not OTLP JSON.
     """
+    if path.exists() and not path.is_file():  # a device or a pipe could be read for ever
+        raise ExportFailed(f"{path} is not a regular file: give the path of an OTLP JSON file.")
     try:
         lines = path.read_text(encoding="utf-8").splitlines()
     except FileNotFoundError:
@@ -276,13 +297,19 @@ def file_spans(path: Path, *, at: datetime | None = None) -> list[ReadableSpan]:
                 "(site/traces/CHAPTER.otlp.json) or `python -m primer export otlp -o FILE` wrote."
             ) from None
     messages = [span for request in requests for _, _, span in _each_span(request)]
-    moves = _moves(messages, unix_nanoseconds(at)) if at is not None else {}
     spans = []
     resources: dict[int, Resource] = {}
-    for request in requests:
-        for resource, scope, span in _each_span(request):
-            kept = resources.setdefault(id(resource), Resource(_values(resource.attributes)))
-            spans.append(_readable(span, kept, scope, moves.get(span.trace_id, 0)))
+    try:
+        moves = _moves(messages, unix_nanoseconds(at)) if at is not None else {}
+        for request in requests:
+            for resource, scope, span in _each_span(request):
+                kept = resources.setdefault(id(resource), Resource(_values(resource.attributes)))
+                spans.append(_readable(span, kept, scope, moves.get(span.trace_id, 0)))
+    except (ValueError, KeyError) as error:  # a value the JSON mapping takes but a span cannot hold
+        raise ExportFailed(
+            f"{path} holds a span that is not OTLP's ({error}): give a file the book published "
+            "(site/traces/CHAPTER.otlp.json) or `python -m primer export otlp -o FILE` wrote."
+        ) from None
     return spans
 
 
@@ -382,24 +409,52 @@ def send(
 ) -> int:
     """Send the runs' spans to an OTLP/HTTP endpoint (protobuf), with the official exporter; how many went.
 
-    Raises ``ExportFailed`` when the endpoint does not take them (the
-    exporter retries what is worth retrying within ``timeout`` seconds).
+    Raises ``ExportFailed`` when the endpoint does not take them (``send_spans``).
     """
     return send_spans(chapter_spans(*runs, start=start, at=at), endpoint, timeout=timeout)
 
 
 def send_spans(spans: Sequence[ReadableSpan], endpoint: str, *, timeout: float = 10.0) -> int:
-    """Send spans to an OTLP/HTTP endpoint as ``send`` does (a file's, from ``file_spans``); how many went."""
+    """Send spans to an OTLP/HTTP endpoint as ``send`` does (a file's, from ``file_spans``); how many went.
+
+    Raises ``ExportFailed`` when the endpoint does not take them: any answer
+    but a 2xx, a redirect included (none is followed: it could send the
+    spans, and the headers, to another host), naming the status. The
+    exporter retries what is worth retrying within ``timeout`` seconds; its
+    own log is silenced meanwhile, since it may quote the endpoint's answer,
+    and this function says what went wrong instead.
+    """
+    import requests  # the exporter's HTTP library, with it in the otel extra
+
     url = traces_url(endpoint)
-    exporter = OTLPSpanExporter(endpoint=url, timeout=timeout)
+    statuses: list[int] = []
+
+    class _NoRedirects(requests.Session):
+        def get_redirect_target(self, response: requests.Response) -> None:
+            return None
+
+    session = _NoRedirects()
+    session.hooks["response"].append(lambda response, *args, **kwargs: statuses.append(response.status_code))
+    exporter = OTLPSpanExporter(endpoint=url, timeout=timeout, session=session)
+    quiet = logging.getLogger("opentelemetry")  # every logger of the exporter's, which inherit its level
+    was = quiet.level
+    quiet.setLevel(logging.CRITICAL + 1)
     try:
         result = exporter.export(spans)
     finally:
+        quiet.setLevel(was)
         exporter.shutdown()  # type: ignore[no-untyped-call]  # the exporter's own signature lacks a return type
+    where = shown_url(url)
+    if statuses and not 200 <= statuses[-1] < 300:
+        status = statuses[-1]
+        redirect = " (a redirect, which is not followed: give the address it points to)" if status < 400 else ""
+        raise ExportFailed(
+            f"The OTLP endpoint {where} did not take the {len(spans)} spans: it answered {status}{redirect}."
+        )
     if result is not SpanExportResult.SUCCESS:
         raise ExportFailed(
-            f"The OTLP endpoint {shown_url(url)} did not take the {len(spans)} spans: check that a collector listens "
-            "there for OTLP/HTTP (its log, or the exporter's warning above, says why)."
+            f"The OTLP endpoint {where} did not take the {len(spans)} spans: nothing answered; check that a "
+            "collector listens there for OTLP/HTTP."
         )
     return len(spans)
 
@@ -481,7 +536,8 @@ class _Spans:
         attributes: Attributes = {
             **_kind(Kind.AGENT),
             **_value("input", question or None),
-            **_value("output", answer.content if answer is not None else None),
+            # A run that ended without an answer says so where the list shows the answer.
+            **_value("output", (answer.content if answer else None) or f"(no answer: ended {run.ending.label})"),
             oi.AGENT_NAME: run.name,
             oi.METADATA: _json({"chapter": chapter.chapter, "mode": run.mode, "ending": run.ending.reason}),
             _RECORDED_AT: recorded.astimezone(UTC).isoformat() if recorded is not None else None,

@@ -51,7 +51,7 @@ from primer.models.base import REQUEST_OPTIONS, SAMPLING_PARAMETERS, STREAM
 from primer.redact import Redactor
 from primer.service import RetryPolicy, classify_status, retry_delay
 from primer.settings import Settings
-from primer.streaming import Assembler, InvalidChunk
+from primer.streaming import Assembler, InvalidChunk, reassembled
 from primer.tools import Tool, wire_parameters
 from primer.trace import ErrorInfo, Exchange, Failure, Message, ModelCall, Note, Stream, Timing, ToolCall, Usage
 from primer.wire import RecordingClient, Wired, is_event_stream
@@ -401,6 +401,8 @@ class LiveModel:
         wired = self.http_client.recorder.take()
         stream = _stream_of(wired)
         arrived = len(stream.events) if stream is not None else 0
+        if stream is not None:
+            assembler = reassembled(stream, assembler.chunks)  # secrets split across events scrubbed
         if isinstance(broke, openai.APIConnectionError) and not assembler.chunks:
             # Nothing of the reply came: as for a whole answer, safe to ask again.
             return self._unanswered(broke, wired)

@@ -10,7 +10,7 @@ Each POST /v1/chat/completions is answered by, in this order:
 1. a 401 when no ``Authorization: Bearer <key>`` header came (nothing is consumed);
 2. a pending ``delay`` (slows the answer; if the client hangs up meanwhile, nothing
    else is consumed, so the client's retry still gets the answer it was owed);
-3. a pending answer directive: ``fail``, ``not_json``, ``drop`` or ``reply``, first in first out;
+3. a pending answer directive: ``fail``, ``not_json``, ``drop``, ``reply`` or ``events``, first in first out;
 4. the next loaded recorded exchange for the same conversation, else strictly the next one.
 
 A request with ``"stream": true`` gets its answer (a recorded exchange or a ``reply``) as
@@ -203,7 +203,7 @@ class _Exchange:
 class _Directive:
     """A queued fault or canned answer; ``times=None`` means it never runs out."""
 
-    kind: Literal["fail", "not_json", "drop", "reply", "delay"]
+    kind: Literal["fail", "not_json", "drop", "reply", "delay", "events"]
     times: int | None
     status: int = 200
     headers: dict[str, str] = field(default_factory=dict)
@@ -420,6 +420,15 @@ class ReplayProvider:
         """Answer with an arbitrary body, ahead of the replays (see ``completion``)."""
         self._queue(_Directive("reply", _times(times), status, _headers(headers), _encode(body)))
 
+    def events(self, events: Sequence[tuple[str | None, str]], times: int | None = 1) -> None:
+        """Answer the next ``times`` calls with exactly these server-sent events, ``(name, data)``, as a
+        hostile provider would: any ``event:`` name, any data (JSON or not), nothing added, no ``[DONE]``."""
+        blocks = [
+            (f"event: {name}\n" if name is not None else "") + "".join(f"data: {line}\n" for line in data.split("\n"))
+            for name, data in events
+        ]
+        self._queue(_Directive("events", _times(times), body="\n".join(blocks).encode() + b"\n"))
+
     def delay(self, seconds: float, times: int | None = 1) -> None:
         """Wait ``seconds`` before answering the next ``times`` calls, to trip client timeouts."""
         directive = _Directive("delay", _times(times), seconds=seconds)
@@ -624,6 +633,8 @@ def _make_handler(provider: ReplayProvider) -> type[BaseHTTPRequestHandler]:
                 self._answer(500, {}, _encode(error_body(message, "server_error")))
             elif isinstance(answer, _Directive) and answer.kind == "drop":
                 self.close_connection = True  # http.server then closes the socket unanswered
+            elif isinstance(answer, _Directive) and answer.kind == "events":
+                self._answer(200, {"content-type": "text/event-stream; charset=utf-8"}, answer.body)
             elif (
                 answer.status == 200
                 and isinstance(body, Mapping)

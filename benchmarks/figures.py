@@ -1,0 +1,108 @@
+"""The benchmarks' statistics: medians of paired ratios, with the spread that says what they resolve.
+
+A ratio of two builds is measured as pairs (the two run back to back in one
+round, taking turns at going first), so the machine's drift touches both
+alike; the figure is the median of the pairs' ratios, given with
+
+* its 95 % confidence interval, from the order statistics of the pairs
+  (distribution-free: ranks from the binomial distribution, no normality
+  assumed), and
+* the interquartile range of the pairs, the spread of one pair.
+
+``resolves`` says whether the interval is narrow enough to tell a target
+apart: its half-width must be smaller than the target's margin (1.05: 0.05).
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TypeVar
+
+T = TypeVar("T")
+
+
+def median(values: Sequence[float]) -> float:
+    """The median of the values that are numbers (a page that never showed an edit is not one)."""
+    numbers = [v for v in values if not math.isnan(v)]
+    return statistics.median(numbers) if numbers else float("nan")
+
+
+def _ranks(n: int, level: float = 0.95) -> tuple[int, int] | None:
+    # The widest-first pair of ranks (k, n - 1 - k) whose interval holds the
+    # median with probability >= level, under Binomial(n, 1/2).
+    best = None
+    for k in range(n // 2):
+        inside = sum(math.comb(n, i) for i in range(k + 1, n - k)) / 2**n
+        if inside >= level:
+            best = (k, n - 1 - k)
+        else:
+            break
+    return best
+
+
+@dataclass(frozen=True)
+class Spread:
+    """A median of pairs' values, its 95 % interval and the pairs' interquartile range."""
+
+    value: float
+    low: float
+    high: float
+    q1: float
+    q3: float
+    n: int
+    #: False where too few pairs give a 95 % interval (fewer than 6): low/high are then min/max.
+    exact: bool
+
+    @property
+    def half_width(self) -> float:
+        """Half the interval's width: how far the median may be off."""
+        return (self.high - self.low) / 2
+
+    def resolves(self, target: float) -> bool:
+        """Whether the interval is narrower than the target's margin (``target - 1`` for a ratio)."""
+        return self.exact and self.half_width < abs(target - 1)
+
+    def text(self, digits: int = 3, unit: str = "") -> str:
+        """``1.012 [0.998-1.020] (IQR 0.990-1.031, 15 pairs)``, the interval being min-max when not exact."""
+        what = "95 %" if self.exact else "min-max"
+        f = f"{{:.{digits}f}}"
+        return (
+            f"{f.format(self.value)}{unit} ({what} {f.format(self.low)}-{f.format(self.high)}, "
+            f"IQR {f.format(self.q1)}-{f.format(self.q3)}, n={self.n})"
+        )
+
+    def against(self, target: float, digits: int = 3) -> str:
+        """The text, the target, and whether this many pairs can tell it apart."""
+        verdict = "resolves it" if self.resolves(target) else "too wide to resolve it: more pairs"
+        return f"{self.text(digits)}   target <= {target:g}; {verdict}"
+
+
+def spread(values: Sequence[float]) -> Spread:
+    """The median of ``values`` (e.g. pairs' ratios) with its interval and IQR."""
+    data = sorted(v for v in values if not math.isnan(v))
+    if not data:
+        nan = float("nan")
+        return Spread(nan, nan, nan, nan, nan, 0, exact=False)
+    ranks = _ranks(len(data))
+    low, high = (data[ranks[0]], data[ranks[1]]) if ranks else (data[0], data[-1])
+    q1, q3 = (statistics.quantiles(data, n=4)[0::2]) if len(data) > 1 else (data[0], data[0])
+    return Spread(statistics.median(data), low, high, q1, q3, len(data), exact=ranks is not None)
+
+
+def ratios(upper: Sequence[float], lower: Sequence[float]) -> Spread:
+    """The spread of the pairs' ratios ``upper[i] / lower[i]``."""
+    return spread([a / b for a, b in zip(upper, lower, strict=True)])
+
+
+def differences(upper: Sequence[float], lower: Sequence[float]) -> Spread:
+    """The spread of the pairs' differences ``upper[i] - lower[i]``."""
+    return spread([a - b for a, b in zip(upper, lower, strict=True)])
+
+
+def turns(items: Sequence[T], n: int) -> list[T]:
+    """``items`` rotated by round ``n``: each takes its turn at going first, so none always runs after the same one."""
+    k = n % len(items)
+    return [*items[k:], *items[:k]]

@@ -1,0 +1,120 @@
+"""What recording foreign code costs, and what the frameworks cost in a mock build.
+
+    python benchmarks/foreign_code.py              # 20 rounds of each
+    python benchmarks/foreign_code.py --rounds 50
+
+Two measures, each way run once per round, in turn, so that the machine's
+drift falls on all of them alike:
+
+* **recording overhead per exchange**: the raw-SDK agent of the tests
+  (``tests/fixtures/code_agents.py``: two model calls and one service
+  request) run live against the loopback provider and httpbin, once under
+  the seam (``run_code``: every exchange intercepted, read whole, recorded,
+  redacted, and the trace rebuilt from the wire) and once called bare with
+  the same ``Reach`` (no seam, nothing recorded). The difference over the
+  three exchanges is the seam's cost per exchange.
+* **mock run time of chapter 18's scenarios**: the book's own loop, the
+  pydantic-ai agent and the Agents SDK agent, each ``run_scenario`` in mock
+  mode. The first run of each framework in the process pays for importing
+  it, printed apart (``cold``); the rounds after are warm.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+# Runnable from a checkout without installing: the repository root holds `primer` and `tests`.
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from primer.code_runner import live_wiring, run_code
+from primer.code_scenario import Reach
+from primer.runner import run_scenario
+from primer.settings import Settings
+from tests.fixtures.code_agents import raw_agent, raw_sdk
+from tests.servers.provider import ReplayProvider
+from tests.servers.service import start_httpbin
+
+KEY = "sk-bench-foreign-0123456789"
+
+
+def _script(provider: ReplayProvider) -> None:
+    provider.reply(ReplayProvider.completion(tool_calls=[("weather_in", {"city": "Paris"})]))
+    provider.reply(ReplayProvider.completion("Sunny in Paris."))
+
+
+def _timed(work: Callable[[], object]) -> float:
+    started = time.perf_counter()
+    work()
+    return (time.perf_counter() - started) * 1000
+
+
+def overhead(rounds: int) -> None:
+    """The seam's cost per exchange, live on loopback: recorded against bare."""
+    httpbin = start_httpbin()
+    provider = ReplayProvider().start()
+    try:
+        settings = Settings(api_key=KEY, base_url=provider.base_url, model="bench", services={"weather": httpbin.url})
+        wiring = live_wiring(raw_sdk, settings)
+
+        def bare() -> None:
+            _script(provider)
+            reach = Reach(wiring.base_url, wiring.api_key, wiring.model, dict(wiring.services))
+            raw_agent(reach)
+            reach.openai.close()
+
+        def recorded() -> None:
+            _script(provider)
+            run = run_code(raw_sdk, "live", settings)
+            assert run.ending.reason == "answer_received", run.ending
+
+        for work in (bare, recorded):  # warm: imports, connections
+            work()
+        times: dict[str, list[float]] = {"bare": [], "recorded": []}
+        for _ in range(rounds):
+            times["bare"].append(_timed(bare))
+            times["recorded"].append(_timed(recorded))
+    finally:
+        provider.stop()
+        httpbin.stop()
+    bare_ms, recorded_ms = (statistics.median(times[k]) for k in ("bare", "recorded"))
+    exchanges = 3
+    print(f"raw-SDK agent, live on loopback, {exchanges} exchanges, median of {rounds} rounds")
+    print(f"  bare (no seam)          {bare_ms:8.2f} ms")
+    print(f"  recorded (seam+rebuild) {recorded_ms:8.2f} ms")
+    per = (recorded_ms - bare_ms) / exchanges
+    print(f"  overhead per exchange   {per:8.2f} ms  ({recorded_ms / bare_ms:.2f}x the bare run)")
+
+
+def frameworks(rounds: int) -> None:
+    """Chapter 18's three scenarios in mock mode: cold (imports) and warm."""
+    from primer.chapters.ch18_three_ways import agents_sdk, own_loop, pydantic_ai
+
+    scenarios = [own_loop, pydantic_ai, agents_sdk]
+    cold = {s.name: _timed(lambda s=s: run_scenario(s, "mock")) for s in scenarios}
+    warm: dict[str, list[float]] = {s.name: [] for s in scenarios}
+    for _ in range(rounds):
+        for scenario in scenarios:
+            warm[scenario.name].append(_timed(lambda s=scenario: run_scenario(s, "mock")))
+    base = statistics.median(warm["own_loop"])
+    print(f"chapter 18, mock runs, median of {rounds} warm rounds (cold: the first run in the process)")
+    for name, times in warm.items():
+        median = statistics.median(times)
+        print(f"  {name:<10} warm {median:8.2f} ms  ({median / base:5.1f}x own_loop)   cold {cold[name]:9.1f} ms")
+
+
+def main() -> None:
+    """Print both measures."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--rounds", type=int, default=20)
+    args = parser.parse_args()
+    frameworks(args.rounds)
+    overhead(args.rounds)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,173 @@
+"""Hostile trace files are bad input, not crashes: refused with a warning naming the file, left as they are.
+
+Each file below was found to crash something: a value nested 300 levels deep
+in a frozen trace's ``settings`` (pydantic's writer fails in the build's last
+step), 10,000 levels (a ``RecursionError`` in the reader), a ``live.json``
+that is a link to ``/dev/zero`` (the reader exhausts memory), negative
+durations and huge files (read without a word). Each is refused by the one
+reader (``primer.trace_limits``) with a reason; a real ``mkdocs build`` warns
+naming the file and goes on, ``verify`` and the exports say why without a
+traceback, and no file is rewritten.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from primer.book.trace_file import CorruptTrace, parse, read
+from primer.replay import UnreadableTrace, read_trace
+from primer.trace_limits import MAX_BYTES, MAX_DEPTH, MAX_EVENTS
+from tests.books import make_book
+
+ROOT = Path(__file__).resolve().parent.parent
+BASE = json.loads((ROOT / "docs" / "traces" / "ch05_loop_endings.live.json").read_text())
+
+
+def trace(chapter: str, change: Callable[[dict[str, Any]], None] | None = None, *, deep: int = 0) -> str:
+    run = json.loads(json.dumps(BASE))
+    run["chapter"] = chapter
+    if change is not None:
+        change(run)
+    text = json.dumps(run, indent=2, ensure_ascii=False)
+    if deep:
+        # Written as text: Python's own JSON writer cannot nest this deep either.
+        nested = '{"down": [' * (deep // 2) + "0" + "]}" * (deep // 2)
+        text = text.replace('"settings": {}', f'"settings": {{"deep": {nested}}}', 1)
+        assert nested in text
+    return text
+
+
+def negative(run: dict[str, Any]) -> None:
+    run["scenarios"][0]["turns"][0]["model_call"]["timing"]["total_ms"] = -5.0
+
+
+def many_events(run: dict[str, Any]) -> None:
+    exchange = run["scenarios"][0]["turns"][0]["model_call"]["exchanges"][0]
+    events = [{"at_ms": 1.0, "text": "x"}] * (MAX_EVENTS + 1)
+    exchange["response"]["stream"] = {"first_byte_ms": 1.0, "events": events}
+
+
+def huge(run: dict[str, Any]) -> None:
+    run["scenarios"][0]["turns"][-1]["model_call"]["reply"]["content"] = "x" * (MAX_BYTES + 10)
+
+
+#: Each hostile file, written by a function of its path, and what the refusal must say.
+def _write(text: str) -> Callable[[Path], None]:
+    return lambda path: path.write_text(text)
+
+
+def _link(path: Path) -> None:
+    path.symlink_to("/dev/zero")
+
+
+def _folder(path: Path) -> None:
+    path.mkdir()
+
+
+CASES: dict[str, tuple[Callable[[str], Callable[[Path], None]], str]] = {
+    "300 levels deep": (lambda c: _write(trace(c, deep=300)), f"over the limit of {MAX_DEPTH}"),
+    "10,000 levels deep": (lambda c: _write(trace(c, deep=10_000)), f"over the limit of {MAX_DEPTH}"),
+    "a link to /dev/zero": (lambda c: _link, "symbolic link"),
+    "a folder": (lambda c: _folder, "not a regular file"),
+    "a negative duration": (lambda c: _write(trace(c, negative)), "a duration is never negative"),
+    "too many events": (lambda c: _write(trace(c, many_events)), f"over the limit of {MAX_EVENTS:,}"),
+    "too large": (lambda c: _write(trace(c, huge)), f"over the limit of {MAX_BYTES:,}"),
+}
+
+
+def snapshot(path: Path) -> Any:
+    """What a file is, to compare before and after: its bytes, its link, or that it is a folder."""
+    if path.is_symlink():
+        return ("link", os.readlink(path))
+    if path.is_dir():
+        return ("folder", sorted(p.name for p in path.iterdir()))
+    return ("file", path.read_bytes())
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_each_hostile_file_is_refused_by_the_reader_saying_why(case: str, tmp_path: Path) -> None:
+    make, reason = CASES[case]
+    path = tmp_path / "ch05_loop_endings.live.json"
+    make("ch05_loop_endings")(path)
+    with pytest.raises(CorruptTrace) as refused:
+        parse(read(path), path)
+    assert str(path) in str(refused.value)
+    assert reason in str(refused.value)
+    with pytest.raises(UnreadableTrace) as unreadable:
+        read_trace(path)
+    assert reason in str(unreadable.value)
+
+
+def test_the_committed_traces_are_well_within_the_limits() -> None:
+    for path in (ROOT / "docs" / "traces").glob("*.live.json"):
+        assert parse(read(path), path).chapter == path.name.removesuffix(".live.json")
+
+
+CHAPTER = '''"""Chapter {name}: says hello."""
+
+from primer.models.mock import say
+from primer.scenario import Scenario
+
+within_token_limit = Scenario(name="within_token_limit", prompt="Hi.", tools=[], mock=[say("Hello.")])
+tokens_exhausted = Scenario(name="tokens_exhausted", prompt="Hi.", tools=[], mock=[say("Hello.")])
+'''
+
+
+def chapter_name(case: str) -> str:
+    return "ch_" + "".join(c if c.isalnum() else "_" for c in case.lower()).strip("_")
+
+
+@pytest.mark.slow
+def test_a_build_verify_and_the_exports_warn_about_hostile_files_and_rewrite_none(tmp_path: Path) -> None:
+    names = {case: chapter_name(case) for case in CASES}
+    chapters = {name: CHAPTER.format(name=name) for name in names.values()}
+    page = "# Hostile\n\n" + "".join(f"::: trace {name}\n\n" for name in names.values())
+    book = make_book(tmp_path / "book", chapters, {"index": page})
+    traces = book.docs / "traces"
+    traces.mkdir()
+    paths = {}
+    for case, name in names.items():
+        paths[case] = traces / f"{name}.live.json"
+        CASES[case][0](name)(paths[case])
+    before = {case: snapshot(path) for case, path in paths.items()}
+
+    done = book.build()
+    assert done.returncode == 0, done.log
+    assert "Traceback" not in done.log
+    for case, path in paths.items():
+        [warning] = [line for line in done.lines("WARNING") if str(path) in line]
+        assert CASES[case][1] in warning, (case, warning)
+    assert book.build("--strict").returncode != 0
+    assert {case: snapshot(path) for case, path in paths.items()} == before
+
+    def command(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "primer", *args],
+            env=book.env(),
+            cwd=book.root,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+
+    for case, name in names.items():
+        for args in (
+            ("verify", name),
+            ("export", "otlp", name, "--mode", "live"),
+            ("export", "inspect", name, "--mode", "live"),
+        ):
+            ran = command(*args)
+            said = ran.stdout + ran.stderr
+            assert ran.returncode != 0, (case, args, said)
+            assert "Traceback" not in said, (case, args, said)
+            assert CASES[case][1] in said or (case == "a folder" and "no live trace" in said), (case, args, said)
+    assert {case: snapshot(path) for case, path in paths.items()} == before
