@@ -8,8 +8,9 @@ python -m primer export otlp ch09_who_retries [--mode mock|live] [-o FILE] [--en
 python -m primer export otlp --from site/traces/ch09_who_retries.otlp.json --endpoint URL [--at now]
 python -m primer export inspect ch09_who_retries [--mode mock|live] [-o FILE]
 
-The chapters are those of the package ``PRIMER_CHAPTERS`` names
-(``primer.chapters`` by default), found by ``primer.locator``.
+The chapters are those of the package ``PRIMER_CHAPTERS`` names, else the
+one the ``mkdocs.yml`` of the book it is run in names (read through MkDocs'
+loader), else ``primer.chapters``; found by ``primer.locator``.
 """
 
 from __future__ import annotations
@@ -61,7 +62,7 @@ def _parser() -> argparse.ArgumentParser:
         "verify", help="replay the frozen live traces against the code now; exit 1 if what is sent changed"
     )
     verify.add_argument("chapter", nargs="?", help="one chapter (default: every chapter)")
-    verify.add_argument("--traces", default="docs/traces", help="the frozen live traces' folder (docs/traces)")
+    verify.add_argument("--traces", help="the frozen live traces' folder (the book's: docs/traces)")
     export = commands.add_parser("export", help="write a chapter's traces for OpenTelemetry tools or Inspect AI")
     formats = export.add_subparsers(dest="format", required=True)
     otlp = formats.add_parser("otlp", help="OTLP JSON (GenAI spans, a trace per scenario), or sent to an endpoint")
@@ -84,7 +85,7 @@ def _parser() -> argparse.ArgumentParser:
         each.add_argument(
             "--mode", choices=["mock", "live"], default="mock", help="mock: run it now; live: the frozen live trace"
         )
-        each.add_argument("--traces", default="docs/traces", help="the frozen live traces' folder (docs/traces)")
+        each.add_argument("--traces", help="the frozen live traces' folder (the book's: docs/traces)")
     target = otlp.add_mutually_exclusive_group()
     target.add_argument("-o", "--output", help="write to this file (default: print it)")
     target.add_argument("--endpoint", help="send over OTLP/HTTP to this URL, such as http://127.0.0.1:4318/v1/traces")
@@ -102,7 +103,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
         settings = Settings.from_env(warn=_warning)
-        chapters = ChapterLocator(settings.chapters_package())
+        configured, traces = _book_here()
+        chapters = ChapterLocator(settings.chapters_package(configured))
+        if getattr(args, "traces", None) is None:
+            args.traces = traces
         if args.command == "verify":
             return _verify(chapters, args.chapter, Path(args.traces))
         if args.command == "export":
@@ -127,6 +131,24 @@ def main(argv: Sequence[str] | None = None) -> int:
         _error(f"{run.chapter} {scenario.name}: {detail}")
     # A scenario that broke is the author's to fix: say so to scripts and CI too.
     return status or (1 if broken else 0)
+
+
+def _book_here() -> tuple[str | None, str]:
+    """The chapters' package and frozen traces' folder of the book in this folder, as its ``mkdocs.yml`` names them.
+
+    Read through MkDocs' own loader (``INHERIT``, ``!ENV``), as a build reads
+    it (``primer.book.configuration``), and only where there is one: the
+    library alone never loads MkDocs. ``PRIMER_CHAPTERS`` wins over the
+    package named there; no book here: ``primer.chapters``, ``docs/traces``.
+    """
+    path = Path("mkdocs.yml")
+    if not path.is_file():
+        return None, "docs/traces"
+    from primer.book.configuration import read_config  # a front end's: the library's own code never imports it
+
+    book = read_config(path)
+    traces = book.traces_dir
+    return book.chapters, str(traces.relative_to(Path.cwd()) if traces.is_relative_to(Path.cwd()) else traces)
 
 
 def _export(args: argparse.Namespace, chapters: ChapterLocator, settings: Settings) -> int:

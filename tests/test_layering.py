@@ -72,8 +72,12 @@ def library_files() -> list[Path]:
 
 #: The hook form of the plugin, which the book's hook file re-exports.
 ADAPTER = "primer.book.mkdocs_hook"
-#: The modules of the package that may import MkDocs and ProperDocs: the plugin, its twin, its hook form.
-ADAPTERS = ("primer.book.plugin", "primer.book.properdocs_plugin", ADAPTER)
+#: The modules of the package that may import MkDocs and ProperDocs: the plugin, its twin, its hook form,
+#: and the reader of a book's configuration through MkDocs' loader (the commands').
+ADAPTERS = ("primer.book.plugin", "primer.book.properdocs_plugin", ADAPTER, "primer.book.configuration")
+#: The one module outside the machinery that reaches into it: the command line, run in a book's folder,
+#: reads the book's configuration (deferred, only where there is a mkdocs.yml).
+CLI = "primer.cli"
 
 
 def violations(*, forbidden: str, skip_book: bool, allowed: tuple[str, ...] = ()) -> list[str]:
@@ -95,7 +99,11 @@ def test_the_scan_sees_the_whole_library() -> None:
 
 
 def test_the_library_outside_primer_book_never_imports_the_book() -> None:
-    assert violations(forbidden="primer.book", skip_book=True) == []
+    assert violations(forbidden="primer.book", skip_book=True, allowed=(CLI,)) == []
+    # The command line imports the configuration reader, and nothing else of the machinery.
+    cli = PACKAGE / "cli.py"
+    reached = {name for _, name in imports(cli.read_text(encoding="utf-8"), CLI) if within(name, "primer.book")}
+    assert reached == {"primer.book.configuration", "primer.book.configuration.read_config"}
 
 
 def test_nothing_in_primer_but_the_plugin_imports_mkdocs() -> None:
@@ -106,7 +114,7 @@ def test_nothing_in_primer_but_the_plugin_imports_mkdocs() -> None:
 
 def test_only_the_hook_file_imports_the_adapters() -> None:
     # The engine never sees MkDocs: nothing of the package reaches the adapters.
-    for adapter in ADAPTERS:
+    for adapter in ADAPTERS[:3]:
         assert violations(forbidden=adapter, skip_book=False, allowed=ADAPTERS) == []
     hook = ROOT / "hooks" / "traces.py"
     assert ADAPTER in {name for _, name in imports(hook.read_text(encoding="utf-8"), "hooks.traces")}

@@ -102,9 +102,10 @@ def test_a_comment_or_docstring_edit_runs_nothing_and_the_live_traces_stay_curre
         assert published(book, chapter)["live_status"]["state"] == "current"
 
 
-def test_a_refactor_that_sends_the_same_requests_is_verified_and_re_stamped(tmp_path: Path) -> None:
+def test_a_refactor_that_sends_the_same_requests_is_verified_and_stamped_only_when_asked(tmp_path: Path) -> None:
     book, library = live_book(tmp_path)
     before = {chapter: json.loads(data) for chapter, data in settled(book).items()}
+    committed = {chapter: frozen(book, chapter).read_bytes() for chapter in LIVE}
     # A new helper in the loop: the same calls, in the same order.
     edit(
         library / "loop.py",
@@ -118,18 +119,42 @@ def test_a_refactor_that_sends_the_same_requests_is_verified_and_re_stamped(tmp_
     assert done.returncode == 0, done.log
     assert done.count() == f"traces: ran {MOCK}, reused 0, verified {VERIFIED}"
     today = datetime.now(UTC).date().isoformat()
+    unstamped = ("source_hash", "verified_at")
+    for chapter in LIVE:
+        # An ordinary build leaves the committed file as it is: a clean checkout stays clean.
+        assert frozen(book, chapter).read_bytes() == committed[chapter]
+        # What is shown and published carries the stamp; only the stamp differs.
+        shown = published(book, chapter)["live"]
+        assert shown["source_hash"] != before[chapter]["source_hash"]
+        assert shown["verified_at"] == today
+        assert published(book, chapter)["live_status"]["state"] == "current"
+    assert f"verified by replay {today}" in book.page()
+    # The verdict is kept by its inputs: the next build replays nothing, and shows the same.
+    assert book.build().count() == f"traces: ran 0, reused {MOCK + VERIFIED}"
+    assert f"verified by replay {today}" in book.page()
+    assert published(book, "ch09_who_retries")["live"]["verified_at"] == today
+    assert all(frozen(book, chapter).read_bytes() == committed[chapter] for chapter in LIVE)
+
+    # Asked for, the stamps are written into the frozen files.
+    stamped = subprocess.run(
+        [sys.executable, "-m", "primer.book", "build", "--stamp"],
+        cwd=book.root,
+        env=book.env(),
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert stamped.returncode == 0, stamped.stderr
     for chapter in LIVE:
         after = json.loads(frozen(book, chapter).read_text())
-        assert after["source_hash"] != before[chapter]["source_hash"]
+        assert after["source_hash"] == published(book, chapter)["live"]["source_hash"]
         assert after["verified_at"] == today
         # Only the stamp changed: the provider's answers, timings and usage are as recorded.
-        unstamped = ("source_hash", "verified_at")
         assert {k: v for k, v in after.items() if k not in unstamped} == {
             k: v for k, v in before[chapter].items() if k not in unstamped
         }
-        assert published(book, chapter)["live_status"]["state"] == "current"
-    assert f"verified by replay {today}" in book.page()
-    # Verified once, current after: the next build replays nothing.
+        assert f"stamped {frozen(book, chapter)}" in stamped.stderr
     assert book.build().count() == f"traces: ran 0, reused {MOCK + VERIFIED}"
 
 
@@ -156,9 +181,11 @@ def test_a_changed_system_prompt_fails_verify_says_stale_and_fails_strict(tmp_pa
     assert str(frozen(book, "ch09_who_retries")) in warnings[1]
     assert "body messages[0].content" in warnings[1]
 
+    # The verdict is kept by its inputs: not replayed again while it stays diverged, still warned about.
     done = book.build()
     assert done.returncode == 0, done.log
-    assert done.count() == f"traces: ran 0, reused {MOCK + VERIFIED}, verified 0"
+    assert done.count() == f"traces: ran 0, reused {MOCK + VERIFIED}"
+    assert len(done.lines("no longer matches the code")) == len(LIVE)
     status = published(book, "ch09_who_retries")["live_status"]
     assert status["state"] == "stale"
     assert "service_is_busy, turn 1, model request, attempt 1: body messages[0].content was" in status["reason"]

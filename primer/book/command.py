@@ -1,19 +1,25 @@
 """The book's commands: ``python -m primer.book build``, the run step for any front end, and ``new``.
 
-    python -m primer.book build [--strict] [-f mkdocs.yml]
+    python -m primer.book build [--strict] [--stamp] [-f mkdocs.yml]
     python -m primer.book new DIR [--package NAME] [--title TITLE]
 
 ``new`` writes a working book into ``DIR`` (new, or empty) from the
 package's scaffold (``primer.book.new_book``): ``mkdocs build --strict``
 passes on it as written.
 
-Does what the MkDocs hook does before a build, without MkDocs: reads the
-book's ``mkdocs.yml`` (its ``docs_dir``, and the trace extension's
-``chapters`` option), runs what is needed and refreshes the store
+Does what the plugin does before a build, without building the site: reads
+the book's ``mkdocs.yml`` through MkDocs' own loader (``INHERIT``, ``!ENV``;
+``primer.book.configuration``: its ``docs_dir``, the plugin's options or the
+extension's ``chapters``), runs what is needed and refreshes the store
 (``Book.prepare``: mock runs, replays of frozen live traces, live runs when
 a key is set), checks every page's markers and live blocks, and publishes
 ``traces/CHAPTER.json`` and the assets into the docs folder (generated
 files, left out of version control), from where every front end copies them.
+
+A build shows a frozen live trace that a replay verified under changed code
+as current, stamped with the new fingerprint and the day, and leaves its
+committed file as it is (the verdict is kept in the cache); ``--stamp``
+writes those stamps into the files, for a maintainer to commit.
 
 It logs as the hook does, and exits 1 with ``--strict`` if anything was
 warned about: the same things that fail ``mkdocs build --strict``. Zensical
@@ -31,66 +37,23 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
-
-import yaml
+from typing import TYPE_CHECKING
 
 from primer.book import assets
 from primer.book.build import LOGGER_NAME
+from primer.book.configuration import read_config
 from primer.book.session import SESSION
 from primer.errors import ConfigError
 from primer.inert import inert
 
-__all__ = ["BookConfig", "main", "read_config"]
+if TYPE_CHECKING:
+    from primer.book.build import Book
 
-#: The trace extension's name in ``markdown_extensions``.
-EXTENSION = "primer.book.markdown"
-
-
-class _Loader(yaml.SafeLoader):
-    """YAML as MkDocs writes it, its tags (``!ENV``, ``!!python/name:``) read as nothing."""
-
-
-_Loader.add_multi_constructor("!", lambda _loader, _suffix, _node: None)
-_Loader.add_multi_constructor("tag:yaml.org,2002:python/", lambda _loader, _suffix, _node: None)
-
-
-class BookConfig:
-    """What the run step needs of a book's ``mkdocs.yml``."""
-
-    def __init__(self, path: Path, data: dict[str, Any]) -> None:
-        self.path = path
-        self.root = path.parent
-        self.docs_dir = self.root / str(data.get("docs_dir") or "docs")
-        self.options: dict[str, Any] = {}
-        for entry in data.get("markdown_extensions") or []:
-            if isinstance(entry, dict) and EXTENSION in entry:
-                self.options = dict(entry[EXTENSION] or {})
-
-    @property
-    def chapters(self) -> str | None:
-        """The chapters' package the extension's options name, if they do."""
-        value = self.options.get("chapters")
-        return str(value) if value else None
-
-
-def read_config(path: Path) -> BookConfig:
-    """Read a book's ``mkdocs.yml``; ``ConfigError`` naming the file if it cannot be."""
-    try:
-        data = yaml.load(path.read_text(encoding="utf-8"), Loader=_Loader)  # noqa: S506 - a SafeLoader
-    except OSError as error:
-        raise ConfigError(f"The book's configuration {path} could not be read ({error.strerror}).") from None
-    except yaml.YAMLError as error:
-        raise ConfigError(f"The book's configuration {path} is not valid YAML: {error}") from None
-    if not isinstance(data, dict):
-        raise ConfigError(f"The book's configuration {path} does not hold a mapping of settings.")
-    config = BookConfig(path.resolve(), data)
-    if not config.docs_dir.is_dir():
-        raise ConfigError(f"The docs folder {config.docs_dir} named by {path} is not there.")
-    return config
+__all__ = ["main"]
 
 
 class _Count(logging.Handler):
@@ -109,11 +72,23 @@ def _parser() -> argparse.ArgumentParser:
     build.add_argument("-f", "--config-file", default="mkdocs.yml", help="the book's mkdocs.yml (mkdocs.yml)")
     build.add_argument("-s", "--strict", action="store_true", help="exit 1 if anything was warned about")
     build.add_argument("-q", "--quiet", action="store_true", help="show warnings only")
+    build.add_argument(
+        "--stamp",
+        action="store_true",
+        help="write into the frozen live traces the stamps of those a replay verified (source_hash, verified_at)",
+    )
     new = commands.add_parser("new", help="write a new book, ready to build, into a new or empty folder")
     new.add_argument("dir", type=Path, help="the book's folder (new, or empty)")
     new.add_argument("--package", help="the chapters' package (default: the folder's name)")
     new.add_argument("--title", help="the site's name (default: the folder's name)")
     return parser
+
+
+def _stamp(book: Book) -> None:
+    """Write the stamps of the frozen live traces a replay verified into their files (``--stamp``)."""
+    for run in book.store.stamped_runs():
+        book.save(run)
+        book.log.info(f"traces: stamped {book.store.path(run.chapter, 'live')} (verified by replay {run.verified_at})")
 
 
 def _new(target: Path, package: str | None, title: str | None) -> int:
@@ -149,9 +124,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         except ConfigError as error:
             print(f"error: {inert(str(error))}", file=sys.stderr)
             return 2
-        book = SESSION.book(config.root, config.docs_dir, chapters=config.chapters)
-        book.rules = config.options.get("rules", True) is not False
+        environ = {**config.defaults, **os.environ}
+        book = SESSION.book(
+            config.root,
+            config.docs_dir,
+            chapters=config.chapters,
+            cache=config.cache_dir,
+            live_dir=config.traces_dir,
+            environ=environ,
+        )
+        book.rules = config.rules
         book.prepare()
+        if args.stamp:
+            _stamp(book)
         for page in sorted(config.docs_dir.rglob("*.md")):
             # Named as the hook names a page (docs/ch05_loop_endings.md); warnings only.
             name = f"{config.docs_dir.name}/{page.relative_to(config.docs_dir).as_posix()}"

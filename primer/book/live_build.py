@@ -5,9 +5,12 @@ For each chapter, after its mock trace is settled, ``Book.prepare``
 
     verify  a frozen live trace whose code changed, key or no key: replay
             its own recording against the code now (``primer.replay``, no
-            network, milliseconds). Every request the same: re-stamped with
-            the new fingerprint and the day it was verified, otherwise kept
-            byte for byte and shown stale, with where it diverged (a warning)
+            network, milliseconds), unless the verdict on that file under
+            that code is kept (``TraceStore.verdict``). Every request the
+            same: shown current, stamped with the new fingerprint and the
+            day it was verified (the committed file is left as it is:
+            ``python -m primer.book build --stamp`` writes the stamps);
+            otherwise shown stale, with where it diverged (a warning)
     plan    the live status the page shows, and whether to record the chapter
             live now (``primer.book.plan.plan_live``)
 
@@ -55,30 +58,40 @@ def verify(book: Book, state: ChapterState, settings: Settings, report: Report) 
     from primer.replay import IncompleteRecording, verify_chapter
 
     path = book.store.path(state.name, "live")
-    try:
-        if state.stale_library or book.chapters.stale_library(state.name):
-            book.log.info(f"traces: library code changed since this process started; verifying {state.name} anew")
-            check = verify_in_worker(path, book.chapters.package, state.name, book.time_limit)
-        else:
-            check = verify_chapter(frozen, state.scenarios)
-    except Exception as error:  # noqa: BLE001 - a replay that breaks is reported, never fatal
-        why = str(error) if isinstance(error, IncompleteRecording) else f"{type(error).__name__}: {error}"
-        why = settings.redactor().text(why)
-        if settings.live_enabled:  # recorded again now: a note, not a failed --strict build
-            book.log.info(f"traces: the live trace {path} could not be verified by replay: {why}")
-        else:
-            book.log.warning(
-                f"traces: the live trace {path} could not be verified by replay: {why} "
-                "It is shown as recorded from earlier code; record it again with PRIMER_API_KEY set."
-            )
-        return
-    report.verified = (report.verified or 0) + sum(c.verified for c in check.scenarios)
-    state.check = check
+    kept = book.store.verdict(frozen, state.key)
+    if kept is not None:
+        # Not replayed now: a verified trace counts as reused, as a current one does
+        # (its stamped copy is current); a diverged one keeps its check, for its status and warning.
+        check, day = kept
+        state.check = None if check.verified else check
+    else:
+        try:
+            if state.stale_library or book.chapters.stale_library(state.name):
+                book.log.info(f"traces: library code changed since this process started; verifying {state.name} anew")
+                check = verify_in_worker(path, book.chapters.package, state.name, book.time_limit)
+            else:
+                check = verify_chapter(frozen, state.scenarios)
+        except Exception as error:  # noqa: BLE001 - a replay that breaks is reported, never fatal
+            why = str(error) if isinstance(error, IncompleteRecording) else f"{type(error).__name__}: {error}"
+            why = settings.redactor().text(why)
+            if settings.live_enabled:  # recorded again now: a note, not a failed --strict build
+                book.log.info(f"traces: the live trace {path} could not be verified by replay: {why}")
+            else:
+                book.log.warning(
+                    f"traces: the live trace {path} could not be verified by replay: {why} "
+                    "It is shown as recorded from earlier code; record it again with PRIMER_API_KEY set."
+                )
+            return
+        report.verified = (report.verified or 0) + sum(c.verified for c in check.scenarios)
+        state.check, day = check, datetime.now(UTC).date().isoformat()
+        try:
+            book.store.keep_verdict(frozen, state.key, check, day)
+        except OSError as error:  # a cache: the next build replays again
+            book.log.debug(f"traces: the verdict on {path} could not be kept: {error}")
     if check.verified:
-        # Only the stamp changes: the recording (timings, usage, answers) stays the provider's.
-        day = datetime.now(UTC).date().isoformat()
-        state.frozen = frozen.model_copy(update={"source_hash": state.key, "verified_at": day})
-        book.save(state.frozen)
+        # Shown current with the day it verified; the committed file is written only by
+        # `python -m primer.book build --stamp` (or a refresh), so a build leaves a checkout clean.
+        state.frozen = book.store.stamped(frozen, state.key, day)
 
 
 def plan(book: Book, state: ChapterState, settings: Settings, report: Report) -> Jobs:

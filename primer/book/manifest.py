@@ -199,7 +199,7 @@ def _outcome(book: Book) -> dict[str, Any] | None:
             path = store.path(chapter, mode)
             entry = traces_files[str(path)] = _entry(path)  # None: it must stay absent
             # The file as it is now must be the one the build showed.
-            if (entry[0] if entry is not None else None) != (store.digest(run) if run is not None else None):
+            if (entry[0] if entry is not None else None) != (store.file_digest(run) if run is not None else None):
                 return None
         if published is None:
             return None

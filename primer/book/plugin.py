@@ -152,13 +152,18 @@ class TraceBookPlugin(BasePlugin[TraceBookConfig]):  # type: ignore[no-untyped-c
 
     # -- the environment: variables win over the options ---------------------
 
-    def environ(self) -> Mapping[str, str]:
-        """The ``PRIMER_*`` settings of this build: the options as defaults, the environment over them."""
+    def defaults(self) -> dict[str, str]:
+        """The ``PRIMER_*`` settings the options give (``enabled``, ``live``), which the environment overrides."""
         defaults: dict[str, str] = {}
         if not self.config.enabled:
             defaults[VARIABLES["traces"]] = "off"
         if self.config.live:
             defaults[VARIABLES["live"]] = self.config.live
+        return defaults
+
+    def environ(self) -> Mapping[str, str]:
+        """The ``PRIMER_*`` settings of this build: the options as defaults, the environment over them."""
+        defaults = self.defaults()
         return {**defaults, **os.environ} if defaults else os.environ
 
     # -- events ------------------------------------------------------------

@@ -30,10 +30,11 @@ from __future__ import annotations
 
 import gc
 import hashlib
+import json
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from primer.book.atomic import write_if_changed
 from primer.book.links import PAYLOADS_SUFFIX, PUBLISHED_DIR
@@ -44,6 +45,7 @@ from primer.errors import NotFound
 
 if TYPE_CHECKING:  # the trace models are loaded by the first file parsed (primer.book.trace_file)
     from primer.book.publish import Payloads
+    from primer.replay import ChapterCheck
     from primer.trace import ChapterRun, Mode
 
 __all__ = ["MOCK_EPOCH", "PUBLISHED_DIR", "CorruptTrace", "TraceStore", "parse"]
@@ -78,6 +80,8 @@ class TraceStore:
         # what the rendered HTML and the published documents are kept by, so a
         # warm build serialises no run to know that it is unchanged.
         self._digests: dict[int, tuple[ChapterRun, str]] = {}
+        # chapter -> (copy, the frozen run it stamps): the verified copy shown, never written.
+        self._stamped: dict[str, tuple[ChapterRun, ChapterRun]] = {}
         # Mock runs by chapter, kept even if the cache folder is not writable.
         self._mock: dict[str, ChapterRun] = {}
         self._shown: dict[str, ChapterTraces] = {}
@@ -133,6 +137,69 @@ class TraceStore:
         """
         kept = self._digests.get(id(run))
         return kept[1] if kept is not None and kept[0] is run else None
+
+    def file_digest(self, run: ChapterRun) -> str | None:
+        """The digest of the file ``run`` stands for: its own, or a stamped copy's frozen file's (``stamped``)."""
+        kept = self._stamped.get(run.chapter)
+        return self.digest(kept[1] if kept is not None and kept[0] is run else run)
+
+    # -- verdicts: what a replay of a frozen live trace found, by its inputs --
+
+    def verdict_path(self, chapter: str) -> Path:
+        """Where the last verdict on a chapter's frozen live trace is kept (the cache, never the docs)."""
+        return self.cache_dir / f"{chapter}.verdict.json"
+
+    def verdict(self, frozen: ChapterRun, key: str) -> tuple[ChapterCheck, str] | None:
+        """What replaying ``frozen`` under the code of fingerprint ``key`` found, and the day: None if not kept.
+
+        Kept by its inputs, the frozen file's bytes and the fingerprint, as
+        any result is: a trace that diverged is not replayed again at every
+        build while it stays so (its warning is still given), and one that
+        verified is shown with the day it did, its committed file untouched.
+        """
+        data = self._verdict_data(frozen.chapter)
+        if data is None or data.get("frozen") != self.digest(frozen) or data.get("key") != key:
+            return None
+        from primer.replay import ChapterCheck
+
+        try:
+            return ChapterCheck.model_validate(data["check"]), str(data["day"])
+        except (KeyError, TypeError, ValueError):
+            return None
+
+    def keep_verdict(self, frozen: ChapterRun, key: str, check: ChapterCheck, day: str) -> None:
+        """Keep a replay's verdict on ``frozen`` (``verdict``); one that cannot be written is found again later."""
+        data = {"frozen": self.digest(frozen), "key": key, "day": day, "check": check.model_dump(mode="json")}
+        write_if_changed(self.verdict_path(frozen.chapter), json.dumps(data, separators=(",", ":")), durable=False)
+
+    def _verdict_data(self, chapter: str) -> dict[str, Any] | None:
+        try:
+            data = json.loads(self.verdict_path(chapter).read_bytes())
+        except (OSError, ValueError):
+            return None
+        return data if isinstance(data, dict) else None
+
+    def stamped(self, frozen: ChapterRun, key: str, day: str) -> ChapterRun:
+        """``frozen`` as shown once a replay verified it under ``key`` on ``day``: a copy, its file unchanged.
+
+        ``python -m primer.book build --stamp`` writes such copies into the
+        frozen files (``stamped_runs``); an ordinary build never does, so a
+        clean checkout stays clean.
+        """
+        copy = frozen.model_copy(update={"source_hash": key, "verified_at": day})
+        earlier = self._stamped.get(frozen.chapter)
+        if earlier is not None:
+            self._digests.pop(id(earlier[0]), None)
+        self._stamped[frozen.chapter] = (copy, frozen)
+        original = self.digest(frozen)
+        if original is not None:  # the copy's content is the file's and the stamp: it stands for it
+            self._digests[id(copy)] = (copy, hashlib.sha256(f"{original} stamped {key} {day}".encode()).hexdigest())
+        return copy
+
+    def stamped_runs(self) -> list[ChapterRun]:
+        """The verified copies this build shows in place of their frozen files (``stamped``)."""
+        shown = [self.traces(chapter).live for chapter in self.chapters()]
+        return [run for run in shown if run is not None and self._stamped.get(run.chapter, (None,))[0] is run]
 
     def save(self, run: ChapterRun) -> bool:
         """Keep a run; write its file only if the content changed. Returns whether it wrote."""
@@ -195,6 +262,12 @@ class TraceStore:
             raise NotFound(f"There are no traces for chapter {chapter!r}. The chapters are: {chapters}.")
         mock = self.load(chapter, "mock")
         live = self.load(chapter, "live") if summary.live is not None else None
+        data = self._verdict_data(chapter) if live is not None else None
+        # Shown as the build that made the summary showed it: stamped if its verdict verified it.
+        if live is not None and data is not None and data.get("key") != live.source_hash:
+            verdict = self.verdict(live, str(data.get("key")))
+            if verdict is not None and verdict[0].verified:
+                live = self.stamped(live, str(data["key"]), verdict[1])
         found = ChapterTraces(
             chapter, mock, live, summary.live_status, self.download_url(chapter), self.payloads_url(chapter)
         )
