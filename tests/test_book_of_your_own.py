@@ -194,6 +194,50 @@ def test_each_broken_rule_fails_strict_with_its_message(book: NewBook, breaks: o
     assert len(warnings) == (2 if breaks is _undeclared_tool else 1), warnings
 
 
+PLUGIN = (
+    "  # The trace machinery: runs every chapter's scenarios and puts their traces in the pages.\n  - trace-book:\n"
+)
+
+
+def test_markers_without_the_plugin_say_it_is_not_enabled_and_show_the_entry_to_add(book: NewBook) -> None:
+    config = book.root / "mkdocs.yml"
+    text = config.read_text()
+    assert f"{PLUGIN}      chapters: {PACKAGE}\n" in text
+    # The extension named (as for Zensical), the plugin left out.
+    text = text.replace(f"{PLUGIN}      chapters: {PACKAGE}\n", "")
+    config.write_text(
+        text.replace(
+            "markdown_extensions:\n", f"markdown_extensions:\n  - primer.book.markdown:\n      chapters: {PACKAGE}\n"
+        )
+    )
+    done = book.build()
+    assert done.returncode != 0
+    entry = f"`- trace-book: {{chapters: {PACKAGE}}}`"
+    warnings = book.warnings(done)
+    assert len(warnings) == 2, warnings  # one per marker
+    for warning in warnings:
+        assert "The trace machinery is not enabled for this book" in warning
+        assert entry in warning
+    assert "The trace machinery is not enabled for this book" in book.page()
+    # Named nowhere at all, the markers stay text: the command says why.
+    config.write_text(text)
+    command = book.run("-m", "primer.book", "build", "--strict")
+    assert command.returncode == 2
+    assert "does not enable the trace machinery" in command.stderr
+    assert "`- trace-book: {chapters: mybook}`" in command.stderr  # it names no package either
+
+
+def test_a_book_that_names_no_chapters_package_is_told_so_and_builds_no_other_books(book: NewBook) -> None:
+    config = book.root / "mkdocs.yml"
+    config.write_text(config.read_text().replace(f"{PLUGIN}      chapters: {PACKAGE}\n", PLUGIN.rstrip(":\n") + "\n"))
+    done = book.build()
+    assert done.returncode == 1
+    assert "ERROR   -  The book names no chapters package, so it has no chapters to show." in done.stderr
+    assert "`- trace-book: {chapters: mybook}`" in done.stderr
+    assert "ch01_one_call" not in done.stdout + done.stderr, "this project's chapters are no default"
+    assert not (book.root / "site" / "index.html").exists()
+
+
 def test_the_books_workflow_passes_the_checks_this_projects_own_pass(book: NewBook) -> None:
     path = book.root / ".github" / "workflows" / "publish.yml"
     schema = subprocess.run(

@@ -49,6 +49,7 @@ from primer.book.configuration import read_config
 from primer.book.session import SESSION
 from primer.errors import ConfigError
 from primer.inert import inert
+from primer.variables import enable_with
 
 if TYPE_CHECKING:
     from primer.book.build import Book
@@ -124,15 +125,26 @@ def main(argv: Sequence[str] | None = None) -> int:
         except ConfigError as error:
             print(f"error: {inert(str(error))}", file=sys.stderr)
             return 2
+        if not config.enabled:
+            print(
+                f"error: {config.path} does not enable the trace machinery: it names neither the trace-book "
+                f"plugin nor the trace extension, so its markers stay text: {enable_with(config.chapters)}.",
+                file=sys.stderr,
+            )
+            return 2
         environ = {**config.defaults, **os.environ}
-        book = SESSION.book(
-            config.root,
-            config.docs_dir,
-            chapters=config.chapters,
-            cache=config.cache_dir,
-            live_dir=config.traces_dir,
-            environ=environ,
-        )
+        try:
+            book = SESSION.book(
+                config.root,
+                config.docs_dir,
+                chapters=config.chapters,
+                cache=config.cache_dir,
+                live_dir=config.traces_dir,
+                environ=environ,
+            )
+        except ConfigError as error:
+            print(f"error: {inert(str(error))}", file=sys.stderr)
+            return 2
         book.rules = config.rules
         book.prepare()
         if args.stamp:

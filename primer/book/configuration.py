@@ -48,6 +48,8 @@ class BookConfig:
     defaults: dict[str, str]
     #: Whether the build checks the book's rules (the plugin's ``rules`` option, else the extension's).
     rules: bool = True
+    #: Whether the configuration turns the machinery on at all: the plugin, a hook file, or the extension.
+    enabled: bool = True
 
 
 def read_config(path: Path) -> BookConfig:
@@ -77,7 +79,8 @@ def read_config(path: Path) -> BookConfig:
     chapters = (plugin.config.chapters if plugin is not None else None) or extension.get("chapters")
     rules = extension.get("rules", True) is not False
     if plugin is None:
-        return BookConfig(path.resolve(), root, docs, chapters, docs / "traces", root / CACHE_DIR, {}, rules)
+        named = EXTENSION in config.markdown_extensions or bool(config.hooks)
+        return BookConfig(path.resolve(), root, docs, chapters, docs / "traces", root / CACHE_DIR, {}, rules, named)
     return BookConfig(
         path.resolve(),
         root,

@@ -62,6 +62,7 @@ from mkdocs.config import base
 from mkdocs.config import config_options as c
 from mkdocs.config.base import ValidationError
 from mkdocs.config.config_options import ExtraScriptValue
+from mkdocs.exceptions import PluginError
 from mkdocs.plugins import BasePlugin, event_priority
 from mkdocs.structure.files import File, InclusionLevel
 
@@ -69,6 +70,7 @@ from primer.book.links import PUBLISHED_DIR, page_relative
 from primer.book.logs import book_logger
 from primer.book.pages import chapters_named, malformed, off_page
 from primer.book.session import CACHE_DIR, Session
+from primer.errors import ConfigError
 from primer.variables import VARIABLES, traces_off, unknown_variables
 
 if TYPE_CHECKING:
@@ -197,14 +199,17 @@ class TraceBookPlugin(BasePlugin[TraceBookConfig]):  # type: ignore[no-untyped-c
         started = time.perf_counter()
         root = _root(config)
         # The engine is imported here, on the first build: its share of the time.
-        book = session.book(
-            root,
-            Path(config.docs_dir),
-            chapters=chapters,
-            cache=root / self.config.cache_dir,
-            live_dir=Path(config.docs_dir) / self.config.traces_dir,
-            environ=environ,
-        )
+        try:
+            book = session.book(
+                root,
+                Path(config.docs_dir),
+                chapters=chapters,
+                cache=root / self.config.cache_dir,
+                live_dir=Path(config.docs_dir) / self.config.traces_dir,
+                environ=environ,
+            )
+        except ConfigError as error:  # the book's configuration: MkDocs says it as an error, no traceback
+            raise PluginError(str(error)) from None
         self.book = book
         book.rules = self.config.rules and options.get("rules", True) is not False
         opened = time.perf_counter() - started
