@@ -274,7 +274,7 @@ def writing_loop(scratch: Path, repeat: int) -> None:
             "markdown_extensions:\n", f"markdown_extensions:\n  - primer.book.markdown:\n      chapters: {PACKAGE}\n"
         )
     text += "extra_css: [assets/trace-book/traces.css]\nextra_javascript: [assets/trace-book/traces.js]\n"
-    text += f"watch: [{PACKAGE}, docs/traces]\n"
+    text += f"watch: [{PACKAGE}]\n"
     config.write_text(text)
     page = book / "docs" / f"{CHAPTER}.md"
     fronts = {
