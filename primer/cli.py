@@ -3,7 +3,7 @@
 python -m primer run ch09_who_retries
 python -m primer run ch09_who_retries --scenario service_is_busy --json
 python -m primer list
-python -m primer verify [ch09_who_retries]
+python -m primer verify [ch09_who_retries] [--all]
 python -m primer export otlp ch09_who_retries [--mode mock|live] [-o FILE] [--endpoint URL] [--at now]
 python -m primer export otlp --from site/traces/ch09_who_retries.otlp.json --endpoint URL [--at now]
 python -m primer export inspect ch09_who_retries [--mode mock|live] [-o FILE]
@@ -27,7 +27,16 @@ from primer.inert import inert
 from primer.locator import ChapterLocator
 from primer.script_check import unused_warnings
 from primer.settings import Settings
-from primer.summary import chapter_line, ending_line, model_line, scenario_line, scenario_story, tool_line, turn_line
+from primer.summary import (
+    chapter_line,
+    count,
+    ending_line,
+    model_line,
+    scenario_line,
+    scenario_story,
+    tool_line,
+    turn_line,
+)
 from primer.trace import ChapterRun
 
 __all__ = ["main", "summary_lines"]
@@ -63,6 +72,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     verify.add_argument("chapter", nargs="?", help="one chapter (default: every chapter)")
     verify.add_argument("--traces", help="the frozen live traces' folder (the book's: docs/traces)")
+    verify.add_argument("--all", action="store_true", help="list the scenarios without a live trace too")
     export = commands.add_parser("export", help="write a chapter's traces for OpenTelemetry tools or Inspect AI")
     formats = export.add_subparsers(dest="format", required=True)
     otlp = formats.add_parser("otlp", help="OTLP JSON (GenAI spans, a trace per scenario), or sent to an endpoint")
@@ -108,7 +118,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if getattr(args, "traces", None) is None:
             args.traces = traces
         if args.command == "verify":
-            return _verify(chapters, args.chapter, Path(args.traces))
+            return _verify(chapters, args.chapter, Path(args.traces), every=args.all)
         if args.command == "export":
             return _export(args, chapters, settings)
         if args.command == "list":
@@ -241,15 +251,14 @@ def _write(*lines: str) -> int:
     # Each line is made inert on its own: what a model, tool or service said
     # stays inside its line and cannot drive the terminal (JSON stays JSON).
     text = "\n".join(inert(line) for line in lines)
-    # A reader piping into `head` closes the pipe early: that is not an error
-    # worth a traceback. Python's own advice: point stdout at devnull so the
-    # flush at exit does not fail again, and exit 1 quietly.
+    # A reader piping into `head` closes the pipe early: they have read what
+    # they wanted, which is no error. Python's own advice: point stdout at
+    # devnull so the flush at exit does not fail again, and end quietly.
     try:
         print(text, flush=True)
     except BrokenPipeError:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
-        return 1
     return 0
 
 
@@ -262,8 +271,11 @@ def _warning(message: str) -> None:
     print(f"warning: {inert(message)}", file=sys.stderr)
 
 
-def _verify(locator: ChapterLocator, chapter: str | None, folder: Path) -> int:
-    """``verify``: one line per scenario; 1 if any diverged or could not be replayed, 2 for a usage error."""
+def _verify(locator: ChapterLocator, chapter: str | None, folder: Path, *, every: bool = False) -> int:
+    """``verify``: a line per scenario verified or not, then a summary; 1 if any diverged or broke, 2 for usage.
+
+    Scenarios without a live trace are counted in the summary, and listed with ``every``.
+    """
     from primer.replay import read_trace, verify_chapter
 
     try:
@@ -277,23 +289,38 @@ def _verify(locator: ChapterLocator, chapter: str | None, folder: Path) -> int:
         _error(str(error))
         return 2
     lines: list[str] = []
-    failed = False
+    counts = {"verified": 0, "diverged": 0, "broken": 0, "unrecorded": 0}
     for name, scenarios in chapters:
         path = folder / f"{name}.live.json"
         if not os.path.lexists(path):  # a link or a device is there, and refused by the reader
-            lines += [f"{name} {scenario.name}: no live trace" for scenario in scenarios]
+            counts["unrecorded"] += len(scenarios)
+            lines += [f"{name} {scenario.name}: no live trace" for scenario in scenarios] if every else []
             continue
         try:
             check = verify_chapter(read_trace(path), scenarios)
         except PrimerError as error:
             lines.append(f"{name}: not verified: {error}")
-            failed = True
+            counts["broken"] += 1
             continue
         except Exception as error:  # noqa: BLE001 - one chapter's broken replay is its line, not a traceback
             lines.append(f"{name}: not verified: the replay broke: {type(error).__name__}: {error}")
-            failed = True
+            counts["broken"] += 1
             continue
         lines += [f"{name} {scenario.line()}" for scenario in check.scenarios]
-        failed = failed or not check.verified
+        for scenario in check.scenarios:
+            counts["verified" if scenario.verified else "diverged"] += 1
+    lines.append(_verify_summary(counts, listed=every))
     # Nothing is written: the next book build re-stamps what verified.
-    return _write(*lines) or (1 if failed else 0)
+    return _write(*lines) or (1 if counts["diverged"] or counts["broken"] else 0)
+
+
+def _verify_summary(counts: dict[str, int], *, listed: bool) -> str:
+    """``verified 9 scenarios · 1 diverged · 45 without a live trace (--all lists them)``."""
+    parts = [f"verified {count(counts['verified'], 'scenario')}"]
+    if counts["diverged"]:
+        parts.append(f"{counts['diverged']} diverged")
+    if counts["broken"]:
+        parts.append(f"{count(counts['broken'], 'chapter')} not verified")
+    if counts["unrecorded"]:
+        parts.append(f"{counts['unrecorded']} without a live trace" + ("" if listed else " (--all lists them)"))
+    return " · ".join(parts)

@@ -75,11 +75,36 @@ class MissingExtra(PrimerError, ImportError):
     """An optional part of the library needs packages that are not installed: names the extra to install."""
 
     def __init__(self, part: str, extra: str, cause: ImportError) -> None:
+        # By the names pip installs them by (protobuf), not the module that failed to import (google).
+        missing = _missing_distributions(extra) or [cause.name or "one"]
+        are = "is" if len(missing) == 1 else "are"
         super().__init__(
-            f"{part} needs the optional packages of trace-book[{extra}], and {cause.name or 'one'} is not "
+            f"{part} needs the optional packages of trace-book[{extra}], and {', '.join(missing)} {are} not "
             f"installed: install them with pip install 'trace-book[{extra}]' (or -e '.[{extra}]' in a checkout)."
         )
         self.extra = extra
+
+
+def _missing_distributions(extra: str) -> list[str]:
+    """The packages trace-book's ``extra`` requires that are not installed, by their install names."""
+    import re
+    from importlib import metadata
+
+    try:
+        required = metadata.requires("trace-book") or []
+    except metadata.PackageNotFoundError:
+        return []
+    missing = []
+    for requirement in required:
+        name, _, marker = requirement.partition(";")
+        if re.search(rf"""extra\s*==\s*['"]{re.escape(extra)}['"]""", marker) is None:
+            continue
+        distribution = re.split(r"[\s<>=!~\[(]", name.strip(), maxsplit=1)[0]
+        try:
+            metadata.version(distribution)
+        except metadata.PackageNotFoundError:
+            missing.append(distribution)
+    return missing
 
 
 class ExportFailed(PrimerError):

@@ -31,7 +31,7 @@ from primer.agent import Agent
 from primer.tool_choice import forced, relaxed
 from primer.trace import Ending, Message, Turn
 
-__all__ = ["DEFAULT_MAX_TURNS", "Loop", "until_answer", "until_no_tool_calls"]
+__all__ = ["DEFAULT_MAX_TURNS", "Loop", "one_turn", "until_answer", "until_no_tool_calls"]
 
 #: Enough for every scenario in the book; a loop without a limit is a bug.
 DEFAULT_MAX_TURNS = 8
@@ -94,3 +94,14 @@ def until_answer(agent: Agent, context: list[Message], max_turns: int = DEFAULT_
         if broken := _run_tools(agent, turn, context):
             return broken
     return Ending(reason="turn_limit", detail=f"stopped after {max_turns} turns")
+
+
+def one_turn(agent: Agent, context: list[Message]) -> Ending | None:
+    """One turn of ``until_no_tool_calls``: how it ended, or None when it ran tools and the loop goes round.
+
+    For loops that change something between turns: the tools an MCP server
+    lists (chapter 19), the agent holding a handoff (20), the checks around
+    each answer (22).
+    """
+    ending = until_no_tool_calls(agent, context, 1)
+    return None if ending.reason == "turn_limit" else ending

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from primer.errors import PrimerError, ScriptExhausted
-from primer.models.mock import DEFAULT_PACING, MockReply, Pacing, stream_chunks
+from primer.models.mock import DEFAULT_PACING, MockReply, Pacing, stream_chunks, wire_usage
 from primer.seam import Answer, Plain, Seam
 from primer.streaming import DONE
 from primer.trace import Note
@@ -86,6 +86,8 @@ class ScriptedProvider:
         if body.get("stream") is True:
             return self._streamed(scripted, reply_id, model, notes)
         message: dict[str, Any] = {"role": "assistant", "content": scripted.text}
+        if scripted.reasoning:
+            message["reasoning_content"] = scripted.reasoning
         if scripted.calls:
             message["tool_calls"] = [
                 {
@@ -102,6 +104,9 @@ class ScriptedProvider:
             "model": model,
             "choices": [{"index": 0, "message": message, "finish_reason": scripted.finish_reason, "logprobs": None}],
         }
+        if scripted.usage is not None:
+            # Scripted counts (chapter 21), as a provider reports them.
+            completion["usage"] = wire_usage(scripted.usage)
         content = json.dumps(completion, ensure_ascii=False).encode()
         return Answer(200, [("content-type", "application/json")], [(0.0, content)], notes=notes)
 

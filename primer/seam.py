@@ -9,7 +9,7 @@ their ``handle_request`` (``handle_async_request``) wrapped once, for the
 whole process, and the wrapper asks which seam, if any, the calling code
 runs under (a context variable, so asyncio tasks and ``asyncio.to_thread``
 inherit it; a thread started bare does not, and finds the one seam open
-when there is exactly one)::
+when there is exactly one and it is a mock run's)::
 
     with Seam(route) as seam:          # route(request) -> who answers
         code(...)                      # every request of every client goes through seam
@@ -177,9 +177,12 @@ def _seam() -> Seam | None:
     seam = _CURRENT.get()
     if seam is not None:
         return seam
-    # A thread started without the caller's context: when one seam is open, it is that one's.
+    # A thread started without the caller's context (a framework's own pool): when one
+    # seam is open and it is not live, it is that one's, so nothing leaves the machine.
+    # A live seam takes no stranger: a live build's pool runs other scenarios beside it,
+    # whose requests are their own.
     with _OPEN_LOCK:
-        return _OPEN[0] if len(_OPEN) == 1 else None
+        return _OPEN[0] if len(_OPEN) == 1 and not _OPEN[0].live else None
 
 
 class Seam:

@@ -214,9 +214,11 @@ class ServiceClient:
     redactor: Redactor = field(default_factory=Redactor)
     #: Makes the idempotency key of each call that is not idempotent.
     new_key: Callable[[], str] = random_key
+    #: Sent with every request, as a protocol on top of HTTP asks (MCP's ``accept``, chapter 19).
+    headers: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        headers = {"authorization": f"Bearer {self.token}"} if self.token else {}
+        headers = {**self.headers, **({"authorization": f"Bearer {self.token}"} if self.token else {})}
         self._http = httpx.Client(
             base_url=self.base_url,
             transport=self.transport,

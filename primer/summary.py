@@ -17,7 +17,9 @@ A scenario's *story* says, folded, what sets the run apart (``scenario_story``):
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
+from collections.abc import Iterable
 from typing import Any
 
 from primer.trace import (
@@ -44,7 +46,9 @@ __all__ = [
     "scenario_line",
     "scenario_story",
     "timing_text",
+    "tokens_text",
     "tool_line",
+    "trial_verdicts",
     "turn_line",
 ]
 
@@ -74,6 +78,54 @@ def timing_text(timing: Timing, outside: str | None = None) -> str:
         waited = f" · waited {timing.waited_ms:.1f}" if timing.waited_ms else ""
         text += f" ({outside} {timing.outside_ms:.1f}{waited} · library {timing.library_ms:.1f})"
     return text
+
+
+def tokens_text(usages: Iterable[Usage | None]) -> str | None:
+    """Tokens added up as the provider counted them: ``1,204 in (768 cached) / 141 out (83 reasoning)``.
+
+    Cached and reasoning tokens only where the provider reported them; None
+    when no call reported any usage (a mock run).
+    """
+    reported = [usage for usage in usages if usage is not None]
+    if not reported:
+        return None
+    tokens_in = f"{sum(u.input_tokens for u in reported):,} in"
+    cached = [u.cached_tokens for u in reported if u.cached_tokens is not None]
+    if cached:
+        tokens_in += f" ({sum(cached):,} cached)"
+    tokens_out = f"{sum(u.output_tokens for u in reported):,} out"
+    reasoning = [u.reasoning_tokens for u in reported if u.reasoning_tokens is not None]
+    if reasoning:
+        tokens_out += f" ({sum(reasoning):,} reasoning)"
+    return f"{tokens_in} / {tokens_out}"
+
+
+def _run_tokens(runs: Iterable[ScenarioRun]) -> list[str]:
+    found = tokens_text(turn.model_call.usage for run in runs for turn in run.turns)
+    return [found] if found else []
+
+
+#: How an evaluation notes each trial on its last model call (chapter 16): ``trial 2 of 5 {"passed": false, ...}``.
+_TRIAL = re.compile(r"trial (\d+) of (\d+)")
+
+
+def trial_verdicts(run: ScenarioRun) -> list[tuple[int, bool]]:
+    """Each trial of a repeated run, in order, with whether it passed (from its notes; none for one run)."""
+    verdicts = []
+    for turn in run.turns:
+        for note in turn.model_call.notes:
+            found = _TRIAL.fullmatch(note.label)
+            if found and isinstance(note.data.get("passed"), bool):
+                verdicts.append((int(found[1]), bool(note.data["passed"])))
+    return verdicts
+
+
+def _pass_rate(run: ScenarioRun) -> list[str]:
+    verdicts = trial_verdicts(run)
+    if not verdicts:
+        return []
+    passed = sum(1 for _, ok in verdicts if ok)
+    return [f"{passed} of {len(verdicts)} trials passed ({passed / len(verdicts):.0%})"]
 
 
 def _usage(usage: Usage | None) -> list[str]:
@@ -110,8 +162,8 @@ def _setting(value: Any) -> str:
 
 
 def chapter_line(run: ChapterRun) -> str:
-    """``mock turns=9 · messages=22``."""
-    return f"{run.mode} turns={run.turns} · messages={run.messages}"
+    """``mock turns=9 · messages=22``, and the tokens where the provider counted them."""
+    return " · ".join([f"{run.mode} turns={run.turns}", f"messages={run.messages}", *_run_tokens(run.scenarios)])
 
 
 def scenario_line(run: ScenarioRun) -> str:
@@ -126,6 +178,8 @@ def scenario_line(run: ScenarioRun) -> str:
         *_settings(run.settings),
         duration,
         count(turns, "turn"),
+        *_run_tokens([run]),
+        *_pass_rate(run),
         f"ended: {run.ending.label}",
     ]
     return " · ".join(parts)

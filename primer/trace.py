@@ -456,6 +456,8 @@ EndingReason = Literal[
     "scenario_error",
     "provider_failure",
     "refused",
+    # A guardrail stopped the run: an input check before any model call, or an output check (chapter 22).
+    "guardrail_tripped",
 ]
 
 

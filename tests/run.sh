@@ -9,7 +9,7 @@ python3 -m venv .venv
 .venv/bin/python -m pip install --quiet --upgrade pip
 # The package with its OTLP exporter and chapter 18's frameworks (the suite covers them), and the test
 # tools from pyproject.toml's `test` dependency group, which is published to nobody.
-.venv/bin/python -m pip install --quiet -e '.[otel,frameworks]' --group test
+.venv/bin/python -m pip install --quiet -e '.[otel,frameworks,mcp]' --group test
 # The local httpbin the live tests call; --no-deps because its greenlet<3 pin
 # (Python < 3.12) conflicts with Playwright and is not needed (see pyproject.toml).
 .venv/bin/python -m pip install --quiet --no-deps 'httpbin==0.10.4'

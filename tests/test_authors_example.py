@@ -26,7 +26,7 @@ from primer.chapters import chapter_names
 
 ROOT = Path(__file__).resolve().parent.parent
 GUIDE = ROOT / "docs" / "authors.md"
-EXAMPLE = "ch19_price_checks"
+EXAMPLE = "ch23_price_checks"
 
 # A tab of the guide: `=== "path"`, a blank line, then its content indented by four spaces.
 _TAB = re.compile(r'^=== "(?P<path>[^"]+)"\n\n(?P<body>(?:(?: {4}.*)?\n)+)', re.M)

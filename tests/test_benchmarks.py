@@ -48,6 +48,13 @@ def run(script: str, *args: str, timeout: float = 300) -> str:
             "streaming.py", ["--rounds", "2", "--events", "50"], ["typed recorded", "recording, dicts"], id="streaming"
         ),
         pytest.param("verify.py", ["--quick"], ["ch09 replay", "ch09 mock run"], id="verify"),
+        pytest.param(
+            "foreign_code.py",
+            ["--rounds", "1"],
+            ["in process (mock)", "live on loopback", "overhead per exchange", "agents_sdk"],
+            marks=slow,
+            id="foreign_code",
+        ),
         pytest.param("live_pool.py", ["--quick"], ["pool / sequential", "the bound"], marks=slow, id="live_pool"),
         pytest.param("scale.py", ["--quick"], ["warm / off", "off / bare", "zensical --clean"], marks=slow, id="scale"),
         pytest.param("build.py", ["--quick"], ["cold", "after a template edit", "save prose"], marks=slow, id="build"),
@@ -69,7 +76,9 @@ def test_benchmark_runs_in_quick_mode(script: str, args: list[str], rows: list[s
 @pytest.mark.skipif(shutil.which("valgrind") is None, reason="valgrind is not installed")
 def test_callgrind_counts_instructions(tmp_path: Path) -> None:
     """The instruction counts the fine ratios are checked with (``scale.py --callgrind``) come out as a number."""
-    code = f"import books; print(books.callgrind(__import__('pathlib').Path({str(tmp_path)!r}), 'platform'))"
+    code = (
+        f"import books; print(books.callgrind(__import__('pathlib').Path({str(tmp_path)!r}), 'platform').instructions)"
+    )
     done = subprocess.run(
         [sys.executable, "-c", code], cwd=BENCHMARKS, capture_output=True, text=True, timeout=300, check=False
     )

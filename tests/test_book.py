@@ -73,7 +73,7 @@ def test_the_front_pages_place_no_traces() -> None:
     # Examples of marker lines there are indented inside tabs, so they are shown, not run.
     for page in ("index.md", "authors.md"):
         assert find_markers(markdown(page)) == []
-    assert "::: trace ch19_price_checks price_answered" in markdown("authors.md")
+    assert "::: trace ch23_price_checks price_answered" in markdown("authors.md")
 
 
 def test_no_page_writes_inline_code_that_starts_with_three_colons() -> None:
@@ -171,11 +171,11 @@ def test_the_front_pages_are_built(built_book: tuple[Path, str]) -> None:
     authors = _visible_text(site / "authors" / "index.html")
     assert "How to read a trace" in home
     assert "scenario service_is_busy · tools=place_order, price_of" in home
-    assert "::: trace ch19_price_checks price_answered" in authors, "the example marker is shown as code"
+    assert "::: trace ch23_price_checks price_answered" in authors, "the example marker is shown as code"
     # Shown as the line a chapter page writes, not included: the guide escapes it (`;--8<--`).
     # The example is highlighted, so the line is read with the highlighter's tags taken out.
     shown = html.unescape(re.sub(r"<[^>]+>", "", (site / "authors" / "index.html").read_text(encoding="utf-8")))
-    assert '    --8<-- "primer/chapters/ch19_price_checks.py"' in shown
-    assert ';--8<-- "primer/chapters/ch19_price_checks.py"' not in shown
+    assert '    --8<-- "primer/chapters/ch23_price_checks.py"' in shown
+    assert ';--8<-- "primer/chapters/ch23_price_checks.py"' not in shown
     chapter10 = _visible_text(site / "ch10_testing_agents" / "index.html")
     assert "def test_a_busy_service_is_waited_for_on_the_virtual_clock" in chapter10

@@ -25,6 +25,7 @@ import dataclasses
 import functools
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -508,19 +509,19 @@ def test_targets_are_at_least_24_px(browser: Any, book: Book) -> None:
         page.context.close()
 
 
-# One block of each kind, by page: the id the renderer gave it (Material prefixes "__code_").
+# One block of each kind, by page: the id the renderer gave it. A payload block
+# keeps it, so a link to it lands; one on the page at load Material renames "__code_" and it.
 COPY_KINDS = {
     "/ch09/": {
-        "a model request body": "[id='__code_ch09_who_retries-service_is_busy-live-turn-1-model-req-1']",
-        "a model response body": "[id='__code_ch09_who_retries-service_is_busy-live-turn-1-model-res-1']",
-        "a later, shortened request body": "[id='__code_ch09_who_retries-service_is_busy-live-turn-2-model-req-1']",
-        "a whole body as sent, rebuilt": "[id='__code_ch09_who_retries-service_is_busy-live-turn-2-model-req-1-whole']",
-        "a service response body": "[id='__code_ch09_who_retries-service_is_busy-mock-turn-1-tool-1-res-2']",
+        "a model request body": "[id='ch09_who_retries-service_is_busy-live-turn-1-model-req-1']",
+        "a model response body": "[id='ch09_who_retries-service_is_busy-live-turn-1-model-res-1']",
+        "a whole body as sent, rebuilt": "[id='ch09_who_retries-service_is_busy-live-turn-2-model-req-1-whole']",
+        "a service response body": "[id='ch09_who_retries-service_is_busy-mock-turn-1-tool-1-res-2']",
         "a declared tool's schema": ".tr-tooldefs pre >> nth=1",
     },
     "/hostile/": {
-        "a text body": "[id='__code_hostile-hostile-mock-turn-1-model-res-1']",
-        "an error and its traceback": "[id='__code_hostile-hostile_error-mock-turn-1-tool-1-error']",
+        "a text body": "[id='hostile-hostile-mock-turn-1-model-res-1']",
+        "an error and its traceback": "[id='hostile-hostile_error-mock-turn-1-tool-1-error']",
         "the last live run's failure": "[id='__code_hostile-traces-failure']",
     },
 }
@@ -532,10 +533,10 @@ def test_every_copy_button_copies_its_own_block(browser: Any, site: str) -> None
         page = watched.page
         page.context.grant_permissions(["clipboard-read", "clipboard-write"], origin=site)
         open_everything(page)
-        # Material names each block after the nearest id: every block has its own.
+        # Every block has an id of its own, which its button names.
         ids = page.evaluate("[...document.querySelectorAll('.tr pre')].map(p => p.id)")
         assert ids
-        assert all(i.startswith("__code_") for i in ids), ids
+        assert all(ids), ids
         assert len(ids) == len(set(ids))
         buttons = page.locator(".tr pre > .md-code__nav > button[data-md-type='copy']")
         assert buttons.count() == len(ids)
@@ -650,12 +651,12 @@ def test_folded_ch09_scenarios_tell_their_story(browser: Any, book: Book) -> Non
 
 def test_json_is_coloured_when_its_block_is_opened(browser: Any, site: str) -> None:
     page = open_page(browser, site, "/ch09/#ch09_who_retries-service_is_busy-live-turn-1-model").page
-    block = page.locator("#__code_ch09_who_retries-service_is_busy-live-turn-1-model-req-1 code")
+    block = page.locator("#ch09_who_retries-service_is_busy-live-turn-1-model-req-1 code")
     text = block.text_content()
     assert block.locator("span").count() == 0  # its request is still folded
     page.locator("#ch09_who_retries-service_is_busy-live-turn-1-model .tr-wire > summary").first.click()
     page.wait_for_function(
-        "document.querySelector('#__code_ch09_who_retries-service_is_busy-live-turn-1-model-req-1 code span')"
+        "document.querySelector('#ch09_who_retries-service_is_busy-live-turn-1-model-req-1 code span')"
     )
     assert block.locator("span.nt").first.text_content() == '"messages"'
     assert block.text_content() == text
@@ -783,4 +784,101 @@ def test_mode_prose_is_labelled_without_javascript(browser: Any, book: Book) -> 
     assert "mock about the mock run of service_is_busy" in labels
     assert "live about the live run of service_is_busy" in labels
     assert _visible(page, ".tr-prose") == page.locator(".tr-prose").count()
+    page.context.close()
+
+
+def test_copy_on_an_abridged_request_copies_the_whole_body_as_sent(browser: Any, site: str) -> None:
+    from tests.test_render_data import live_chapter
+
+    model = "ch09_who_retries-service_is_busy-live-turn-2-model"
+    watched = open_page(browser, site, f"/ch09/#{model}")
+    page = watched.page
+    page.context.grant_permissions(["clipboard-read", "clipboard-write"], origin=site)
+    block = page.locator(f"[id='{model}-req-1']")
+    block.wait_for(state="attached")
+    shown = json.loads(block.locator("code").text_content() or "")
+    page.locator(f"#{model} details.tr-wire").first.evaluate("d => d.open = true")
+    block.hover()
+    button = block.locator("> .md-code__nav > button[data-md-type='copy']")
+    assert "the whole body as sent" in (button.get_attribute("title") or "")
+    button.click()
+    copied = page.evaluate("navigator.clipboard.readText()")
+    sent = live_chapter("ch09_who_retries").scenario("service_is_busy").turns[1].model_call.exchanges[0].request
+    assert json.loads(copied) == sent.json_body, "what was sent, not the part shown"
+    assert list(json.loads(copied)) == list(sent.json_body)
+    assert len(copied) > len(json.dumps(shown, indent=2))
+    assert watched.errors == []
+    page.context.close()
+
+
+def test_a_deep_link_to_a_payload_block_opens_it(browser: Any, site: str, book: Book) -> None:
+    # A service response's body, two folds deep in a tool call, filled in from the payload page.
+    target = "ch09_who_retries-service_is_busy-mock-turn-1-tool-1-res-2"
+    for url, path in ((site, "/ch09/"), (book.url, "/ch09_who_retries/")):
+        page = open_page(browser, url, f"{path}#{target}").page
+        page.wait_for_function(f"document.getElementById('{target}') !== null")
+        block = page.locator(f"[id='{target}']")
+        block.wait_for(state="visible")
+        assert block.evaluate("e => e.tagName") == "PRE"
+        assert is_open(page, "ch09_who_retries-service_is_busy-mock-turn-1-tool-1")
+        # Each turn and call of an opened run carries its own link to copy.
+        anchor = page.locator("a.tr-anchor[href='#ch09_who_retries-service_is_busy-mock-turn-1-tool-1']")
+        assert anchor.get_attribute("href") == "#ch09_who_retries-service_is_busy-mock-turn-1-tool-1"
+        assert anchor.get_attribute("aria-label") == "link to this tool call"
+        anchor.click()
+        assert page.evaluate("location.hash") == "#ch09_who_retries-service_is_busy-mock-turn-1-tool-1"
+        assert is_open(page, "ch09_who_retries-service_is_busy-mock-turn-1-tool-1"), "a click leaves it open"
+        page.context.close()
+
+
+def test_the_payload_page_links_land_without_javascript(browser: Any, book: Book) -> None:
+    for chapter in ("ch09_who_retries", "ch05_loop_endings"):
+        page = open_page(browser, book.url, f"/traces/{chapter}.payloads.html", javascript=False).page
+        links = page.evaluate("[...document.querySelectorAll('a[href]')].map(a => a.href)")
+        assert len(links) > 10
+        back = page.get_by_role("link", name="Back to the chapter page")
+        assert back.get_attribute("href") == f"../{chapter}/"
+        chapter_ids: set[str] = set()
+        for href in dict.fromkeys(links):
+            address, _, fragment = href.partition("#")
+            if address.endswith(f"/traces/{chapter}.payloads.html"):
+                assert page.locator(f"[id='{fragment}']").count() == 1, href
+            elif address.endswith(".json"):
+                assert page.context.request.get(href).status == 200, href
+            else:
+                assert address == f"{book.url}/{chapter}/", href
+                if not chapter_ids:
+                    response = page.context.request.get(address)
+                    assert response.status == 200
+                    chapter_ids = set(re.findall(r' id="([^"]+)"', response.text()))
+                assert not fragment or fragment in chapter_ids, href
+        assert page.locator("h3.tr-payload-head").count() == page.locator(".tr-payload").count()
+        page.context.close()
+
+
+def test_a_hand_edited_payload_page_runs_nothing_when_filled_in(browser: Any, site: str) -> None:
+    # The payload page is fetched and copied in element by element: only what the renderer emits.
+    watched = open_page(browser, site, "/ch09/")
+    page = watched.page
+    hostile = (
+        '<div class="tr-payload" id="{id}"><p class="tr-note" onclick="window.__ran=1" '
+        'onmouseover="window.__ran=1">evil <img src=x onerror="window.__ran=1"><a href="javascript:window.__ran=1" '
+        'class="tr-evil">link</a><svg onload="window.__ran=1"></svg><script>window.__ran=1</script></p></div>'
+    )
+
+    def edited(route: Any) -> None:
+        stub_ids = page.evaluate("[...document.querySelectorAll('.tr-body[data-tr-payload]')].map(s => s.id)")
+        route.fulfill(status=200, content_type="text/html", body="".join(hostile.format(id=i) for i in stub_ids))
+
+    page.route("**/*.payloads.html", edited)
+    page.evaluate("document.querySelectorAll('.tr details').forEach(d => d.open = true)")
+    page.wait_for_function("!document.querySelector('.tr-body[data-tr-payload]')")
+    note = page.locator(".tr-body .tr-note").first
+    note.hover()
+    note.click()
+    assert page.evaluate("window.__ran") is None
+    assert page.locator(".tr-body img, .tr-body svg, .tr-body script").count() == 0
+    assert page.locator(".tr-body [onclick], .tr-body [onmouseover]").count() == 0
+    assert page.locator(".tr-body a.tr-evil").first.get_attribute("href") is None
+    assert "evil" in (note.text_content() or "")
     page.context.close()

@@ -112,6 +112,28 @@ ENDINGS: dict[str, dict[str, str]] = {
         "pydantic_ai": "answer_received",
         "agents_sdk": "answer_received",
     },
+    "ch19_mcp_tools": {
+        "tool_found_and_called": "no_tool_calls",
+        "tool_list_changed": "no_tool_calls",
+        "tool_reports_an_error": "no_tool_calls",
+    },
+    "ch20_handoffs": {
+        "handed_over_with_the_history": "no_tool_calls",
+        "handed_over_with_a_brief": "no_tool_calls",
+        "triage_answers_itself": "no_tool_calls",
+        "handed_over_by_the_agents_sdk": "answer_received",
+    },
+    "ch21_reasoning_models": {
+        "thinks_a_little": "answer_received",
+        "thinks_hard": "answer_received",
+        "reasoning_streams_first": "answer_received",
+        "limit_spent_thinking": "tokens_exhausted",
+    },
+    "ch22_guardrails": {
+        "card_number_stopped": "guardrail_tripped",
+        "promise_rejected": "no_tool_calls",
+        "loyalty_number_let_through": "no_tool_calls",
+    },
 }
 
 

@@ -220,7 +220,35 @@ def test_a_closed_pipe_is_not_a_traceback() -> None:
     _, err = process.communicate(timeout=60)
     assert b"Traceback" not in err, err.decode()
     assert b"BrokenPipeError" not in err
-    assert process.returncode == 1
+    assert err == b""
+    assert process.returncode == 0, "the reader had what it wanted: not a failure"
+
+
+def test_run_prints_each_scenarios_story_under_its_line(capsys: pytest.CaptureFixture[str]) -> None:
+    status, out, _ = run_cli(capsys, "run", "ch09_who_retries")
+    assert status == 0
+    lines = out.splitlines()
+    busy = next(i for i, line in enumerate(lines) if line.startswith("scenario service_is_busy"))
+    assert lines[busy + 1] == "  story: price_of: 429 (retryable) → waited 1s → 200"
+
+
+def test_a_missing_extra_is_named_by_what_pip_installs(monkeypatch: pytest.MonkeyPatch) -> None:
+    from importlib import metadata
+
+    from primer.errors import MissingExtra
+
+    real = metadata.version
+
+    def version(name: str) -> str:
+        if name == "protobuf":
+            raise metadata.PackageNotFoundError(name)
+        return real(name)
+
+    monkeypatch.setattr(metadata, "version", version)
+    cause = ImportError("No module named 'google'", name="google")
+    message = str(MissingExtra("The OTLP export", "otel", cause))
+    assert "and protobuf is not installed" in message, message
+    assert "google" not in message
 
 
 BROKEN = """

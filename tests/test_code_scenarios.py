@@ -305,3 +305,51 @@ def test_the_books_shared_live_runner_runs_code_scenarios_too(
         run = runner(raw_sdk, live_settings)
     assert run.ending.reason == "answer_received", run.ending
     assert run.turns[0].tools[0].attempts[0].response is not None
+
+
+def test_a_live_stream_is_kept_event_by_event_and_verifies_by_replay(
+    replay_provider: ReplayProvider, live_settings: Settings
+) -> None:
+    _script_provider(replay_provider)
+    streamed = CodeScenario(name="streamed", code=code_agents.streamed, services=[WEATHER], mock=SCRIPT)
+    run = run_scenario(streamed, "live", live_settings)
+    assert run.ending.reason == "answer_received", run.ending
+    stream = run.turns[0].model_call.streamed
+    assert stream is not None
+    assert stream.done
+    assert stream.fragments > 1
+    reply = run.turns[0].model_call.reply
+    assert reply is not None
+    assert reply.tool_calls[0].arguments == {"city": "Paris"}
+    frozen = ChapterRun.model_validate_json(
+        ChapterRun(chapter="ch_code", mode="live", model="deepseek-flash", scenarios=[run]).model_dump_json()
+    )
+    check = verify_chapter(frozen, [streamed])
+    assert check.verified, check.divergence
+
+
+def test_a_thread_the_code_starts_bare_is_still_under_its_mock_seam(offline: list[object]) -> None:
+    def in_a_thread(reach: object) -> None:
+        import threading
+
+        thread = threading.Thread(target=code_agents.raw_agent, args=(reach,))  # no context copied
+        thread.start()
+        thread.join()
+
+    run = run_scenario(scenario("threaded", in_a_thread), "mock")
+    assert run.ending.reason == "answer_received", run.ending
+    assert len(run.turns) == 2
+    assert offline == []
+
+
+def test_a_live_seam_takes_no_stranger_thread(httpbin: LocalHttpbin) -> None:
+    import threading
+
+    seam = Seam(lambda _url: None, {}, live=True)
+    answers: list[int] = []
+    with seam:
+        thread = threading.Thread(target=lambda: answers.append(httpx.get(f"{httpbin.url}/get").status_code))
+        thread.start()
+        thread.join()
+    assert answers == [200], "another scenario's request went its own way"
+    assert seam.crossings == []

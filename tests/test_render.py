@@ -515,7 +515,7 @@ def test_anchors_stay_unique_when_a_page_shows_a_run_twice() -> None:
 
 
 def test_the_timeline_agrees_with_the_tool_line_when_attempt_times_are_unknown():
-    from primer.book.render import _segments
+    from primer.book.render_timeline import segments as _segments
     from primer.trace import Attempt, Backoff, ModelCall, Timing, ToolRun, Turn
 
     tool_run = ToolRun(
@@ -628,7 +628,7 @@ def test_a_service_that_did_not_answer_is_service_time_on_the_timeline() -> None
 
 
 def _by_kind(turn: object) -> dict[str, float]:
-    from primer.book.render import _segments
+    from primer.book.render_timeline import segments as _segments
 
     kinds: dict[str, float] = {"provider": 0.0, "service": 0.0, "waited": 0.0, "library": 0.0}
     for segment in _segments(turn):  # type: ignore[arg-type]
@@ -693,7 +693,9 @@ _STUB = re.compile(
     r"show the payloads \(on a separate page\)</a></p></div>"
 )
 _ELEMENT = re.compile(
-    r'<div class="tr-payload" id="(?P<id>[^"]+)"><p class="tr-payload-id">[^<]*</p>\n(?P<body>.*?)\n</div>', re.S
+    r'<div class="tr-payload" id="(?P<id>[^"]+)"><h3 class="tr-payload-head">[^<]*(?:<a [^>]*>[^<]*</a>)?</h3>\n'
+    r"(?P<body>.*?)\n</div>",
+    re.S,
 )
 _INLINE = re.compile(r'<div class="tr-body" data-search-exclude id="(?P<id>[^"]+)">\n(?P<body>.*?)\n</div>', re.S)
 

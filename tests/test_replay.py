@@ -295,13 +295,20 @@ def test_verify_prints_one_line_per_scenario_and_exits_0_when_all_verify(
 ) -> None:
     (tmp_path / f"{CH09}.live.json").write_bytes((TRACES / f"{CH09}.live.json").read_bytes())
     assert main(["verify", CH09, "--traces", str(tmp_path)]) == 0
-    lines = capsys.readouterr().out.splitlines()
+    *lines, last = capsys.readouterr().out.splitlines()
     assert [line.split(":")[0] for line in lines] == [f"{CH09} {s.name}" for s in scenarios_of(CH09)]
     assert all(": verified by replay (" in line for line in lines)
-    # A chapter without a live trace says so, once per scenario.
+    assert last == f"verified {len(lines)} scenarios"
+    # A chapter without a live trace is counted, and listed with --all only.
+    ch01 = scenarios_of("ch01_one_call")
     assert main(["verify", "ch01_one_call", "--traces", str(tmp_path)]) == 0
     assert capsys.readouterr().out.splitlines() == [
-        f"ch01_one_call {s.name}: no live trace" for s in scenarios_of("ch01_one_call")
+        f"verified 0 scenarios · {len(ch01)} without a live trace (--all lists them)"
+    ]
+    assert main(["verify", "ch01_one_call", "--traces", str(tmp_path), "--all"]) == 0
+    assert capsys.readouterr().out.splitlines() == [
+        *(f"ch01_one_call {s.name}: no live trace" for s in ch01),
+        f"verified 0 scenarios · {len(ch01)} without a live trace",
     ]
 
 
@@ -322,6 +329,7 @@ def test_verify_exits_1_naming_the_field_when_the_recording_differs(
         'body messages[1].content was "How much is bread?", and is now "How much is milk?"'
     )
     assert all("verified by replay" in line for line in lines[:3])
+    assert lines[-1] == "verified 3 scenarios · 1 diverged"
     assert path.read_bytes() == before, "verify writes nothing"
 
 

@@ -72,8 +72,8 @@ def test_publish_builds_strictly_and_deploys_with_the_official_pages_actions() -
     strict = next(i for i, text in enumerate(order) if "mkdocs build --strict" in text)
     upload = next(i for i, text in enumerate(order) if text.startswith("actions/upload-pages-artifact"))
     assert order[0].startswith("actions/checkout")
-    # With the otel extra: the site publishes traces/CHAPTER.otlp.json too.
-    assert any("pip install -e '.[otel]'" in text for text in order[:strict])
+    # With the otel extra: the site publishes traces/CHAPTER.otlp.json too; and the chapters' own extras.
+    assert any("pip install -e '.[otel,frameworks,mcp]'" in text for text in order[:strict])
     assert strict < upload
     assert build[upload]["with"]["path"] in build[strict]["run"]
     deploy = workflow["jobs"]["deploy"]

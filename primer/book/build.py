@@ -41,6 +41,7 @@ from primer.book import live_prose, manifest, prose_check
 from primer.book.chapters import Chapters
 from primer.book.html_cache import HtmlCache
 from primer.book.logs import book_logger
+from primer.book.markers import find_markers
 from primer.book.pages import check, listing, off_page, replace
 from primer.book.report import Report, anomalies, failed
 from primer.book.source import ChapterTraces, TraceSummary
@@ -110,6 +111,8 @@ class Book:
         self.environ = environ
         #: Rendered markers, for the Markdown extension (on disk in ``html_dir``, if given).
         self.rendered = HtmlCache(html_dir, fingerprint_file=cache_dir / "renderer.json", run_digest=self.store.digest)
+        #: The page each chapter is first shown on (its URL), which its payload page links back to.
+        self.chapter_pages: dict[str, str] = {}
         #: The check of every page's quoted trace facts, its answers kept by what they depend on.
         self.prose = prose_check.ProseChecks(cache_dir / "prose")
         #: This build's own time, per part.
@@ -204,13 +207,15 @@ class Book:
 
     # -- pages and the site -------------------------------------------------
 
-    def page(self, name: str, markdown: str, *, renderer: bool) -> str:
+    def page(self, name: str, markdown: str, *, renderer: bool, url: str | None = None) -> str:
         """A page's Markdown as it goes to the renderer, its markers and live blocks checked.
 
         Markers naming what does not exist, and lines meant as markers that
         are not valid ones, are warned about (naming page and line). With traces off
         they become a placeholder; without the renderer (``renderer=False``)
-        a plain listing of summary lines.
+        a plain listing of summary lines. ``url``, the page's URL relative to
+        the site root, is where the payload page of each chapter it shows first
+        links back to.
         """
         with self.clock("pages"):
             self.pages[name] = markdown
@@ -220,6 +225,9 @@ class Book:
                     self.log.warning(f"traces: {warning}")
                 return placed
             names = self.scenario_names
+            if url is not None:
+                for marker in find_markers(markdown):
+                    self.chapter_pages.setdefault(marker.chapter, url)
             found = check(name, markdown, names) + live_prose.problems(name, markdown, names)
             for warning in found + self.prose.problems(name, markdown, self.store):
                 self.log.warning(f"traces: {warning}")
@@ -267,16 +275,19 @@ class Book:
         # the renderer) changed.
         summary = self.store.summary(chapter)
         traces_key = summary.html if summary is not None else self.rendered.traces_key(self.store.traces(chapter))
+        # The page it links back to is part of what it shows.
+        page = self.chapter_pages.get(chapter)
+        on = f" page={page}"
 
         def make() -> str:
-            if summary is not None and (kept := self.rendered.cached_payloads(chapter, summary.html)) is not None:
+            if summary is not None and (kept := self.rendered.cached_payloads(chapter, summary.html + on)) is not None:
                 return kept
             from primer.book.render import render_payloads
 
             traces = self.store.traces(chapter)
-            return self.rendered.payloads(traces, lambda: render_payloads(traces))
+            return self.rendered.payloads(traces, lambda: render_payloads(traces, page_url=page), key=on)
 
-        return self.rendered.payloads_key(chapter, traces_key), make
+        return self.rendered.payloads_key(chapter, traces_key + on), make
 
     def log_share(self) -> None:
         """Log this build's own share of the time, per part, at DEBUG."""

@@ -46,6 +46,7 @@ from typing import TYPE_CHECKING
 from primer.book import assets
 from primer.book.build import LOGGER_NAME
 from primer.book.configuration import read_config
+from primer.book.lock import BuildLock
 from primer.book.session import SESSION
 from primer.errors import ConfigError
 from primer.inert import inert
@@ -146,17 +147,22 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"error: {inert(str(error))}", file=sys.stderr)
             return 2
         book.rules = config.rules
-        book.prepare()
-        if args.stamp:
-            _stamp(book)
-        for page in sorted(config.docs_dir.rglob("*.md")):
-            # Named as the hook names a page (docs/ch05_loop_endings.md); warnings only.
-            name = f"{config.docs_dir.name}/{page.relative_to(config.docs_dir).as_posix()}"
-            book.page(name, page.read_text(encoding="utf-8"), renderer=True)
-        book.check_rules()
-        book.publish(config.docs_dir)
-        if book.enabled:
-            assets.install(config.docs_dir)
+        lock = BuildLock(config.cache_dir)
+        lock.acquire(log)  # one build at a time per cache (a serve rebuilding, say): this one waits
+        try:
+            book.prepare()
+            if args.stamp:
+                _stamp(book)
+            for page in sorted(config.docs_dir.rglob("*.md")):
+                # Named as the hook names a page (docs/ch05_loop_endings.md); warnings only.
+                name = f"{config.docs_dir.name}/{page.relative_to(config.docs_dir).as_posix()}"
+                book.page(name, page.read_text(encoding="utf-8"), renderer=True)
+            book.check_rules()
+            book.publish(config.docs_dir)
+            if book.enabled:
+                assets.install(config.docs_dir)
+        finally:
+            lock.release()
     finally:
         log.removeHandler(shown)
         log.removeHandler(counted)

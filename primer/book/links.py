@@ -78,4 +78,6 @@ def _relpath(path: str, folder: str) -> str:
     # payload page with a fragment per block), and posixpath.relpath asks the
     # working directory twice each time. Both are relative to the site root,
     # so the answer does not depend on that directory, only on the two paths.
-    return posixpath.relpath(path, folder)
+    # A folder's URL keeps its final slash (relpath drops it): no redirect to follow.
+    relative = posixpath.relpath(path, folder)
+    return f"{relative}/" if path.endswith("/") and not relative.endswith("/") else relative

@@ -52,15 +52,20 @@ def shop(request: httpx.Request) -> httpx.Response:
 SHOP = Service("shop", mock=shop, url="https://httpbin.org")
 
 
-def shop_price(reach: Reach, item: str) -> str:
+def shop_client(reach: Reach) -> httpx.Client:
+    """One client to the shop for the whole run: its connections and certificates are set up once."""
+    return httpx.Client(base_url=reach.service("shop"), timeout=10)
+
+
+def shop_price(shop: httpx.Client, item: str) -> str:
     """``GET /get?item=...``; httpbin knows no prices, so the shelf list answers for it live."""
-    body = httpx.get(f"{reach.service('shop')}/get", params={"item": item}, timeout=10).json()
+    body = shop.get("/get", params={"item": item}).json()
     return str(body.get("price") or PRICES[GroceryItem(item)])
 
 
-def shop_order(reach: Reach, item: str, quantity: int) -> str:
+def shop_order(shop: httpx.Client, item: str, quantity: int) -> str:
     """``POST /post`` with the order as JSON."""
-    httpx.post(f"{reach.service('shop')}/post", json={"item": item, "quantity": quantity}, timeout=10)
+    shop.post("/post", json={"item": item, "quantity": quantity})
     return f"ordered {quantity} x {item}"
 
 
@@ -75,16 +80,18 @@ async def with_pydantic_ai(reach: Reach) -> None:
 
     model = OpenAIChatModel(reach.model, provider=OpenAIProvider(openai_client=reach.async_openai))
     agent = Agent(model, system_prompt=SYSTEM)
+    shop = shop_client(reach)
 
     @agent.tool_plain(name="price_of", description=PRICE_OF)
     def price(item: GroceryItem) -> str:
-        return shop_price(reach, item.value)
+        return shop_price(shop, item.value)
 
     @agent.tool_plain(name="place_order", description=PLACE_ORDER)
     def order(item: GroceryItem, quantity: int) -> str:
-        return shop_order(reach, item.value, quantity)
+        return shop_order(shop, item.value, quantity)
 
-    await agent.run(PROMPT)
+    with shop:
+        await agent.run(PROMPT)
 
 
 async def with_agents_sdk(reach: Reach) -> None:
@@ -97,17 +104,20 @@ async def with_agents_sdk(reach: Reach) -> None:
     # Its tracing would post every run to OpenAI's own trace store: a host that is not this scenario's.
     set_tracing_disabled(True)
 
+    shop = shop_client(reach)
+
     @function_tool(name_override="price_of", description_override=PRICE_OF)
     def price(item: GroceryItem) -> str:
-        return shop_price(reach, item.value)
+        return shop_price(shop, item.value)
 
     @function_tool(name_override="place_order", description_override=PLACE_ORDER)
     def order(item: GroceryItem, quantity: int) -> str:
-        return shop_order(reach, item.value, quantity)
+        return shop_order(shop, item.value, quantity)
 
     model = OpenAIChatCompletionsModel(model=reach.model, openai_client=reach.async_openai)
     agent: Any = Agent(name="shop", instructions=SYSTEM, tools=[price, order], model=model)
-    await Runner.run(agent, PROMPT)
+    with shop:
+        await Runner.run(agent, PROMPT)
 
 
 own_loop = Scenario(

@@ -14,6 +14,14 @@ few words at a time and tool-call arguments a few characters at a time. On a
 and its events arrive at the same offsets every run::
 
     say("Milk is 1.20.", pacing=Pacing(first=0.4, every=0.05))
+
+A reply may carry reasoning, as reasoning models return it, and the token
+counts a provider would report (chapter 21). Neither is measured: both are
+the script's, and the call's notes say so. Streamed, the reasoning comes
+first, in ``reasoning_content`` deltas, and the counts in a last chunk::
+
+    say("Milk is 1.20.", reasoning="The shelf says 1.20.", usage=Usage(input_tokens=40, output_tokens=90,
+        reasoning_tokens=84))
 """
 
 from __future__ import annotations
@@ -31,7 +39,7 @@ from primer.models.base import STREAM
 from primer.streaming import DONE
 from primer.tool_choice import asked_of, disobeyed
 from primer.tools import Tool
-from primer.trace import ErrorInfo, Message, ModelCall, Note, Stream, StreamEvent, Timing, ToolCall
+from primer.trace import ErrorInfo, Message, ModelCall, Note, Stream, StreamEvent, Timing, ToolCall, Usage
 
 __all__ = [
     "DEFAULT_PACING",
@@ -44,6 +52,7 @@ __all__ = [
     "say",
     "scripted_message",
     "stream_chunks",
+    "wire_usage",
 ]
 
 
@@ -87,6 +96,10 @@ class MockReply:
     finish_reason: str = "stop"
     #: How the reply streams when the call asks for a stream (the model's pacing if None).
     pacing: Pacing | None = None
+    #: The reasoning a reasoning model returns beside the reply (chapter 21).
+    reasoning: str | None = None
+    #: The token counts the provider would report: scripted, never measured.
+    usage: Usage | None = None
 
 
 def call(name: str, **arguments: Any) -> tuple[str, dict[str, Any]]:
@@ -99,23 +112,35 @@ def ask(
     text: str | None = None,
     pacing: Pacing | None = None,
     finish_reason: str = "tool_calls",
+    reasoning: str | None = None,
+    usage: Usage | None = None,
 ) -> MockReply:
     """A reply that asks for tools (several calls run in that order).
 
     ``finish_reason="stop"`` plays what OpenAI-compatible servers send when
     ``tool_choice`` names a function: tool calls, and ``stop`` (chapter 12).
     """
-    return MockReply(text=text, calls=tuple(calls), finish_reason=finish_reason, pacing=pacing)
+    return MockReply(
+        text=text, calls=tuple(calls), finish_reason=finish_reason, pacing=pacing, reasoning=reasoning, usage=usage
+    )
 
 
-def say(text: str, *, pacing: Pacing | None = None) -> MockReply:
+def say(
+    text: str, *, pacing: Pacing | None = None, reasoning: str | None = None, usage: Usage | None = None
+) -> MockReply:
     """A reply that answers in text and asks for nothing."""
-    return MockReply(text=text, finish_reason="stop", pacing=pacing)
+    return MockReply(text=text, finish_reason="stop", pacing=pacing, reasoning=reasoning, usage=usage)
 
 
-def cut(text: str | None = None, *, pacing: Pacing | None = None) -> MockReply:
+def cut(
+    text: str | None = None,
+    *,
+    pacing: Pacing | None = None,
+    reasoning: str | None = None,
+    usage: Usage | None = None,
+) -> MockReply:
     """A reply cut short by the token limit (``finish_reason = length``): empty, or the text it got to."""
-    return MockReply(text=text, finish_reason="length", pacing=pacing)
+    return MockReply(text=text, finish_reason="length", pacing=pacing, reasoning=reasoning, usage=usage)
 
 
 @dataclass
@@ -166,10 +191,13 @@ class MockModel:
             self._used += 1
             record.reply = scripted_message(scripted, turn)
             record.finish_reason = scripted.finish_reason
+            if scripted.usage is not None:
+                record.usage = scripted.usage
+                record.notes.append(Note(label="usage scripted for the mock model", data=wire_usage(scripted.usage)))
             self._hold_to(record, settings, tools, turn)
             if record.reply is not None and settings.get(STREAM):
                 pacing = scripted.pacing or self.pacing
-                record.stream = self._stream(record.reply, scripted.finish_reason, pacing, turn)
+                record.stream = self._stream(record.reply, scripted.finish_reason, pacing, turn, scripted.usage)
                 record.notes.append(
                     Note(
                         label="stream simulated by the mock model",
@@ -199,11 +227,11 @@ class MockModel:
             record.error = ErrorInfo(type=type(error).__name__, message=str(error))
             record.reply = None
 
-    def _stream(self, reply: Message, finish_reason: str, pacing: Pacing, turn: int) -> Stream:
+    def _stream(self, reply: Message, finish_reason: str, pacing: Pacing, turn: int, usage: Usage | None) -> Stream:
         """The reply as a provider would stream it, each event after its scripted wait on the clock."""
         events = []
         offset = 0.0
-        pieces = _chunks(reply, finish_reason, pacing, f"mock-{turn}")
+        pieces = _chunks(reply, finish_reason, pacing, f"mock-{turn}", usage)
         for delay, data in zip(pacing.delays(), pieces, strict=False):
             self.clock.sleep(delay)
             # The offset is the scripted one, not the clock's reading, so it is the same every run.
@@ -223,22 +251,44 @@ def scripted_message(scripted: MockReply, turn: int) -> Message:
             ToolCall(id=f"mock_{turn}_{index}", name=name, arguments=dict(arguments))
             for index, (name, arguments) in enumerate(scripted.calls)
         ],
+        reasoning=scripted.reasoning,
     )
 
 
 def stream_chunks(scripted: MockReply, turn: int, stream_id: str, pacing: Pacing) -> Iterator[dict[str, Any]]:
     """A scripted reply as the chat completion chunks a provider would stream (the scripted provider's)."""
-    return _chunks(scripted_message(scripted, turn), scripted.finish_reason, pacing, stream_id)
+    return _chunks(scripted_message(scripted, turn), scripted.finish_reason, pacing, stream_id, scripted.usage)
 
 
-def _chunks(reply: Message, finish_reason: str, pacing: Pacing, stream_id: str) -> Iterator[dict[str, Any]]:
-    """The reply in chat completion chunks: text by words, each call named then its arguments in pieces."""
+def wire_usage(usage: Usage) -> dict[str, Any]:
+    """Token counts as a chat completion's ``usage`` names them."""
+    wire: dict[str, Any] = {
+        "prompt_tokens": usage.input_tokens,
+        "completion_tokens": usage.output_tokens,
+        "total_tokens": usage.input_tokens + usage.output_tokens,
+    }
+    if usage.cached_tokens is not None:
+        wire["prompt_tokens_details"] = {"cached_tokens": usage.cached_tokens}
+    if usage.reasoning_tokens is not None:
+        wire["completion_tokens_details"] = {"reasoning_tokens": usage.reasoning_tokens}
+    return wire
+
+
+def _chunks(
+    reply: Message, finish_reason: str, pacing: Pacing, stream_id: str, usage: Usage | None = None
+) -> Iterator[dict[str, Any]]:
+    """The reply in chat completion chunks: reasoning and text by words, each call named then its arguments."""
 
     def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
         choice = {"index": 0, "delta": delta, "finish_reason": finish}
         return {"id": stream_id, "object": "chat.completion.chunk", "model": "mock", "choices": [choice]}
 
     first: dict[str, Any] = {"role": "assistant"}
+    # A reasoning model thinks before it answers: its reasoning streams first.
+    thoughts = re.findall(r"\s*\S+\s*", reply.reasoning or "")
+    for start in range(0, len(thoughts), pacing.words):
+        yield chunk({**first, "reasoning_content": "".join(thoughts[start : start + pacing.words])})
+        first = {}
     words = re.findall(r"\s*\S+\s*", reply.content or "")
     for start in range(0, len(words), pacing.words):
         yield chunk({**first, "content": "".join(words[start : start + pacing.words])})
@@ -252,3 +302,12 @@ def _chunks(reply: Message, finish_reason: str, pacing: Pacing, stream_id: str) 
             piece = arguments[start : start + pacing.characters]
             yield chunk({"tool_calls": [{"index": index, "function": {"arguments": piece}}]})
     yield chunk(first, finish_reason)
+    if usage is not None:
+        # As a provider sends it when asked to (stream_options.include_usage): a last chunk with no choices.
+        yield {
+            "id": stream_id,
+            "object": "chat.completion.chunk",
+            "model": "mock",
+            "choices": [],
+            "usage": wire_usage(usage),
+        }

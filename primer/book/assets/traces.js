@@ -28,7 +28,8 @@
  * Everything taken from the page is put back as text (textContent,
  * createElement), never as HTML: the payloads are untrusted. The payload
  * page is the renderer's own escaped HTML, parsed by DOMParser (which runs
- * no script) and moved in node by node.
+ * no script) and copied in element by element, only those elements and
+ * attributes the renderer emits.
  */
 (function () {
   "use strict";
@@ -209,23 +210,62 @@
     } catch (error) {
       return;
     }
-    var target = document.getElementById(id);
+    var target = byId(id);
     if (target) reveal(target);
     else if (document.querySelector(".tr-body[data-tr-payload]")) {
       // Maybe in a payload not filled in yet.
-      fillAll().then(function () { reveal(document.getElementById(id)); });
+      fillAll().then(function () { reveal(byId(id)); });
     }
+  }
+
+  // The element a fragment names: Material renames the <pre> blocks it gives
+  // a copy button ("__code_" and the block's own id), and a link to a
+  // payload block names the block as rendered.
+  function byId(id) {
+    return document.getElementById(id) || document.getElementById("__code_" + id);
   }
 
   // In-page links (the timeline, "as declared in turn 1") open their target
   // even when the hash is already the same, which fires no hashchange.
   function onLink(event) {
     var link = event.target.closest('.tr a[href^="#"]');
-    if (!link) return;
+    if (!link || link.classList.contains("tr-anchor")) return;
     var id = decodeURIComponent(link.getAttribute("href").slice(1));
-    var target = document.getElementById(id);
+    var target = byId(id);
     if (target) reveal(target);
-    else fillAll().then(function () { reveal(document.getElementById(id)); });
+    else fillAll().then(function () { reveal(byId(id)); });
+  }
+
+  // A link to copy, GitHub's heading anchor, beside each turn and call of an
+  // opened run or turn: made when it is opened, so a page carries none.
+  var LINKED = {
+    "tr-trial": "this trial", "tr-turn": "this turn", "tr-model": "this model call", "tr-tool": "this tool call"
+  };
+
+  function addAnchors(details) {
+    details.querySelectorAll(
+      ":scope > details.tr-trial, :scope > details.tr-turn, :scope > details.tr-model, :scope > details.tr-tool"
+    )
+      .forEach(function (inner) {
+        var before = inner.previousElementSibling;
+        if (!inner.id || (before && before.classList.contains("tr-anchor"))) return;
+        var kind = Object.keys(LINKED).filter(function (name) { return inner.classList.contains(name); })[0];
+        var link = element("a", "tr-anchor", "#");
+        link.href = "#" + inner.id;
+        link.setAttribute("aria-label", "link to " + LINKED[kind]);
+        link.title = "link to " + LINKED[kind] + " (copy it to share)";
+        // Beside its summary line, not in it: a link inside a <summary> is a
+        // control inside a control, which a screen reader may not reach.
+        inner.parentElement.insertBefore(link, inner);
+      });
+  }
+
+  // A click on a turn's or call's link goes to it and leaves it as it was.
+  function onAnchor(event) {
+    var link = event.target.closest(".tr-anchor");
+    if (!link) return;
+    event.preventDefault();
+    history.replaceState(null, "", link.getAttribute("href"));
   }
 
   // -- payloads, filled in from the chapter's payload page ------------------
@@ -252,9 +292,8 @@
   }
 
   // Material's copy button for a block filled in after it made its own, as
-  // Material makes one: the block is named "__code_" and its own id (or the
-  // closest one around it), and the button's clipboard handler is bound to
-  // the document, so a copy works here too.
+  // Material makes one (its clipboard handler is bound to the document, so a
+  // copy works here too).
   var codeIds = 0;
   // The copy button's title if the theme makes copy buttons (Material's "content.code.copy"), else null.
   var COPY = (function () {
@@ -268,19 +307,37 @@
     }
   })();
 
+  // The block keeps its own id (rendered unique on the page), so a link to it
+  // still lands; one without an id gets Material's kind of name.
   function copyButton(pre) {
     if (!COPY) return;
-    var named = pre.closest("[id]");
-    var id = "__code_" + (named ? named.id : "tr-" + codeIds++);
-    while (document.getElementById(id) && document.getElementById(id) !== pre) id += "-" + codeIds++;
-    pre.id = id;
+    while (!pre.id || (document.getElementById(pre.id) && document.getElementById(pre.id) !== pre)) {
+      pre.id = "__code_tr-" + codeIds++;
+    }
+    var id = pre.id;
     var nav = element("nav", "md-code__nav");
     var button = element("button", "md-code__button");
     button.title = COPY;
     button.setAttribute("data-clipboard-target", "#" + id + " > code");
     button.setAttribute("data-md-type", "copy");
+    // An abridged request copies what was sent (onCopy), not what is shown.
+    if (pre.hasAttribute("data-tr-base")) button.title = COPY + ": the whole body as sent";
     nav.appendChild(button);
     pre.insertBefore(nav, pre.firstChild);
+  }
+
+  // Before Material's clipboard handler (bound to the document, this one to
+  // the window in the capture phase): the copy button of an abridged request
+  // body copies the whole body as sent, rebuilt from the requests before it.
+  function onCopy(event) {
+    var button = event.target.closest && event.target.closest(".md-code__button[data-md-type='copy']");
+    var pre = button && button.closest("pre.tr-req[data-tr-base]");
+    if (!pre) return;
+    try {
+      button.setAttribute("data-clipboard-text", JSON.stringify(wholeBody(pre, 0), null, 2));
+    } catch (error) {
+      button.removeAttribute("data-clipboard-text"); // not rebuilt: the part shown is copied
+    }
   }
 
   function rootRelative(scope) {
@@ -293,6 +350,33 @@
     });
   }
 
+  // What the renderer puts in a payload, and nothing else: a payload page
+  // edited by hand (or by anyone between the site and the reader) cannot
+  // bring in an element or an attribute that runs script (`on*`, a
+  // javascript: link, <script>, <img>, <svg>). Made anew with createElement,
+  // attribute by attribute; text stays text.
+  var TAGS = /^(a|br|code|dd|details|div|dl|dt|em|p|pre|span|strong|summary|table|tbody|td|th|thead|tr)$/;
+  var ATTRIBUTES = /^(class|id|href|title|scope|role|aria-label|data-search-exclude|data-tr-[a-z-]+)$/;
+
+  function copied(node) {
+    if (node.nodeType === 3) return document.createTextNode(node.nodeValue);
+    if (node.nodeType !== 1) return null;
+    var tag = node.tagName.toLowerCase();
+    if (!TAGS.test(tag)) return null;
+    var copy = document.createElement(tag);
+    Array.prototype.forEach.call(node.attributes, function (attribute) {
+      var name = attribute.name.toLowerCase();
+      if (!ATTRIBUTES.test(name)) return;
+      if (name === "href" && !/^(#|[a-z0-9._\/-]*(\.[a-z]+)?(#|$)|https?:)/i.test(attribute.value.trim())) return;
+      copy.setAttribute(name, attribute.value);
+    });
+    Array.prototype.forEach.call(node.childNodes, function (child) {
+      var inner = copied(child);
+      if (inner) copy.appendChild(inner);
+    });
+    return copy;
+  }
+
   // Fill every block of the page that links to the payload page at `url`.
   function fillFrom(url) {
     return payloadPage(url).then(function (page) {
@@ -302,12 +386,18 @@
         if (!source) return; // not in the payload page: the link stays
         var content = document.createDocumentFragment();
         Array.prototype.forEach.call(source.childNodes, function (node) {
-          if (node.nodeType === 1 && node.classList.contains("tr-payload-id")) return;
-          content.appendChild(document.importNode(node, true));
+          if (node.nodeType === 1 && node.classList.contains("tr-payload-head")) return;
+          var copy = copied(node);
+          if (copy) content.appendChild(copy);
         });
         stub.textContent = "";
         stub.appendChild(content);
         stub.removeAttribute("data-tr-payload");
+        // A link the payload page sends to the chapter page is, here, in the page.
+        stub.querySelectorAll("a[data-tr-page-link]").forEach(function (link) {
+          link.setAttribute("href", link.getAttribute("data-tr-page-link"));
+          link.removeAttribute("data-tr-root-relative");
+        });
         rootRelative(stub);
         stub.querySelectorAll("pre").forEach(copyButton);
         var details = stub.closest("details");
@@ -472,6 +562,7 @@
     }
     if (details.classList.contains("tr-whole")) fillContext(details);
     if (details.classList.contains("tr-sent")) fillBody(details);
+    if (/\btr-(scn|trial|turn)\b/.test(details.className)) addAnchors(details);
     if (details.classList.contains("tr-turn")) {
       var summary = details.querySelector(":scope > summary");
       addAll(details, summary, summary.textContent.split(" · ")[0] + " of " + runName(details));
@@ -612,6 +703,8 @@
       if (legend && legend.lastElementChild) addAll(run, legend.lastElementChild, runName(run));
     });
     document.querySelectorAll(".tr details[open]").forEach(colour);
+    document.querySelectorAll(".tr details.tr-scn[open], .tr details.tr-trial[open], .tr details.tr-turn[open]")
+      .forEach(addAnchors);
     rootRelative(document);
     document.querySelectorAll(".tr details[open]").forEach(function (details) {
       if (details.querySelector(":scope > .tr-body[data-tr-payload]")) fillPayloads(details).catch(function () {});
@@ -621,10 +714,12 @@
 
   // Bound once on the document, so they survive instant navigation.
   document.addEventListener("click", onSwitch);
+  document.addEventListener("click", onAnchor);
   document.addEventListener("click", onLink);
   document.addEventListener("click", onAll);
   document.addEventListener("click", onPrintAll);
   document.addEventListener("toggle", onToggle, true); // toggle does not bubble
+  window.addEventListener("click", onCopy, true);
   window.addEventListener("hashchange", revealHash);
   window.addEventListener("beforeprint", beforePrint, true);
   window.addEventListener("afterprint", afterPrint);

@@ -1,0 +1,66 @@
+"""The chapter's payload page stands alone: a way back, readable headings, links that land, no icon asked for."""
+
+from __future__ import annotations
+
+import posixpath
+import re
+
+from primer.book.render import render_payloads, render_traces
+from tests.test_render_data import FixtureSource, parse
+
+_HREF = re.compile(r'href="([^"]*)"')
+
+
+def _ids(html: str) -> set[str]:
+    return set(re.findall(r' id="([^"]+)"', html))
+
+
+def test_the_payload_page_links_back_and_heads_each_block_in_words() -> None:
+    traces = FixtureSource().traces("ch09_who_retries")
+    page = render_payloads(traces, page_url="ch09_who_retries/")
+    parse(page)  # well formed
+    assert '<link rel="icon" href="data:,">' in page
+    # From traces/, the chapter page is one folder up.
+    assert (
+        '<p><a href="../ch09_who_retries/" data-tr-root-relative="ch09_who_retries/">Back to the chapter page</a>'
+        in page
+    )
+    headings = re.findall(r"<h2>([^<]+)</h2>", page)
+    assert headings == [f"scenario {s.name}" for s in traces.mock.scenarios]
+    blocks = [b.strip() for b in re.findall(r"<h3 class=\"tr-payload-head\">([^<]+)<", page)]
+    assert "mock run · turn 1 · model call" in blocks
+    assert "live run · turn 1 · tool call 1" in blocks
+    assert "mock run · transcript" in blocks
+    assert "mock and live side by side" in blocks
+    assert not any("ch09_who_retries-" in block for block in blocks), "no raw ids for headings"
+
+
+def test_every_link_of_the_payload_page_lands_on_it_or_on_the_chapter_page() -> None:
+    traces = FixtureSource().traces("ch09_who_retries")
+    payloads = render_payloads(traces, page_url="ch09_who_retries/")
+    chapter_page = render_traces(traces)
+    here, there = _ids(payloads), _ids(chapter_page)
+    checked = 0
+    for href in _HREF.findall(payloads):
+        address, _, fragment = href.partition("#")
+        if address.startswith("data:"):  # the icon it declares empty
+            continue
+        if not address:
+            assert fragment in here, href  # a fragment of this page: its target is here
+        elif address.endswith(".json"):
+            continue
+        else:
+            # From traces/, to the chapter page, whose element it names.
+            assert posixpath.normpath(posixpath.join("traces", address)) == "ch09_who_retries", href
+            assert not fragment or fragment in there, href
+        checked += 1
+    assert checked > 50
+    # Without a known page, nothing points at one.
+    alone = render_payloads(traces)
+    assert "Back to the chapter page" not in alone
+    assert "data-tr-page-link" not in alone
+
+
+def test_the_home_page_as_chapter_page_is_the_site_root() -> None:
+    page = render_payloads(FixtureSource().traces("ch05_loop_endings"), page_url="")
+    assert '<a href="../" data-tr-root-relative="./">Back to the chapter page</a>' in page
