@@ -27,7 +27,15 @@ from collections.abc import Mapping
 from primer.errors import ConfigError
 from primer.locator import DEFAULT_PACKAGE
 
-__all__ = ["VARIABLES", "chapters_package", "package_name", "traces_off", "unknown_variables"]
+__all__ = [
+    "VARIABLES",
+    "book_chapters",
+    "chapters_package",
+    "enable_with",
+    "package_name",
+    "traces_off",
+    "unknown_variables",
+]
 
 _PACKAGE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*")
 
@@ -108,3 +116,28 @@ def chapters_package(configured: str | None = None, environ: Mapping[str, str] |
     if not configured:
         return DEFAULT_PACKAGE
     return package_name("The trace extension's chapters option", configured)
+
+
+def enable_with(chapters: str | None) -> str:
+    """How to turn the trace machinery on in ``mkdocs.yml``, for messages: the ``plugins:`` entry, on one line."""
+    return (
+        f"add the plugin to the `plugins:` list of mkdocs.yml, after `- search`: "
+        f"`- trace-book: {{chapters: {chapters or 'mybook'}}}`"
+    )
+
+
+def book_chapters(configured: str | None, environ: Mapping[str, str] | None = None) -> str:
+    """A book's chapters' package, as ``chapters_package`` says, but never a default one.
+
+    A book is another author's as often as this one's: one whose
+    configuration names no package, and no ``PRIMER_CHAPTERS``, is a
+    ``ConfigError`` saying what to write, not a build of this book's chapters.
+    """
+    env = os.environ if environ is None else environ
+    if not configured and not env.get(VARIABLES["chapters"], "").strip():
+        raise ConfigError(
+            "The book names no chapters package, so it has no chapters to show. Name its package (a folder "
+            "beside mkdocs.yml, or an installed package) as the plugin's `chapters` option: "
+            f"{enable_with(None)} (or set PRIMER_CHAPTERS for one build)."
+        )
+    return chapters_package(configured, env)
