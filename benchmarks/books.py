@@ -284,7 +284,21 @@ def has_callgrind() -> bool:
     return shutil.which("valgrind") is not None
 
 
-def callgrind(book: Path, *command: str, **extra: str) -> int:
+@dataclass
+class Counted:
+    """One command under callgrind: the instructions it executed, and its log."""
+
+    instructions: int
+    log: str
+
+    @property
+    def ran(self) -> str:
+        """The machinery's summary line, as ``Run.ran``: which path the counted build took."""
+        match = RAN.search(self.log)
+        return match[0] if match else ""
+
+
+def callgrind(book: Path, *command: str, **extra: str) -> Counted:
     """Instructions executed by ``python -m COMMAND`` in ``book``, counted by ``valgrind --tool=callgrind``.
 
     A count no other work on the machine can move, unlike a wall time;
@@ -294,14 +308,7 @@ def callgrind(book: Path, *command: str, **extra: str) -> int:
     """
     with tempfile.TemporaryDirectory(prefix="primer-callgrind-") as folder:
         out = Path(folder) / "callgrind.out"
-        wrapped = [
-            "valgrind",
-            "--tool=callgrind",
-            f"--callgrind-out-file={out}",
-            sys.executable,
-            "-m",
-            *command,
-        ]
+        wrapped = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", sys.executable, "-m", *command]
         env = environment(book, PYTHONHASHSEED="0", **extra)
         done = subprocess.run(wrapped, cwd=book, env=env, capture_output=True, text=True, check=False)
         if done.returncode != 0:
@@ -309,7 +316,7 @@ def callgrind(book: Path, *command: str, **extra: str) -> int:
         collected = re.search(r"Collected : (\d+)", done.stderr)
         if collected is None:
             raise SystemExit(f"valgrind printed no instruction count:\n{done.stderr[-2000:]}")
-        return int(collected[1])
+        return Counted(int(collected[1]), done.stdout + done.stderr)
 
 
 # -- edits -------------------------------------------------------------------

@@ -3,7 +3,7 @@
     .venv/bin/python benchmarks/build.py [--books this 100] [--repeat 7] [--saves 7] [--no-serve] [--baseline DIR]
 
 Each book is built in a scratch folder in memory (``books.py``): ``this``, a
-copy of this checkout's book (17 chapters, the frozen live traces, the
+copy of this checkout's book (all its chapters, the frozen live traces, the
 listings its pages include), or a number, a synthetic book of that many
 chapters x 4 scenarios with its own copy of ``primer``. No key is set: live
 runs are not measured (a library edit verifies the frozen live traces).
@@ -44,6 +44,11 @@ rebuilds it set off (more than one: the build's own writes woke the
 watcher). A page that never shows the edit within ``--wait`` seconds
 counts as not a number (``shown 0/7``).
 
+``--callgrind N`` counts the instructions of a warm build, an off one and
+one after a comment edit under ``valgrind --tool=callgrind`` (N of each):
+the comment edit's target (1.05x warm) is finer than timed pairs resolve on
+a shared machine.
+
 ``--baseline DIR`` measures a second checkout the same way, in the same
 rounds (``git worktree add DIR HEAD``). ``--quick``: a 3-chapter book, one
 round, one save of each under a plain serve, for CI (tests/test_benchmarks.py); its figures mean
@@ -64,7 +69,21 @@ import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from books import BUILT, ROOT, Edit, Editor, Run, copy_book, edits, environment, generate, mkdocs, scratch
+from books import (
+    BUILT,
+    ROOT,
+    Edit,
+    Editor,
+    Run,
+    callgrind,
+    copy_book,
+    edits,
+    environment,
+    generate,
+    has_callgrind,
+    mkdocs,
+    scratch,
+)
 from figures import differences, median, ratios, spread, turns
 
 #: Issue 21's targets: a comment-only edit at most this over warm; a cold build's machinery share (ms).
@@ -110,8 +129,8 @@ def make(label: str, checkout: Path, spec: str, work: Path) -> Book:
     return Book(name, path, synthetic, edits(path, synthetic=synthetic), Editor(path))
 
 
-def one(book: Book, kind: str) -> None:
-    """One build of ``kind``, recorded on the book."""
+def prepare(book: Book, kind: str) -> tuple[dict[str, str], Edit | None, int]:
+    """Set the book up for a build of ``kind``: its environment, and the edit saved (with its number)."""
     env = {"PRIMER_TRACES": "off"} if kind == "off" else {}
     edit = next((e for e in book.edits if kind == f"after a {e.kind} edit"), None)
     n = 0
@@ -120,9 +139,39 @@ def one(book: Book, kind: str) -> None:
     elif edit is not None:
         n = book.next_edit()
         book.editor.apply(edit, n)
+    return env, edit, n
+
+
+def one(book: Book, kind: str) -> None:
+    """One build of ``kind``, recorded on the book."""
+    env, edit, n = prepare(book, kind)
     book.runs.setdefault(kind, []).append(mkdocs(book.path, **env))
     if edit is not None:
         book.shown.setdefault(kind, []).append(edit.shown(book.path, n))
+
+
+#: The kinds counted under callgrind: the fine ratio (a comment edit over warm) and warm over off.
+COUNTED = ("warm", "off", "after a comment edit")
+
+
+def count(book: Book, runs: int) -> None:
+    """Instructions of the ``COUNTED`` kinds under callgrind, ``runs`` of each; printed with their ratios."""
+    mkdocs(book.path)  # the cache full for the current files
+    lines: dict[str, str] = {}
+    counts: dict[str, list[float]] = {kind: [] for kind in COUNTED}
+    for n in range(runs):
+        for kind in turns(list(COUNTED), n):
+            env, _, _ = prepare(book, kind)
+            counted = callgrind(book.path, "mkdocs", "build", "-d", str(book.path / "site"), **env)
+            counts[kind].append(counted.instructions)
+            lines[kind] = counted.ran
+            print(f"  {book.label}: callgrind {kind} {n + 1}/{runs}", file=sys.stderr)
+    print(f"\n{book.label}: instructions (valgrind --tool=callgrind, {runs} of each, PYTHONHASHSEED=0)")
+    for kind, values in counts.items():
+        print(f"  {kind:26} {median(values) / 1e9:8.3f} G   {lines.get(kind) or '(no machinery line)'}")
+    comment = ratios(counts["after a comment edit"], counts["warm"])
+    print(f"  after a comment edit / warm  {comment.text(4)}   target <= {COMMENT_TARGET:g}")
+    print(f"  warm / off                   {ratios(counts['warm'], counts['off']).text(4)}")
 
 
 def rounds(books: list[Book], repeat: int) -> None:
@@ -302,24 +351,31 @@ def main() -> None:
     parser.add_argument("--wait", type=float, default=20, help="seconds a save may take to show")
     parser.add_argument("--baseline", type=Path, help="another checkout to measure alongside, e.g. before a change")
     parser.add_argument("--no-serve", action="store_true", help="measure builds only")
+    parser.add_argument("--callgrind", type=int, default=0, metavar="N", help="count instructions too, N runs each")
+    parser.add_argument("--no-timed", action="store_true", help="skip the timed builds and serve (with --callgrind)")
     parser.add_argument("--quick", action="store_true", help="a 3-chapter book, one round, one save each: for CI")
     args = parser.parse_args()
     if args.quick:
         args.books, args.repeat, args.saves, args.wait = ["3"], 1, 1, 5
 
+    if args.callgrind and not has_callgrind():
+        raise SystemExit("--callgrind needs valgrind (apt-get install valgrind)")
     checkouts = {"this": ROOT}
     if args.baseline is not None:
         checkouts["baseline"] = args.baseline.resolve()
     with scratch() as folder:
         work = Path(folder)
         books = [make(label, checkout, spec, work) for spec in args.books for label, checkout in checkouts.items()]
-        rounds(books, args.repeat)
-        if not args.no_serve:
-            for mode in SERVES[:1] if args.quick else SERVES:  # --dirty is the same code with one more flag
-                for book in books:
-                    serve(book, mode, args.saves, args.wait)
-    for book in books:
-        report(book)
+        if not args.no_timed:
+            rounds(books, args.repeat)
+            if not args.no_serve:
+                for mode in SERVES[:1] if args.quick else SERVES:  # --dirty is the same code with one more flag
+                    for book in books:
+                        serve(book, mode, args.saves, args.wait)
+            for book in books:
+                report(book)
+        for book in books if args.callgrind else []:
+            count(book, args.callgrind)
 
 
 if __name__ == "__main__":

@@ -25,7 +25,11 @@
    interval and IQR (``figures.py``; target: DCL at most 1.05x off, issue
    23), and the total blocking time (the part of each long task over 50 ms,
    until load and a second after) with the median of the pairs'
-   differences.
+   differences; and the renderer main thread's CPU time until then
+   (Chromium's ``ThreadTime``, from one more load of each without the
+   slowdown, whose pauses Chromium counts as the thread's time): the work
+   the page costs, which other work on a shared machine stretches far less
+   than the wall-clock figures.
 
 ``--baseline DIR`` measures another checkout the same way (parts 1 and 3)
 and prints it in a second column: before and after a change in one run
@@ -49,11 +53,14 @@ from collections import Counter
 from dataclasses import dataclass, field
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from books import ROOT, copy_book, environment
 from figures import Spread, differences, ratios, turns
+
+if TYPE_CHECKING:
+    from playwright.sync_api import CDPSession
 
 sys.path.insert(0, str(ROOT))
 
@@ -68,6 +75,14 @@ ARGS = [
     "--disable-component-update",
     "--disable-sync",
 ]
+FIGURES = """() => {
+  const nav = performance.getEntriesByType("navigation")[0];
+  return {
+    elements: document.getElementsByTagName("*").length,
+    dcl: nav.domContentLoadedEventEnd, load: nav.loadEventEnd,
+    blocking: window.__longTasks.reduce((sum, d) => sum + Math.max(0, d - 50), 0),
+  };
+}"""
 LOOPBACK = ("127.0.0.1", "localhost", "[::1]", "::1")
 #: DOMContentLoaded with traces over the same page without (issue 23).
 TARGET_DCL = 1.05
@@ -211,6 +226,9 @@ class Load:
     dom_content_loaded: float
     load: float
     blocking: float
+    #: The renderer's main-thread CPU time until load and a second after (a load without the
+    #: slowdown): work, which the machine's other load stretches far less than wall time.
+    cpu: float
 
 
 class _Quiet(SimpleHTTPRequestHandler):
@@ -224,9 +242,15 @@ def _serve(site: Path) -> ThreadingHTTPServer:
     return server
 
 
+def _thread_time(cdp: CDPSession) -> float:
+    """The renderer main thread's CPU seconds so far (Chromium's ``ThreadTime`` metric)."""
+    metrics = cdp.send("Performance.getMetrics")["metrics"]
+    return float(next(m["value"] for m in metrics if m["name"] == "ThreadTime"))
+
+
 def browse(sites: dict[str, Path], path: str, pairs: int) -> tuple[dict[str, list[Load]], Counter[str]]:
     """``pairs`` interleaved loads of ``path`` from each site; and the outside hosts asked for (blocked)."""
-    from playwright.sync_api import Route, sync_playwright
+    from playwright.sync_api import Browser, Route, sync_playwright
 
     servers = {label: _serve(site) for label, site in sites.items()}
     results: dict[str, list[Load]] = {label: [] for label in sites}
@@ -240,33 +264,36 @@ def browse(sites: dict[str, Path], path: str, pairs: int) -> tuple[dict[str, lis
             blocked[host] += 1
             route.abort("blockedbyclient")
 
+    def load(browser: Browser, label: str, rate: int) -> tuple[dict[str, float], float]:
+        # One load in a new context (no cache) at a CPU slowdown of ``rate``: its figures, and
+        # the main thread's CPU milliseconds until load and a second after.
+        context = browser.new_context(viewport={"width": 390, "height": 844})
+        context.route("**/*", only_loopback)
+        page = context.new_page()
+        page.add_init_script(LONG_TASKS)
+        cdp = context.new_cdp_session(page)
+        cdp.send("Emulation.setCPUThrottlingRate", {"rate": rate})
+        cdp.send("Performance.enable")
+        before = _thread_time(cdp)
+        page.goto(f"http://127.0.0.1:{servers[label].server_port}/{path}", wait_until="load")
+        page.wait_for_timeout(1000)
+        figures = page.evaluate(FIGURES)
+        cpu = (_thread_time(cdp) - before) * 1000
+        context.close()
+        return figures, cpu
+
     try:
         with sync_playwright() as playwright:
             browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
             for n in range(pairs):
                 for label in turns(list(sites), n):  # the machine's drift hits both alike
-                    context = browser.new_context(viewport={"width": 390, "height": 844})
-                    context.route("**/*", only_loopback)
-                    page = context.new_page()
-                    page.add_init_script(LONG_TASKS)
-                    cdp = context.new_cdp_session(page)
-                    cdp.send("Emulation.setCPUThrottlingRate", {"rate": 4})
-                    page.goto(f"http://127.0.0.1:{servers[label].server_port}/{path}", wait_until="load")
-                    page.wait_for_timeout(1000)
-                    figures = page.evaluate(
-                        """() => {
-                        const nav = performance.getEntriesByType("navigation")[0];
-                        return {
-                          elements: document.getElementsByTagName("*").length,
-                          dcl: nav.domContentLoadedEventEnd, load: nav.loadEventEnd,
-                          blocking: window.__longTasks.reduce((sum, d) => sum + Math.max(0, d - 50), 0),
-                        };
-                    }"""
-                    )
+                    # The CPU time from a load without the slowdown: Chromium counts the
+                    # throttle's pauses as the thread's time (about 5.7x at a rate of 4).
+                    _, cpu = load(browser, label, 1)
+                    figures, _ = load(browser, label, 4)
                     results[label].append(
-                        Load(figures["elements"], figures["dcl"], figures["load"], figures["blocking"])
+                        Load(figures["elements"], figures["dcl"], figures["load"], figures["blocking"], cpu)
                     )
-                    context.close()
                 print(f"  browser: pair {n + 1}/{pairs}", file=sys.stderr)
             browser.close()
     finally:
@@ -314,6 +341,7 @@ def report_browser(compared: dict[str, Compared], blocked: Counter[str], pairs: 
             ("elements", "elements"),
             ("DOMContentLoaded", "dom_content_loaded"),
             ("load", "load"),
+            ("main thread CPU", "cpu"),  # without the slowdown
         ):
             unit = "" if attribute == "elements" else " ms"
             on, off = figures.median("on", attribute), figures.median("off", attribute)

@@ -109,16 +109,20 @@ def count(size: int, work: Path, runs: int) -> None:
     measured = kinds(work, size)
     for book, env in measured.values():
         mkdocs(book, **env)  # the caches filled (again: a no-op after the timed rounds)
+    lines: dict[str, str] = {}
     counts: dict[str, list[float]] = {kind: [] for kind in measured}
     for n in range(runs):
         for kind in turns(list(measured), n):
             book, env = measured[kind]
-            counts[kind].append(callgrind(book, "mkdocs", "build", "-d", str(book / "site"), **env))
+            counted = callgrind(book, "mkdocs", "build", "-d", str(book / "site"), **env)
+            counts[kind].append(counted.instructions)
+            lines[kind] = counted.ran
             print(f"  {size} chapters: callgrind {kind} {n + 1}/{runs}", file=sys.stderr)
     print(f"\n{size} chapters, instructions (valgrind --tool=callgrind, {runs} run(s) each, PYTHONHASHSEED=0)")
     for kind, values in counts.items():
         low, high = min(values) / 1e9, max(values) / 1e9
-        print(f"  {kind:14} {statistics.median(values) / 1e9:8.3f} G   (min-max {low:.3f}-{high:.3f})")
+        line = lines.get(kind) or "(no machinery line)"
+        print(f"  {kind:14} {statistics.median(values) / 1e9:8.3f} G   (min-max {low:.3f}-{high:.3f})   {line}")
     for kind in (k for k in counts if k.startswith("warm")):
         print(f"  {kind + ' / off':16} {ratios(counts[kind], counts['off']).text(4)}   target <= {WARM_OFF:g}")
     print(f"  {'off / bare':16} {ratios(counts['off'], counts['bare']).text(4)}   target <= {OFF_BARE:g}")

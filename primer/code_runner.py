@@ -144,7 +144,10 @@ def run_code(scenario: CodeScenario, mode: Mode, settings: Settings, wiring: Wir
             raised = error
     run = _run(scenario, mode, seam, wiring, raised)
     run.started_at = began
-    run.timing.total_ms = (wiring.clock.now() - started) * 1000
+    # Through the model, so the value is rounded as every recorded duration is
+    # (a JSON round trip then gives the same trace back).
+    total_ms = (wiring.clock.now() - started) * 1000
+    run.timing = run.timing.model_validate({**run.timing.model_dump(), "total_ms": total_ms})
     run.simulated_seconds = round(getattr(wiring.clock, "simulated", 0.0), 6)
     place(run, started * 1000)
     if mode == "mock" and wiring.provider is not None:

@@ -76,7 +76,9 @@ def test_benchmark_runs_in_quick_mode(script: str, args: list[str], rows: list[s
 @pytest.mark.skipif(shutil.which("valgrind") is None, reason="valgrind is not installed")
 def test_callgrind_counts_instructions(tmp_path: Path) -> None:
     """The instruction counts the fine ratios are checked with (``scale.py --callgrind``) come out as a number."""
-    code = f"import books; print(books.callgrind(__import__('pathlib').Path({str(tmp_path)!r}), 'platform'))"
+    code = (
+        f"import books; print(books.callgrind(__import__('pathlib').Path({str(tmp_path)!r}), 'platform').instructions)"
+    )
     done = subprocess.run(
         [sys.executable, "-c", code], cwd=BENCHMARKS, capture_output=True, text=True, timeout=300, check=False
     )

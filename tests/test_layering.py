@@ -66,7 +66,8 @@ def within(name: str, top: str) -> bool:
 
 
 def library_files() -> list[Path]:
-    return sorted(PACKAGE.rglob("*.py"))
+    # The scaffold is a new book's files, which the package ships as data (primer.book.new_book): not its code.
+    return sorted(path for path in PACKAGE.rglob("*.py") if "scaffold" not in path.relative_to(PACKAGE).parts)
 
 
 #: The hook form of the plugin, which the book's hook file re-exports.
@@ -113,8 +114,9 @@ def test_nothing_in_primer_but_the_plugin_imports_mkdocs() -> None:
 
 def test_only_the_hook_file_imports_the_adapters() -> None:
     # The engine never sees MkDocs: nothing of the package reaches the adapters.
+    # (The package's public names include the plugin's, imported on first use: primer.book.__getattr__.)
     for adapter in ADAPTERS[:3]:
-        assert violations(forbidden=adapter, skip_book=False, allowed=ADAPTERS) == []
+        assert violations(forbidden=adapter, skip_book=False, allowed=(*ADAPTERS, "primer.book")) == []
     hook = ROOT / "hooks" / "traces.py"
     assert ADAPTER in {name for _, name in imports(hook.read_text(encoding="utf-8"), "hooks.traces")}
 
@@ -157,3 +159,59 @@ def test_running_a_chapter_loads_neither_mkdocs_nor_the_book() -> None:
     loaded = json.loads(result.stdout)
     assert "primer.runner" in loaded
     assert [m for m in loaded if within(m, "mkdocs") or within(m, "material") or within(m, "primer.book")] == []
+
+
+#: What the machinery must never import: the agent, the loop, the models, the grocery shop, a book's chapters.
+#: It is built on the trace core (schema, recorder, redaction, replay, clock, settings) and runs any code.
+NOT_THE_CORE = ("primer.agent", "primer.loop", "primer.models", "primer.grocery", "primer.shop", "primer.chapters")
+
+
+def test_the_machinery_depends_on_the_trace_core_only() -> None:
+    found = []
+    for path in library_files():
+        module = module_name(path)
+        if not within(module, "primer.book"):
+            continue
+        for line, name in imports(path.read_text(encoding="utf-8"), module, is_package=path.name == "__init__.py"):
+            if any(within(name, forbidden) for forbidden in NOT_THE_CORE):
+                found.append(f"{path.relative_to(ROOT)}:{line} imports {name}")
+    assert found == []
+
+
+def test_the_machinery_has_no_import_cycle_at_module_level() -> None:
+    # Imports at the top of each module of primer.book (deferred ones inside functions are
+    # how a module reaches one that needs it only on one path, and are not cycles at import time).
+    graph: dict[str, set[str]] = {}
+    for path in library_files():
+        module = module_name(path)
+        if not within(module, "primer.book"):
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        top = ast.Module(
+            body=[node for node in tree.body if isinstance(node, ast.Import | ast.ImportFrom)], type_ignores=[]
+        )
+        names = {name for _, name in imports(ast.unparse(top), module, is_package=path.name == "__init__.py")}
+        graph[module] = {name for name in names if name in {module_name(p) for p in library_files()}} - {module}
+    assert "primer.book.session" in graph["primer.book.plugin"], "the scan sees the imports"
+    cycles = []
+    for start, reached in graph.items():
+        todo, seen = list(reached), set()
+        while todo:
+            name = todo.pop()
+            if name == start:
+                cycles.append(start)
+                break
+            if name not in seen and name in graph:
+                seen.add(name)
+                todo += graph[name]
+    assert cycles == []
+
+
+def test_the_public_api_is_curated() -> None:
+    import primer.book
+
+    assert sorted(primer.book.__all__) == primer.book.__all__
+    for name in primer.book.__all__:
+        assert getattr(primer.book, name).__name__ == name
+    with pytest.raises(AttributeError):
+        _ = primer.book.no_such_name

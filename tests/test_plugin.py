@@ -99,7 +99,7 @@ def test_the_chapters_cache_and_enabled_options(tmp_path: Path) -> None:
     book = make_book(tmp_path / "book", plugin="")
     config = book.root / "mkdocs.yml"
     options = f"\n      chapters: {book.package}\n      cache_dir: build-cache\n      enabled: false"
-    config.write_text(config.read_text().replace(" {}", options))
+    config.write_text(config.read_text().replace("\n      rules: false", options + "\n      rules: false"))
     # Off by the option: placeholders, nothing run.
     done = _build(book, "--strict", drop=("PRIMER_CHAPTERS",))
     assert done.returncode == 0, done.stderr
@@ -150,3 +150,38 @@ def test_properdocs_builds_the_plugin_form(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert "traces: ran 3, reused 0" in done.stderr
     assert "scenario asks_price" in book.page()
+
+
+@pytest.mark.slow
+def test_a_second_build_of_one_cache_waits_for_the_first_and_says_so(tmp_path: Path) -> None:
+    from primer.book.lock import BuildLock
+
+    book = make_book(tmp_path / "book", plugin="")
+    held = BuildLock(book.root / ".cache" / "trace-book")
+    held.acquire()  # as a build of this process would: the subprocess's build must wait
+    try:
+        second = subprocess.Popen(
+            [sys.executable, "-m", "mkdocs", "build"],
+            cwd=book.root,
+            env=book.env(),
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        assert second.stderr is not None
+        lines: list[str] = []
+        for line in second.stderr:
+            lines.append(line)
+            if "waiting for it to finish" in line:
+                break
+        assert f"another build (process {os.getpid()}) is using the cache" in lines[-1], lines
+        assert second.poll() is None, "it waits"
+        assert not (book.root / "site" / "traces").exists(), "and has run nothing yet"
+    finally:
+        held.release()
+    rest = second.communicate(timeout=120)[1]
+    assert second.returncode == 0, rest
+    assert "traces: ran 3, reused 0" in rest
+    assert (book.root / "site" / "traces" / "ch_alpha.json").is_file()
+    # Released at the end of the build: the next one takes it at once.
+    assert "waiting" not in book.build().log

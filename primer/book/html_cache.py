@@ -65,9 +65,10 @@ _LIBRARY = Path(__file__).resolve().parent.parent
 def renderer_fingerprint(kept: Path | None = None) -> str:
     """A digest of the code that turns traces into HTML, as its files are now.
 
-    That is every module of the library but the chapters (whose code changes
-    what a trace holds, which the traces' digest covers, not how it is
-    drawn), the templates, and the versions of Jinja2 and MarkupSafe. The
+    That is the package's version, every module of the library but the
+    chapters (whose code changes what a trace holds, which the traces' digest
+    covers, not how it is drawn), the templates and assets, and the versions
+    of Jinja2 and MarkupSafe. The
     modules count by their normalised code (``primer.book.depends.code_digest``):
     a comment or a docstring re-renders nothing. Normalising means parsing
     every module (some 50 ms).
@@ -80,7 +81,7 @@ def renderer_fingerprint(kept: Path | None = None) -> str:
     with pairs it with the bytes it came from.
     """
     versions = []
-    for package in ("jinja2", "markupsafe"):
+    for package in ("trace-book", "jinja2", "markupsafe"):
         try:
             versions.append(f"{package} {version(package)}\n")
         except PackageNotFoundError:
@@ -88,7 +89,8 @@ def renderer_fingerprint(kept: Path | None = None) -> str:
     # Whether chapters link their OTLP JSON (primer.export.otlp_available) is part of how they are drawn.
     versions.append(f"otlp {otlp_available()}\n")
     sources = [p for p in _LIBRARY.rglob("*.py") if p.relative_to(_LIBRARY).parts[0] != "chapters"]
-    templates = list((_LIBRARY / "book" / "templates").iterdir())
+    # The templates and the assets by their bytes; the render modules (render*.py) among the sources.
+    templates = [*(_LIBRARY / "book" / "templates").iterdir(), *(_LIBRARY / "book" / "assets").iterdir()]
     files = {path: path.read_bytes() for path in sorted(sources + templates)}
     raw = hashlib.sha256(f"html-cache {_FORMAT}\n{''.join(versions)}".encode())
     for path, data in files.items():

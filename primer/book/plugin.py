@@ -21,33 +21,16 @@ running no plugin, needs) is replaced by it, and its ``chapters`` option
 is read when the plugin's own is not given.
 
 A book may instead name a hook file, as this one does (``hooks/traces.py``):
-the same class, made by ``TraceBookPlugin.hook``, whose events the file
-puts in its namespace. The hook keeps the listing of summary lines for a
-book that names no extension; otherwise it is the plugin, on one code
-path.
+the same class (``TraceBookPlugin.hook``), one code path; it lists summary
+lines itself in a book that names no extension.
 
 What lasts across ``mkdocs serve`` rebuilds lives on the instance, which
-MkDocs keeps for the whole process (its plugin cache, or the loaded hook
-module): the book (its imported chapters, its parsed traces, its rendered
-HTML), whether it serves with ``--dirty``, which chapters each page shows.
+MkDocs keeps for the whole process (its plugin cache, or the loaded hook):
+the book, whether it serves with ``--dirty``, which chapters each page shows.
 
-* ``on_startup``: notes ``build`` or ``serve``, and ``--dirty``.
-* ``on_config``: prepares the book (``Book.prepare``), puts the extension in,
-  adds the package's stylesheet and script to the site. Traces off: the
-  stylesheet only (it sets the placeholders apart), and the page events it
-  has nothing to do in are left.
-* ``on_files``: serves the stylesheet and script from the package; under
-  ``--dirty``, has the pages whose traces changed rebuilt too (their built
-  file is dated to 1970, older than any source).
-* ``on_page_markdown``: warns about markers naming what does not exist, and
-  lines meant as markers that are not valid ones (naming page and line).
-* ``on_page_content`` (last) and ``on_page_context`` (after the search
-  plugin): payloads set aside while the search plugin reads the page
-  (``primer.book.payloads``); trace JSON links made relative to the page.
-* ``on_post_build``: publishes ``traces/CHAPTER.json`` into the site, drops
-  cached HTML no page used, logs the machinery's share at DEBUG.
-* ``on_serve``: watches the library's and the chapters' folders, each on its
-  own (bytecode written to ``__pycache__`` must not trigger a rebuild).
+Each event's docstring says what it does. From ``on_config`` to
+``on_post_build`` (or ``on_build_error``) a build holds the cache's lock
+(``primer.book.lock``): a second build of the same book waits, and says so.
 """
 
 from __future__ import annotations
@@ -62,13 +45,16 @@ from mkdocs.config import base
 from mkdocs.config import config_options as c
 from mkdocs.config.base import ValidationError
 from mkdocs.config.config_options import ExtraScriptValue
+from mkdocs.exceptions import PluginError
 from mkdocs.plugins import BasePlugin, event_priority
 from mkdocs.structure.files import File, InclusionLevel
 
 from primer.book.links import PUBLISHED_DIR, page_relative
+from primer.book.lock import BuildLock
 from primer.book.logs import book_logger
 from primer.book.pages import chapters_named, malformed, off_page
 from primer.book.session import CACHE_DIR, Session
+from primer.errors import ConfigError
 from primer.variables import VARIABLES, traces_off, unknown_variables
 
 if TYPE_CHECKING:
@@ -109,6 +95,9 @@ class TraceBookConfig(base.Config):  # type: ignore[no-untyped-call]
     cache_dir = c.Type(str, default=CACHE_DIR.as_posix())
     #: Live runs when a key is set: ``auto``, ``off`` or ``refresh`` (``PRIMER_LIVE`` wins).
     live = c.Optional(c.Choice(("auto", "off", "refresh")))
+    #: False: the build does not check the book's rules (``primer.book.rules``); a hook book
+    #: says so as the extension's ``rules`` option.
+    rules = c.Type(bool, default=True)
 
 
 class TraceBookPlugin(BasePlugin[TraceBookConfig]):  # type: ignore[no-untyped-call]
@@ -121,6 +110,8 @@ class TraceBookPlugin(BasePlugin[TraceBookConfig]):  # type: ignore[no-untyped-c
         self.book: Book | None = None
         #: This build's extension, rendering from ``book``.
         self.extension: TraceExtension | None = None
+        #: The cache's build lock, held from on_config to on_post_build (``primer.book.lock``).
+        self.lock: BuildLock | None = None
         # A plugin adds the extension itself; a hook adds it only where mkdocs.yml names it.
         self._adds_extension = True
 
@@ -147,8 +138,6 @@ class TraceBookPlugin(BasePlugin[TraceBookConfig]):  # type: ignore[no-untyped-c
             errors.append((key, ValidationError(f"trace-book has no option {key!r}. Its options are: {names}.")))
         return errors, warnings
 
-    # -- the environment: variables win over the options ---------------------
-
     def defaults(self) -> dict[str, str]:
         """The ``PRIMER_*`` settings the options give (``enabled``, ``live``), which the environment overrides."""
         defaults: dict[str, str] = {}
@@ -163,16 +152,13 @@ class TraceBookPlugin(BasePlugin[TraceBookConfig]):  # type: ignore[no-untyped-c
         defaults = self.defaults()
         return {**defaults, **os.environ} if defaults else os.environ
 
-    # -- events ------------------------------------------------------------
-
     def on_startup(self, *, command: str, dirty: bool) -> None:
         """Note what MkDocs runs: ``build`` or ``serve``, and ``--dirty``."""
         self.session.start(command, dirty=dirty)
 
     def on_config(self, config: MkDocsConfig) -> MkDocsConfig:
         """Prepare the book, put the extension in, and add the stylesheet and script."""
-        # With traces off nothing of the engine is loaded (nor pydantic): the
-        # build costs what it costs without the machinery (benchmarks/scale.py).
+        # Traces off loads nothing of the engine (nor pydantic): benchmarks/scale.py.
         gc.unfreeze()  # what an earlier build of this process froze
         session = self.session
         environ = self.environ()
@@ -184,30 +170,38 @@ class TraceBookPlugin(BasePlugin[TraceBookConfig]):  # type: ignore[no-untyped-c
             for message in unknown_variables(environ):
                 log.warning(f"traces: {message}")
             log.info("traces: off (PRIMER_TRACES=off), nothing ran")
-            # The extension shows the placeholders, built as elements: raw HTML
-            # put in the page here would go through Python-Markdown's HTML
-            # block parser (and MkDocs' own) on every page. The hook warns, naming page and line.
+            # The extension shows the placeholders as elements (raw HTML would be parsed twice a page).
             self._put_extension(config, off=True, chapters=chapters)
             self._leave(config, "page_content", "page_context")
             _add_assets(config, scripts=False)  # the stylesheet sets the placeholders apart from the prose
             return config
         started = time.perf_counter()
         root = _root(config)
+        self._release()  # an earlier build of this process that stopped before its end
+        self.lock = BuildLock(root / self.config.cache_dir)
+        self.lock.acquire(log)  # one build at a time per cache: a second one waits, and says so
         # The engine is imported here, on the first build: its share of the time.
-        book = session.book(
-            root,
-            Path(config.docs_dir),
-            chapters=chapters,
-            cache=root / self.config.cache_dir,
-            live_dir=Path(config.docs_dir) / self.config.traces_dir,
-            environ=environ,
-        )
+        try:
+            book = session.book(
+                root,
+                Path(config.docs_dir),
+                chapters=chapters,
+                cache=root / self.config.cache_dir,
+                live_dir=Path(config.docs_dir) / self.config.traces_dir,
+                environ=environ,
+            )
+        except ConfigError as error:  # the book's configuration: MkDocs says it as an error, no traceback
+            raise PluginError(str(error)) from None
         self.book = book
+        book.rules = self.config.rules and options.get("rules", True) is not False
         opened = time.perf_counter() - started
-        book.prepare()
-        # What the book loaded (parsed traces, imported chapters) outlives every
-        # page: the collector need not walk it while they are built, nor as the
-        # process exits. Given back to it at the next build, or when a served one ends.
+        try:
+            book.prepare()
+        except BaseException:
+            self.lock.release()
+            raise
+        # What the book loaded outlives every page: the collector need not walk it
+        # (given back at the next build, or when a served one ends).
         gc.freeze()
         book.clock.add("load", opened)
         session.payloads.clear()
@@ -240,9 +234,8 @@ class TraceBookPlugin(BasePlugin[TraceBookConfig]):  # type: ignore[no-untyped-c
         config.markdown_extensions.append(self.extension)  # type: ignore[arg-type]  # MkDocs takes instances
 
     def _leave(self, config: MkDocsConfig, *events: str) -> None:
-        # Events of every page the plugin has nothing to do in (traces off):
-        # taken out of this build's list, MkDocs neither calls them nor, with
-        # --verbose, logs that it does (two lines a page).
+        # Page events it has nothing to do in (traces off), out of this build's
+        # list: MkDocs neither calls them nor, with --verbose, logs two lines a page.
         registered = getattr(getattr(config, "plugins", None), "events", {})
         for event in events:
             handlers = registered.get(event, [])
@@ -344,26 +337,35 @@ class TraceBookPlugin(BasePlugin[TraceBookConfig]):  # type: ignore[no-untyped-c
         if book is None:
             return
         book.publish(Path(config.site_dir))
-        if not self.session.dirty:  # every page was rendered: unused cached HTML is stale
+        if not self.session.dirty:  # every page was read: the rules can be checked, and unused cached HTML is stale
+            book.check_rules()
             book.rendered.prune()
         with book.clock("search"):
             self.session.payloads.save(prune=not self.session.dirty)
         book.log_share()
+        self._release()
 
     def on_build_error(self, *, error: Exception) -> None:
-        """Give what on_config froze back to the garbage collector (the build stopped)."""
+        """Give what on_config froze back to the garbage collector, and the cache to the next build."""
         gc.unfreeze()
+        self._release()
+
+    def on_shutdown(self) -> None:
+        """The process ends: the cache is the next build's."""
+        self._release()
+
+    def _release(self) -> None:
+        if self.lock is not None:
+            self.lock.release()
 
     def on_serve(self, server: LiveReloadServer, *, config: MkDocsConfig, builder: Any) -> LiveReloadServer:
         """Watch the library's and the chapters' folders, each on its own."""
         book = self.book
         if book is None:
             return server
-        # Each package folder on its own, not recursively: bytecode written to
-        # __pycache__ must not trigger a rebuild, and the book machinery's own
-        # folder (primer/book) changes nothing a trace shows. A `watch:` entry of
-        # mkdocs.yml covering them (for Zensical, which watches nothing else) is
-        # dropped: MkDocs would watch it recursively.
+        # Each package folder on its own, not recursively (bytecode written to __pycache__
+        # must not trigger a rebuild); a `watch:` entry covering them (Zensical's) is
+        # dropped, since MkDocs would watch it recursively.
         folders = list(book.watched_dirs())
         config.watch[:] = [
             entry for entry in config.watch if not any(Path(entry).resolve() in (f, *f.parents) for f in folders)

@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import httpx
 import httpx2
+import openai  # noqa: F401 - the SDK, imported here once rather than in every thread
 
-from primer.models import live  # noqa: F401 - the SDK, imported here once rather than in every thread
 from primer.runner import live_environment, run_scenario
 from primer.scenario import Scenario
 from primer.settings import Settings
