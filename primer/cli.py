@@ -25,6 +25,7 @@ from pathlib import Path
 from primer.errors import NotFound, PrimerError
 from primer.inert import inert
 from primer.locator import ChapterLocator
+from primer.redact import Redactor
 from primer.script_check import unused_warnings
 from primer.settings import Settings
 from primer.summary import (
@@ -303,7 +304,9 @@ def _verify(locator: ChapterLocator, chapter: str | None, folder: Path, *, every
             counts["broken"] += 1
             continue
         except Exception as error:  # noqa: BLE001 - one chapter's broken replay is its line, not a traceback
-            lines.append(f"{name}: not verified: the replay broke: {type(error).__name__}: {error}")
+            # The error may quote what the recording held: scrubbed as the divergences are.
+            said = Redactor(Settings.keys_from_env().values()).text(str(error))
+            lines.append(f"{name}: not verified: the replay broke: {type(error).__name__}: {said}")
             counts["broken"] += 1
             continue
         lines += [f"{name} {scenario.line()}" for scenario in check.scenarios]

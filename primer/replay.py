@@ -704,7 +704,7 @@ def _run_code(scenario: CodeScenario, recorded: ScenarioRun, settings: Settings)
     answerers.update({name: _CodeReplay(player, "service") for name in services})
     wiring = Wiring(
         base_url=settings.base_url,
-        api_key=REPLAY_API_KEY,
+        api_key=settings.api_key.get_secret_value() if settings.api_key else REPLAY_API_KEY,
         model=settings.model,
         services=services,
         answerers=answerers,

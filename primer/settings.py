@@ -33,7 +33,6 @@ import contextlib
 import logging
 import math
 import os
-import re
 from collections.abc import Callable, Mapping
 from typing import Any, Literal
 from urllib.parse import urlsplit
@@ -44,6 +43,7 @@ from primer.errors import ConfigError
 from primer.locator import DEFAULT_PACKAGE
 from primer.redact import MIN_SECRET_LENGTH, Redactor
 from primer.variables import VARIABLES, package_name, unknown_variables
+from primer.variables import quoted as _not
 
 __all__ = ["DEFAULT_SERVICE_KEY", "VARIABLES", "Settings"]
 
@@ -52,19 +52,6 @@ DEFAULT_SERVICE_KEY = "primer-demo-key"
 
 #: Where an unknown ``PRIMER_*`` name is reported when the caller gives no other place.
 log = logging.getLogger("primer.settings")
-
-
-def _not(value: str) -> str:
-    """``, not 'sometimes'`` for a value that is a short word or number; nothing for any other.
-
-    A message may be printed or logged, and a value that is not a word may
-    be a key pasted into the wrong variable: it is described, never quoted.
-    """
-    return f", not {value!r}" if _QUOTABLE.fullmatch(value) else ""
-
-
-#: A value short and plain enough to quote back: no key looks like this.
-_QUOTABLE = re.compile(r"[A-Za-z]{1,12}|[-+0-9.eE]{1,12}")
 
 
 def _url(variable: str, value: str) -> str:

@@ -339,15 +339,15 @@ class _Strings:
     in_order: list[_Slot] = field(default_factory=list)
     _last: dict[tuple[Any, ...], str] = field(default_factory=dict)
 
-    def add(self, value: Any, path: tuple[Any, ...]) -> None:
-        """Every string inside a JSON value, by its path.
+    def add(self, value: dict[str, Any] | list[Any], path: tuple[Any, ...]) -> None:
+        """Every string inside a JSON object or array, by its path.
 
         An item of a list that says its ``index`` (a choice, a tool call
         piece) is found by that index, not by its place in the list: pieces
         of choice 1 or of tool call 2 are one part of the reply, whichever
         event brought them and wherever in it.
         """
-        items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+        items = value.items() if isinstance(value, dict) else enumerate(value)
         for key, item in items:
             if isinstance(item, str):
                 at = (*path, key)
@@ -355,13 +355,13 @@ class _Strings:
                 if self._last.get(at) != item:
                     self.in_order.append((value, key))
                     self._last[at] = item
-                continue
-            where: Any = key
-            if isinstance(value, list) and isinstance(item, dict):
-                index = item.get("index")
-                if isinstance(index, int) and not isinstance(index, bool):
-                    where = ("index", index)
-            self.add(item, (*path, where))
+            elif isinstance(item, dict | list):  # numbers, booleans and nulls hold no text
+                where: Any = key
+                if isinstance(item, dict) and not isinstance(key, str):
+                    index = item.get("index")
+                    if isinstance(index, int) and not isinstance(index, bool):
+                        where = ("index", index)
+                self.add(item, (*path, where))
 
 
 def scrub_fragments(events: list[StreamEvent], redactor: Redactor) -> None:
@@ -385,7 +385,8 @@ def scrub_fragments(events: list[StreamEvent], redactor: Redactor) -> None:
     strings = _Strings()
     for event, fields in zip(events, plain, strict=True):
         strings.add(fields, ())
-        strings.add(event.data, ("data",))
+        if isinstance(event.data, dict | list):
+            strings.add(event.data, ("data",))
     for slots in [*strings.parts.values(), strings.in_order]:
         texts = [holder[key] for holder, key in slots]  # type: ignore[index]  # a slot names a string it holds
         whole = "".join(texts)

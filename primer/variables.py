@@ -27,7 +27,15 @@ from collections.abc import Mapping
 from primer.errors import ConfigError
 from primer.locator import DEFAULT_PACKAGE
 
-__all__ = ["VARIABLES", "chapters_package", "package_name", "traces_off", "unknown_variables"]
+__all__ = [
+    "VARIABLES",
+    "book_chapters",
+    "chapters_package",
+    "enable_with",
+    "package_name",
+    "traces_off",
+    "unknown_variables",
+]
 
 _PACKAGE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*")
 
@@ -71,12 +79,25 @@ def unknown_variables(environ: Mapping[str, str]) -> list[str]:
     return messages
 
 
+#: A value short and plain enough to quote back in a message: no key looks like this.
+_QUOTABLE = re.compile(r"[A-Za-z]{1,12}|[-+0-9.eE]{1,12}")
+
+
+def quoted(value: str) -> str:
+    """``, not 'sometimes'`` for a value that is a short word or number; nothing for any other.
+
+    A message may be printed or logged, and a value that is not a word may
+    be a key pasted into the wrong variable: it is described, never quoted.
+    """
+    return f", not {value!r}" if _QUOTABLE.fullmatch(value) else ""
+
+
 def package_name(where: str, value: object) -> str:
     """``value`` as a package name, or a ``ConfigError`` naming ``where`` it came from."""
     name = str(value).strip()
     if not _PACKAGE.fullmatch(name):
         raise ConfigError(
-            f"{where} must name a Python package such as primer.chapters or mybook.chapters, not {value!r}."
+            f"{where} must name a Python package such as primer.chapters or mybook.chapters{quoted(name)}."
         )
     return name
 
@@ -95,3 +116,28 @@ def chapters_package(configured: str | None = None, environ: Mapping[str, str] |
     if not configured:
         return DEFAULT_PACKAGE
     return package_name("The trace extension's chapters option", configured)
+
+
+def enable_with(chapters: str | None) -> str:
+    """How to turn the trace machinery on in ``mkdocs.yml``, for messages: the ``plugins:`` entry, on one line."""
+    return (
+        f"add the plugin to the `plugins:` list of mkdocs.yml, after `- search`: "
+        f"`- trace-book: {{chapters: {chapters or 'mybook'}}}`"
+    )
+
+
+def book_chapters(configured: str | None, environ: Mapping[str, str] | None = None) -> str:
+    """A book's chapters' package, as ``chapters_package`` says, but never a default one.
+
+    A book is another author's as often as this one's: one whose
+    configuration names no package, and no ``PRIMER_CHAPTERS``, is a
+    ``ConfigError`` saying what to write, not a build of this book's chapters.
+    """
+    env = os.environ if environ is None else environ
+    if not configured and not env.get(VARIABLES["chapters"], "").strip():
+        raise ConfigError(
+            "The book names no chapters package, so it has no chapters to show. Name its package (a folder "
+            "beside mkdocs.yml, or an installed package) as the plugin's `chapters` option: "
+            f"{enable_with(None)} (or set PRIMER_CHAPTERS for one build)."
+        )
+    return chapters_package(configured, env)

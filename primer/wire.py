@@ -43,8 +43,9 @@ import httpx2
 from primer.clock import Clock, RealClock
 from primer.http_record import record_request, record_response
 from primer.redact import Redactor
-from primer.streaming import EventParser, recorded_event, scrub_fragments
+from primer.streaming import DONE, EventParser, recorded_event, scrub_fragments
 from primer.trace import Exchange, Stream, StreamEvent, Timing, WireRequest
+from primer.trace_limits import MAX_EVENTS
 
 __all__ = ["RecordingClient", "WireRecorder", "Wired", "is_event_stream"]
 
@@ -174,6 +175,9 @@ class _RecordingStream(httpx2.SyncByteStream):
         self.decode = _decoder(response.headers.get("content-encoding", ""))
         self.error: httpx2.TransportError | None = None
         self.kept = False
+        #: Events past the most a trace keeps (``MAX_EVENTS``), counted but not recorded, and where they began.
+        self.dropped = 0
+        self.cut_at = 0
         # One iterator for the SDK's reading and the drain after it: a body
         # held in memory would start again from its first byte.
         stream = response.stream
@@ -213,7 +217,15 @@ class _RecordingStream(httpx2.SyncByteStream):
         found = self.parser.feed(self.decode(chunk))
         if found:
             at_ms = (self.recorder.clock.now() - self.started) * 1000
-            self.events += [recorded_event(event, at_ms, self.redactor) for event in found]
+            for event in found:
+                # A trace holds no more events than a reader reads (primer.trace_limits):
+                # past that, each is counted, not kept; [DONE] is kept, with a place for the count.
+                done = event.data.strip() == DONE
+                if len(self.events) < MAX_EVENTS - 2 or (done and len(self.events) < MAX_EVENTS - 1):
+                    self.events.append(recorded_event(event, at_ms, self.redactor))
+                else:
+                    self.cut_at = len(self.events) if self.dropped == 0 else self.cut_at
+                    self.dropped += 1
 
     def _keep(self) -> None:
         if self.kept:
@@ -225,6 +237,11 @@ class _RecordingStream(httpx2.SyncByteStream):
             encoding = self.response.headers.get("content-encoding", "")
             note = f"the events came in content-encoding {encoding!r}, which is not recorded event by event"
             self.events = [StreamEvent(at_ms=self.first_byte_ms, text=self.redactor.text(note))]
+        if self.dropped:
+            # Where the events stopped being kept; the SDK had them all. As data, not text:
+            # it is the recorder's word, not an event that failed to parse.
+            count = {"not_recorded": {"events": self.dropped, "past": MAX_EVENTS - 2}}
+            self.events.insert(self.cut_at, StreamEvent(at_ms=self.events[self.cut_at - 1].at_ms, data=count))
         scrub_fragments(self.events, self.redactor)
         recorded = record_response(
             self.response.status_code, self.response.headers.multi_items(), b"", redactor=self.redactor

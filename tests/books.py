@@ -207,9 +207,13 @@ def make_book(
     book.docs.mkdir()
     for name, text in (pages or {"index": PAGE}).items():
         (book.docs / f"{name}.md").write_text(text)
-    extensions = f"\nmarkdown_extensions:\n  - {RENDERER}\n" if renderer else ""
+    # Its chapters and pages are laid out as no author's book is (ch_alpha's traces on
+    # index.md): the book's rules (primer.book.rules) are turned off.
+    extensions = f"\nmarkdown_extensions:\n  - {RENDERER}:\n      rules: false\n" if renderer else ""
     front = f"hooks:\n  - {HOOK}\n{extensions}"
     if plugin is not None:
+        if "rules:" not in plugin:
+            plugin = f"{plugin}\nrules: false".strip()
         options = "".join(f"\n      {line}" for line in plugin.splitlines())
         front = f"plugins:\n  - search\n  - trace-book:{options or ' {}'}\n"
     # The raw frozen live traces are the book's store, not the site's: every front end reads exclude_docs.

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 import pytest
 
 from tests.servers.provider import provider_fixture
 from tests.servers.service import httpbin_fixture
+from tests.wheel import build_wheel, unpack
 
 # A fresh local fake provider per test: `replay_provider.base_url` is what the SDK talks to.
 replay_provider = pytest.fixture(name="replay_provider")(provider_fixture)
@@ -27,3 +29,10 @@ def sleeps(monkeypatch: pytest.MonkeyPatch) -> list[float]:
 
     monkeypatch.setattr(time, "sleep", refuse)
     return asked
+
+
+@pytest.fixture(scope="session")
+def installed_wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """This checkout's wheel, built once a session and unpacked: a folder to put first on ``PYTHONPATH``."""
+    wheel = build_wheel(tmp_path_factory.mktemp("wheels"))
+    return unpack(wheel, tmp_path_factory.mktemp("site-packages"))

@@ -20,6 +20,7 @@ def _inherited(book) -> None:
     (book.root / "base.yml").write_text(
         "site_name: A small book\ntheme:\n  name: mkdocs\nplugins:\n  - trace-book:\n"
         "      chapters: !ENV [BOOK_CHAPTERS, no_such_package]\n      traces_dir: frozen\n"
+        "      rules: false\n"  # the test book's chapters and page keep none of the book's rules
     )
     (book.root / "mkdocs.yml").write_text("INHERIT: base.yml\nexclude_docs: |\n  frozen/*.live.json\n")
 

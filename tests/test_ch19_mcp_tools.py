@@ -21,11 +21,14 @@ import pytest
 import uvicorn
 
 from primer.chapters.ch19_mcp_tools import tool_found_and_called, tool_list_changed, tool_reports_an_error
-from primer.mcp_shop import ShopServer
-from primer.mcp_tools import PROTOCOL_VERSION, with_mcp_tools
+from primer.clock import VirtualClock
+from primer.errors import ToolFailed
+from primer.mcp_shop import ShopServer, serve_in_process
+from primer.mcp_tools import IN_PROCESS_URL, MCP_HEADERS, PROTOCOL_VERSION, McpClient, with_mcp_tools
 from primer.runner import run_scenario
 from primer.scenario import Scenario
-from primer.trace import Note, ScenarioRun
+from primer.service import ServiceClient, ServiceScript
+from primer.trace import Attempt, Note, ScenarioRun
 
 ROOT = Path(__file__).resolve().parent.parent
 PAGE = " ".join((ROOT / "docs" / "ch19_mcp_tools.md").read_text(encoding="utf-8").split())
@@ -128,9 +131,29 @@ def test_a_tools_failure_is_a_result_with_is_error_and_the_model_is_told() -> No
 
 
 def test_a_tool_the_server_does_not_have_is_a_json_rpc_error() -> None:
-    server = ShopServer()
-    with pytest.raises(Exception, match="Unknown tool: track_order"):
-        server.call("track_order", {"reference": "ord-1"})
+    # track_order before any order: not a result with isError, but a JSON-RPC error, on a 200.
+    with serve_in_process(ShopServer().app()) as transport:
+        service = ServiceClient(
+            base_url=IN_PROCESS_URL,
+            clock=VirtualClock(),
+            transport=transport,
+            script=ServiceScript(["/mcp"]),
+            headers=MCP_HEADERS,
+        )
+        client = McpClient(service)
+        client.initialize()
+        session = service.session()
+        with pytest.raises(ToolFailed) as failed:
+            client.call_tool(session, "track_order", {"reference": "ord-1"}, idempotent=True)
+        service.close()
+    (attempt,) = session.steps
+    assert isinstance(attempt, Attempt)
+    assert attempt.response is not None
+    assert attempt.response.status == 200
+    assert attempt.response.json_body["error"]["code"] == -32602
+    failure = failed.value.failure
+    assert failure.message == "['http://mcp.shop.test'] answered JSON-RPC error -32602: ['Unknown tool: track_order']"
+    assert failure.caller_can_fix
 
 
 # --- the live path: a real server on a loopback socket ---------------------------------------

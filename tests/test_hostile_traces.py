@@ -23,9 +23,13 @@ from typing import Any
 import pytest
 
 from primer.book.trace_file import CorruptTrace, parse, read
+from primer.clock import VirtualClock
+from primer.models.live import LiveModel
 from primer.replay import UnreadableTrace, read_trace
+from primer.trace import ChapterRun, Ending, Message, ScenarioRun, Turn
 from primer.trace_limits import MAX_BYTES, MAX_DEPTH, MAX_EVENTS
 from tests.books import make_book
+from tests.servers.provider import ReplayProvider
 
 ROOT = Path(__file__).resolve().parent.parent
 BASE = json.loads((ROOT / "docs" / "traces" / "ch05_loop_endings.live.json").read_text())
@@ -171,3 +175,28 @@ def test_a_build_verify_and_the_exports_warn_about_hostile_files_and_rewrite_non
             assert "Traceback" not in said, (case, args, said)
             assert CASES[case][1] in said or (case == "a folder" and "no live trace" in said), (case, args, said)
     assert {case: snapshot(path) for case, path in paths.items()} == before
+
+
+def test_the_recorder_keeps_no_more_events_than_a_reader_reads(replay_provider: ReplayProvider) -> None:
+    piece = {"id": "c", "object": "chat.completion.chunk", "choices": [{"index": 0, "delta": {"content": "a"}}]}
+    events: list[tuple[str | None, str]] = [(None, json.dumps(piece))] * (MAX_EVENTS + 50)
+    events.append((None, json.dumps({"id": "c", "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})))
+    replay_provider.events([*events, (None, "[DONE]")])
+    model = LiveModel(base_url=replay_provider.base_url, api_key="sk-hostile-0123", model="m", clock=VirtualClock())
+    try:
+        call = model.complete([Message(role="human", content="Go.")], [], {"stream": True})
+    finally:
+        model.close()
+    assert call.reply is not None
+    assert call.reply.content == "a" * (MAX_EVENTS + 50)  # the reply is whole: the SDK read every event
+    stream = call.streamed
+    assert stream is not None
+    assert len(stream.events) == MAX_EVENTS
+    assert stream.events[-2].data == {"not_recorded": {"events": 53, "past": MAX_EVENTS - 2}}
+    assert stream.events[-1].done
+    assert call.error is None
+    run = ChapterRun(
+        chapter="ch", mode="live", scenarios=[ScenarioRun(name="s", mode="live", ending=Ending(reason="no_tool_calls"))]
+    )
+    run.scenarios[0].turns.append(Turn(number=1, model_call=call))
+    parse(run.model_dump_json().encode(), Path("ch.live.json"))  # within the limits: it reads back

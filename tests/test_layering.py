@@ -66,7 +66,8 @@ def within(name: str, top: str) -> bool:
 
 
 def library_files() -> list[Path]:
-    return sorted(PACKAGE.rglob("*.py"))
+    # The scaffold is a new book's files, which the package ships as data (primer.book.new_book): not its code.
+    return sorted(path for path in PACKAGE.rglob("*.py") if "scaffold" not in path.relative_to(PACKAGE).parts)
 
 
 #: The hook form of the plugin, which the book's hook file re-exports.

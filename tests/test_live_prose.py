@@ -14,7 +14,7 @@ from primer.book.markdown import TraceExtension
 from primer.book.source import ChapterTraces, LiveStatus
 from primer.errors import NotFound
 from primer.trace import ChapterRun, Ending, ScenarioRun
-from tests.books import make_book
+from tests.books import BETA, make_book
 
 PAGE = """\
 # A chapter
@@ -158,18 +158,22 @@ LIVE-PROSE: compare the live run.
 @pytest.mark.slow
 @pytest.mark.parametrize("renderer", [True, False], ids=["extension", "hook-listing"])
 def test_a_book_shows_live_prose_once_its_chapter_has_a_live_trace(tmp_path: Path, renderer: bool) -> None:
-    book = make_book(tmp_path, pages={"index": BOOK_PAGE}, renderer=renderer)
+    # Laid out as the book's rules ask (primer.book.rules): a hook-only book (no extension)
+    # has no option to turn them off.
+    book = make_book(
+        tmp_path, {"ch01_beta": BETA}, {"index": BOOK_PAGE.replace("ch_beta", "ch01_beta")}, renderer=renderer
+    )
     done = book.build("--strict")
     assert done.returncode == 0, done.log
     assert "LIVE-PROSE" not in book.page()
     assert ":::" not in book.page()
 
     # A frozen live trace appears (as a key-holder's build would commit one).
-    mock = ChapterRun.model_validate(json.loads((book.root / "site" / "traces" / "ch_beta.json").read_text())["mock"])
+    mock = ChapterRun.model_validate(json.loads((book.root / "site" / "traces" / "ch01_beta.json").read_text())["mock"])
     live = mock.model_copy(update={"mode": "live", "model": "some-model"})
     live.scenarios = [s.model_copy(update={"mode": "live"}) for s in live.scenarios]
     (book.docs / "traces").mkdir()
-    (book.docs / "traces" / "ch_beta.live.json").write_text(live.model_dump_json(indent=2))
+    (book.docs / "traces" / "ch01_beta.live.json").write_text(live.model_dump_json(indent=2))
     done = book.build("--strict")
     assert done.returncode == 0, done.log
     assert "LIVE-PROSE: compare the live run." in book.page()

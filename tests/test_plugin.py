@@ -99,7 +99,7 @@ def test_the_chapters_cache_and_enabled_options(tmp_path: Path) -> None:
     book = make_book(tmp_path / "book", plugin="")
     config = book.root / "mkdocs.yml"
     options = f"\n      chapters: {book.package}\n      cache_dir: build-cache\n      enabled: false"
-    config.write_text(config.read_text().replace(" {}", options))
+    config.write_text(config.read_text().replace("\n      rules: false", options + "\n      rules: false"))
     # Off by the option: placeholders, nothing run.
     done = _build(book, "--strict", drop=("PRIMER_CHAPTERS",))
     assert done.returncode == 0, done.stderr

@@ -128,6 +128,10 @@ class Book:
         self._unknown = 0
         #: Chapter -> scenario names (None if the chapter cannot be imported).
         self.scenario_names: dict[str, list[str] | None] = {}
+        #: Page -> its Markdown, as this build read it (for ``check_rules``).
+        self.pages: dict[str, str] = {}
+        #: Whether ``check_rules`` checks (the configuration's ``rules`` option).
+        self.rules = True
 
     # -- the build ---------------------------------------------------------
 
@@ -157,6 +161,7 @@ class Book:
         """
         self.clock.reset()
         self.rendered.reset()
+        self.pages = {}
         with self.clock("prepare"):
             before = {chapter: self.store.shown(chapter) for chapter in self.store.chapters()}
             report = manifest.reuse(self) if self.settings is None else None
@@ -213,6 +218,7 @@ class Book:
         links back to.
         """
         with self.clock("pages"):
+            self.pages[name] = markdown
             if not self.enabled:
                 placed, warnings = off_page(name, markdown)
                 for warning in warnings:
@@ -230,6 +236,20 @@ class Book:
             shown = set(self.store.chapters())
             markdown = live_prose.select(markdown, self.has_live)
             return replace(markdown, lambda m: listing(self.store.traces(m.chapter) if m.chapter in shown else None, m))
+
+    def check_rules(self) -> None:
+        """Warn about each of the book's rules its chapters and the pages read so far break (``primer.book.rules``).
+
+        Asked once a build, after every page was read: a build that read only
+        some (``mkdocs serve --dirty``) cannot tell a scenario placed nowhere.
+        """
+        if not (self.enabled and self.rules):
+            return
+        from primer.book.rules import check
+
+        with self.clock("pages"):
+            for problem in check(self.chapters.package, self.scenario_names, self.pages):
+                self.log.warning(f"traces: {problem}")
 
     def has_live(self, chapter: str, scenario: str | None) -> bool:
         """Whether the chapter (or that scenario of it) has a live run on the page."""

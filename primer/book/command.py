@@ -1,6 +1,11 @@
-"""The book's run step as a command, for any front end: ``python -m primer.book build``.
+"""The book's commands: ``python -m primer.book build``, the run step for any front end, and ``new``.
 
     python -m primer.book build [--strict] [--stamp] [-f mkdocs.yml]
+    python -m primer.book new DIR [--package NAME] [--title TITLE]
+
+``new`` writes a working book into ``DIR`` (new, or empty) from the
+package's scaffold (``primer.book.new_book``): ``mkdocs build --strict``
+passes on it as written.
 
 Does what the plugin does before a build, without building the site: reads
 the book's ``mkdocs.yml`` through MkDocs' own loader (``INHERIT``, ``!ENV``;
@@ -24,7 +29,8 @@ this command's exit code is the strict check::
     python -m primer.book build --strict && zensical build
 
 Exit status: 0 done, 1 warnings under ``--strict``, 2 a usage or
-configuration error (no ``mkdocs.yml``, a ``docs_dir`` that is not there).
+configuration error (no ``mkdocs.yml``, a ``docs_dir`` that is not there;
+for ``new``, a folder that is not empty).
 """
 
 from __future__ import annotations
@@ -44,6 +50,7 @@ from primer.book.lock import BuildLock
 from primer.book.session import SESSION
 from primer.errors import ConfigError
 from primer.inert import inert
+from primer.variables import enable_with
 
 if TYPE_CHECKING:
     from primer.book.build import Book
@@ -72,6 +79,10 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="write into the frozen live traces the stamps of those a replay verified (source_hash, verified_at)",
     )
+    new = commands.add_parser("new", help="write a new book, ready to build, into a new or empty folder")
+    new.add_argument("dir", type=Path, help="the book's folder (new, or empty)")
+    new.add_argument("--package", help="the chapters' package (default: the folder's name)")
+    new.add_argument("--title", help="the site's name (default: the folder's name)")
     return parser
 
 
@@ -82,9 +93,25 @@ def _stamp(book: Book) -> None:
         book.log.info(f"traces: stamped {book.store.path(run.chapter, 'live')} (verified by replay {run.verified_at})")
 
 
+def _new(target: Path, package: str | None, title: str | None) -> int:
+    from primer.book.new_book import write_book
+
+    try:
+        written = write_book(target, package=package, title=title)
+    except ConfigError as error:
+        print(f"error: {inert(str(error))}", file=sys.stderr)
+        return 2
+    for path in written:
+        print(f"  {path.as_posix()}")
+    print(f"A new book in {target}, {len(written)} files. Then: cd {target} && mkdocs serve")
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point; returns the exit status."""
     args = _parser().parse_args(argv)
+    if args.command == "new":
+        return _new(args.dir, args.package, args.title)
     log = logging.getLogger(LOGGER_NAME)
     shown = logging.StreamHandler(sys.stderr)
     # As MkDocs shows its log; every record of the book's loggers is inert already.
@@ -99,15 +126,27 @@ def main(argv: Sequence[str] | None = None) -> int:
         except ConfigError as error:
             print(f"error: {inert(str(error))}", file=sys.stderr)
             return 2
+        if not config.enabled:
+            print(
+                f"error: {config.path} does not enable the trace machinery: it names neither the trace-book "
+                f"plugin nor the trace extension, so its markers stay text: {enable_with(config.chapters)}.",
+                file=sys.stderr,
+            )
+            return 2
         environ = {**config.defaults, **os.environ}
-        book = SESSION.book(
-            config.root,
-            config.docs_dir,
-            chapters=config.chapters,
-            cache=config.cache_dir,
-            live_dir=config.traces_dir,
-            environ=environ,
-        )
+        try:
+            book = SESSION.book(
+                config.root,
+                config.docs_dir,
+                chapters=config.chapters,
+                cache=config.cache_dir,
+                live_dir=config.traces_dir,
+                environ=environ,
+            )
+        except ConfigError as error:
+            print(f"error: {inert(str(error))}", file=sys.stderr)
+            return 2
+        book.rules = config.rules
         lock = BuildLock(config.cache_dir)
         lock.acquire(log)  # one build at a time per cache (a serve rebuilding, say): this one waits
         try:
@@ -118,6 +157,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 # Named as the hook names a page (docs/ch05_loop_endings.md); warnings only.
                 name = f"{config.docs_dir.name}/{page.relative_to(config.docs_dir).as_posix()}"
                 book.page(name, page.read_text(encoding="utf-8"), renderer=True)
+            book.check_rules()
             book.publish(config.docs_dir)
             if book.enabled:
                 assets.install(config.docs_dir)

@@ -46,6 +46,10 @@ class BookConfig:
     cache_dir: Path
     #: The plugin's options as defaults for the ``PRIMER_*`` settings (the environment wins over them).
     defaults: dict[str, str]
+    #: Whether the build checks the book's rules (the plugin's ``rules`` option, else the extension's).
+    rules: bool = True
+    #: Whether the configuration turns the machinery on at all: the plugin, a hook file, or the extension.
+    enabled: bool = True
 
 
 def read_config(path: Path) -> BookConfig:
@@ -73,8 +77,10 @@ def read_config(path: Path) -> BookConfig:
     plugin = next((p for p in config.plugins.values() if isinstance(p, TraceBookPlugin)), None)
     extension = config.mdx_configs.get(EXTENSION, {})
     chapters = (plugin.config.chapters if plugin is not None else None) or extension.get("chapters")
+    rules = extension.get("rules", True) is not False
     if plugin is None:
-        return BookConfig(path.resolve(), root, docs, chapters, docs / "traces", root / CACHE_DIR, {})
+        named = EXTENSION in config.markdown_extensions or bool(config.hooks)
+        return BookConfig(path.resolve(), root, docs, chapters, docs / "traces", root / CACHE_DIR, {}, rules, named)
     return BookConfig(
         path.resolve(),
         root,
@@ -83,6 +89,7 @@ def read_config(path: Path) -> BookConfig:
         docs / plugin.config.traces_dir,
         root / plugin.config.cache_dir,
         plugin.defaults(),
+        rules and plugin.config.rules,
     )
 
 

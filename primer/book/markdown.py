@@ -80,8 +80,8 @@ from primer.book.sources import (
     resolve_source,
 )
 from primer.errors import ConfigError, NotFound, PrimerError
-from primer.locator import DEFAULT_PACKAGE, ChapterLocator
-from primer.variables import traces_off
+from primer.locator import ChapterLocator
+from primer.variables import enable_with, traces_off
 
 if TYPE_CHECKING:  # loaded on first use: MkDocs loads the extension with traces off too
     from collections.abc import Callable
@@ -228,13 +228,15 @@ class TraceExtension(Extension):
         self, *, source: TraceSource | str | None = None, cache: HtmlCache | None = None, **kwargs: Any
     ) -> None:
         self.config = {
-            "chapters": [DEFAULT_PACKAGE, "The chapters' package (PRIMER_CHAPTERS wins over it)."],
+            # No default for a book (primer.variables.book_chapters); a plain Markdown instance runs primer.chapters.
+            "chapters": ["", "The chapters' package (PRIMER_CHAPTERS wins over it)."],
             "docs_dir": ["", "The book's docs folder; none: the one the site generator names, if it does."],
             "warn_missing": [
                 True,
                 "Log markers naming an unknown chapter or scenario, and malformed markers (the book's hook does).",
             ],
             "traces_off": [False, "Show a placeholder for each marker, load and run nothing (PRIMER_TRACES=off)."],
+            "rules": [True, "Have the book's build check its rules (primer.book.rules); the hook reads it."],
         }
         super().__init__(**kwargs)
         #: Whether traces are off: the option, or ``PRIMER_TRACES=off`` where no hook sets it (Zensical).
@@ -280,10 +282,17 @@ class TraceExtension(Extension):
                 self._source = resolve_source(self._given)
             else:
                 book = book_for_page(self.md, self.getConfig("chapters"), self.getConfig("docs_dir"))
+                if book is None and self.md is not None and "relpath" in self.md.treeprocessors:
+                    # MkDocs' own treeprocessor: a MkDocs page, and no plugin (or hook) prepared its book.
+                    raise ConfigError(
+                        "The trace machinery is not enabled for this book: mkdocs.yml names the trace extension "
+                        f"but not the plugin that runs the scenarios and keeps their traces: "
+                        f"{enable_with(self.getConfig('chapters') or None)}."
+                    )
                 if book is None:
                     from primer.settings import Settings
 
-                    package = Settings.without_live().chapters_package(self.getConfig("chapters"))
+                    package = Settings.without_live().chapters_package(self.getConfig("chapters") or None)
                     self._source = MockRunSource(ChapterLocator(package))
                 else:
                     self._source = book.store

@@ -45,6 +45,7 @@ from mkdocs.config import base
 from mkdocs.config import config_options as c
 from mkdocs.config.base import ValidationError
 from mkdocs.config.config_options import ExtraScriptValue
+from mkdocs.exceptions import PluginError
 from mkdocs.plugins import BasePlugin, event_priority
 from mkdocs.structure.files import File, InclusionLevel
 
@@ -53,6 +54,7 @@ from primer.book.lock import BuildLock
 from primer.book.logs import book_logger
 from primer.book.pages import chapters_named, malformed, off_page
 from primer.book.session import CACHE_DIR, Session
+from primer.errors import ConfigError
 from primer.variables import VARIABLES, traces_off, unknown_variables
 
 if TYPE_CHECKING:
@@ -93,6 +95,9 @@ class TraceBookConfig(base.Config):  # type: ignore[no-untyped-call]
     cache_dir = c.Type(str, default=CACHE_DIR.as_posix())
     #: Live runs when a key is set: ``auto``, ``off`` or ``refresh`` (``PRIMER_LIVE`` wins).
     live = c.Optional(c.Choice(("auto", "off", "refresh")))
+    #: False: the build does not check the book's rules (``primer.book.rules``); a hook book
+    #: says so as the extension's ``rules`` option.
+    rules = c.Type(bool, default=True)
 
 
 class TraceBookPlugin(BasePlugin[TraceBookConfig]):  # type: ignore[no-untyped-call]
@@ -176,15 +181,19 @@ class TraceBookPlugin(BasePlugin[TraceBookConfig]):  # type: ignore[no-untyped-c
         self.lock = BuildLock(root / self.config.cache_dir)
         self.lock.acquire(log)  # one build at a time per cache: a second one waits, and says so
         # The engine is imported here, on the first build: its share of the time.
-        book = session.book(
-            root,
-            Path(config.docs_dir),
-            chapters=chapters,
-            cache=root / self.config.cache_dir,
-            live_dir=Path(config.docs_dir) / self.config.traces_dir,
-            environ=environ,
-        )
+        try:
+            book = session.book(
+                root,
+                Path(config.docs_dir),
+                chapters=chapters,
+                cache=root / self.config.cache_dir,
+                live_dir=Path(config.docs_dir) / self.config.traces_dir,
+                environ=environ,
+            )
+        except ConfigError as error:  # the book's configuration: MkDocs says it as an error, no traceback
+            raise PluginError(str(error)) from None
         self.book = book
+        book.rules = self.config.rules and options.get("rules", True) is not False
         opened = time.perf_counter() - started
         try:
             book.prepare()
@@ -328,7 +337,8 @@ class TraceBookPlugin(BasePlugin[TraceBookConfig]):  # type: ignore[no-untyped-c
         if book is None:
             return
         book.publish(Path(config.site_dir))
-        if not self.session.dirty:  # every page was rendered: unused cached HTML is stale
+        if not self.session.dirty:  # every page was read: the rules can be checked, and unused cached HTML is stale
+            book.check_rules()
             book.rendered.prune()
         with book.clock("search"):
             self.session.payloads.save(prune=not self.session.dirty)

@@ -30,9 +30,9 @@ What counts as a quoted fact, and where it is looked for:
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import json
 import re
-import sys
 from collections.abc import Callable, Iterator
 from functools import cache
 from pathlib import Path
@@ -334,8 +334,7 @@ class ProseChecks:
 @cache
 def _code_digest() -> str:
     # What decides a page's answer besides its Markdown and traces: this module and the summary lines.
-    from primer import summary
-    from primer.book import stream_view
-
-    sources = [Path(module.__file__ or "") for module in (sys.modules[__name__], summary, stream_view, live_prose)]
+    # Found, not imported: a warm build must not load the trace models (pydantic) for a file's path.
+    names = (__name__, "primer.summary", "primer.book.stream_view", live_prose.__name__)
+    sources = [Path(getattr(importlib.util.find_spec(name), "origin", None) or "") for name in names]
     return hashlib.sha256(b"".join(path.read_bytes() for path in sources)).hexdigest()

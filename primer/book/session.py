@@ -161,7 +161,7 @@ class Session:
             if key not in self.books:
                 from primer.book.build import Book
                 from primer.book.chapters import Chapters
-                from primer.variables import chapters_package
+                from primer.variables import book_chapters
 
                 # A book's chapters package lives beside its mkdocs.yml; `mkdocs` and `zensical`,
                 # run as commands, do not put that folder on the import path. Last: nothing installed
@@ -169,7 +169,7 @@ class Session:
                 if str(root.resolve()) not in sys.path:
                     sys.path.append(str(root.resolve()))
                 cache = cache or root / CACHE_DIR
-                package = chapters_package(chapters, environ)
+                package = book_chapters(chapters, environ)
                 self.books[key] = Book(
                     docs_dir,
                     cache / "traces",

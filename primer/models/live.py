@@ -402,7 +402,9 @@ class LiveModel:
         stream = _stream_of(wired)
         arrived = len(stream.events) if stream is not None else 0
         if stream is not None:
-            assembler = reassembled(stream, assembler.chunks)  # secrets split across events scrubbed
+            again = reassembled(stream, assembler.chunks)  # secrets split across events scrubbed
+            if again.chunks == assembler.chunks:  # else the record kept fewer events than came
+                assembler = again
         if isinstance(broke, openai.APIConnectionError) and not assembler.chunks:
             # Nothing of the reply came: as for a whole answer, safe to ask again.
             return self._unanswered(broke, wired)
