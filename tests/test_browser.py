@@ -882,3 +882,31 @@ def test_a_hand_edited_payload_page_runs_nothing_when_filled_in(browser: Any, si
     assert page.locator(".tr-body a.tr-evil").first.get_attribute("href") is None
     assert "evil" in (note.text_content() or "")
     page.context.close()
+
+
+def test_axe_finds_nothing_in_the_trace_markup_at_any_impact(browser: Any, book: Book) -> None:
+    # Every impact, minor included; what axe finds in the theme's own markup is listed apart, not failed.
+    if not AXE.exists():
+        pytest.fail(f"axe-core is missing ({AXE}): tests/run.sh installs it (npm ci --prefix tests).")
+    theirs: set[str] = set()
+    for path in ("ch09_who_retries/", "ch11_streaming/", "ch16_evaluation/", "traces/ch09_who_retries.payloads.html"):
+        page = open_page(browser, book.url, f"/{path}").page
+        if page.locator(".tr").count():
+            open_everything(page)
+        page.add_script_tag(path=str(AXE))
+        found = page.evaluate(
+            """async () => {
+              const result = await axe.run(document, {runOnly: {type: "tag", values: ["wcag2a", "wcag2aa",
+                "wcag21a", "wcag21aa", "wcag22aa", "best-practice"]}});
+              return result.violations.flatMap(v => v.nodes.map(n => {
+                const node = document.querySelector(n.target[0]);
+                const ours = !!(node && (node.closest(".tr, .tr-prose, main .tr-payload")));
+                return [ours, `${v.id} (${v.impact}): ${n.target.join(" ")}`];
+              }));
+            }"""
+        )
+        ours = [what for mine, what in found if mine]
+        assert ours == [], f"{path}: {ours[:5]}"
+        theirs |= {what for mine, what in found if not mine}
+        page.context.close()
+    print("axe, the theme's own markup:", *sorted(theirs), sep="\n  ")

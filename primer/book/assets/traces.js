@@ -315,7 +315,8 @@
       pre.id = "__code_tr-" + codeIds++;
     }
     var id = pre.id;
-    var nav = element("nav", "md-code__nav");
+    // A div, not Material's <nav>: one landmark per block would crowd a screen reader's list.
+    var nav = element("div", "md-code__nav");
     var button = element("button", "md-code__button");
     button.title = COPY;
     button.setAttribute("data-clipboard-target", "#" + id + " > code");
