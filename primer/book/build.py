@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable, Mapping
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 
 from primer.book import live_prose, manifest, prose_check
@@ -130,6 +130,8 @@ class Book:
         self.scenario_names: dict[str, list[str] | None] = {}
         #: Page -> its Markdown, as this build read it (for ``check_rules``).
         self.pages: dict[str, str] = {}
+        #: Page name (stem) -> its path in the docs folder, found once a build (``_own_pages``).
+        self._pages_found: dict[str, PurePosixPath] | None = None
         #: Whether ``check_rules`` checks (the configuration's ``rules`` option).
         self.rules = True
 
@@ -162,6 +164,7 @@ class Book:
         self.clock.reset()
         self.rendered.reset()
         self.pages = {}
+        self._pages_found = None
         with self.clock("prepare"):
             before = {chapter: self.store.shown(chapter) for chapter in self.store.chapters()}
             report = manifest.reuse(self) if self.settings is None else None
@@ -227,7 +230,11 @@ class Book:
             names = self.scenario_names
             if url is not None:
                 for marker in find_markers(markdown):
-                    self.chapter_pages.setdefault(marker.chapter, url)
+                    # The chapter's own page wins over one that shows it first (see _chapter_page).
+                    if PurePosixPath(name).stem == marker.chapter:
+                        self.chapter_pages[marker.chapter] = url
+                    else:
+                        self.chapter_pages.setdefault(marker.chapter, url)
             found = check(name, markdown, names) + live_prose.problems(name, markdown, names)
             for warning in found + self.prose.problems(name, markdown, self.store):
                 self.log.warning(f"traces: {warning}")
@@ -268,6 +275,29 @@ class Book:
         with self.clock("publish"):
             return self.store.publish(root, self._payloads) if self.enabled else []
 
+    def _chapter_page(self, chapter: str) -> str | None:
+        """The URL a chapter's payload page links back to: its own page (named after it), else the first showing it.
+
+        A front end that renders pages with their URLs before it publishes
+        (MkDocs) says which; the others (Zensical publishes at its first
+        marker, the run-step command before any page renders) get the own page
+        found in the docs folder, in MkDocs' default form (``ch09/``), so every
+        front end links the same.
+        """
+        if chapter in self.chapter_pages:
+            return self.chapter_pages[chapter]
+        own = self._own_pages().get(chapter)
+        return None if own is None else f"{own.with_suffix('').as_posix()}/"
+
+    def _own_pages(self) -> dict[str, PurePosixPath]:
+        # Read once a build (``prepare`` forgets it): pages are added and removed under serve.
+        if self._pages_found is None:
+            found = sorted(self.docs_dir.rglob("*.md")) if self.docs_dir.is_dir() else []
+            self._pages_found = {}
+            for path in found:
+                self._pages_found.setdefault(path.stem, PurePosixPath(path.relative_to(self.docs_dir).as_posix()))
+        return self._pages_found
+
     def _payloads(self, chapter: str) -> tuple[str, Callable[[], str]]:
         # The chapter's payload page: its key (a chapter shown by its summary
         # is not read for it), and how to make it, which publishing asks only
@@ -276,7 +306,7 @@ class Book:
         summary = self.store.summary(chapter)
         traces_key = summary.html if summary is not None else self.rendered.traces_key(self.store.traces(chapter))
         # The page it links back to is part of what it shows.
-        page = self.chapter_pages.get(chapter)
+        page = self._chapter_page(chapter)
         on = f" page={page}"
 
         def make() -> str:
