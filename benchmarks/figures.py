@@ -9,8 +9,9 @@ alike; the figure is the median of the pairs' ratios, given with
   assumed), and
 * the interquartile range of the pairs, the spread of one pair.
 
-``resolves`` says whether the interval is narrow enough to tell a target
-apart: its half-width must be smaller than the target's margin (1.05: 0.05).
+``against`` says where the interval lies against a target: within it, above
+it (missed), or across it (too few pairs to tell; with the target's margin,
+1.05: 0.05, the half-width shows how many more are needed).
 """
 
 from __future__ import annotations
@@ -61,10 +62,6 @@ class Spread:
         """Half the interval's width: how far the median may be off."""
         return (self.high - self.low) / 2
 
-    def resolves(self, target: float) -> bool:
-        """Whether the interval is narrower than the target's margin (``target - 1`` for a ratio)."""
-        return self.exact and self.half_width < abs(target - 1)
-
     def text(self, digits: int = 3, unit: str = "") -> str:
         """``1.012 [0.998-1.020] (IQR 0.990-1.031, 15 pairs)``, the interval being min-max when not exact."""
         what = "95 %" if self.exact else "min-max"
@@ -76,7 +73,12 @@ class Spread:
 
     def against(self, target: float, digits: int = 3) -> str:
         """The text, the target, and whether this many pairs can tell it apart."""
-        verdict = "resolves it" if self.resolves(target) else "too wide to resolve it: more pairs"
+        if self.exact and self.high <= target:
+            verdict = "the interval is within it"
+        elif self.exact and self.low > target:
+            verdict = "the interval is above it: missed"
+        else:
+            verdict = "the interval straddles it or is too wide: more pairs"
         return f"{self.text(digits)}   target <= {target:g}; {verdict}"
 
 
