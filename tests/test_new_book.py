@@ -19,6 +19,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.wheel import build_wheel
+
 pytestmark = pytest.mark.slow
 
 REPO = Path(__file__).resolve().parents[1]
@@ -85,16 +87,7 @@ and one that calls a tool first:
 
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    wheels = tmp_path_factory.mktemp("wheels")
-    built = subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", "--wheel-dir", str(wheels), str(REPO)],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
-    assert built.returncode == 0, built.stderr
-    [wheel] = wheels.glob("trace_book-*.whl")
+    wheel = build_wheel(tmp_path_factory.mktemp("wheels"))
     target = tmp_path_factory.mktemp("site-packages")
     # A pure-Python wheel installs by being unpacked.
     with zipfile.ZipFile(wheel) as archive:
