@@ -172,7 +172,11 @@ def test_a_changed_system_prompt_fails_verify_says_stale_and_fails_strict(tmp_pa
         'body messages[0].content was "You answer briefly and plainly. Use the tools you are given.", '
         'and is now "You answer tersely and plainly. Use the tools you are given."'
     )
-    assert "ch01_one_call plain_question: no live trace" in checked.stdout
+    # What has no live trace is counted in the summary line, and listed only with --all.
+    assert "no live trace" not in checked.stdout
+    assert checked.stdout.splitlines()[-1].startswith(f"verified 0 scenarios · {VERIFIED} diverged · ")
+    assert checked.stdout.splitlines()[-1].endswith("without a live trace (--all lists them)")
+    assert "ch01_one_call plain_question: no live trace" in verify(book, "--all").stdout
 
     strict = book.build("--strict")
     assert strict.returncode != 0
