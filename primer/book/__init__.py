@@ -21,9 +21,9 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from primer.book.build import Book
+    from primer.book.cache import TraceCache
     from primer.book.chapters import Chapters
     from primer.book.configuration import BookConfig, read_config
-    from primer.book.html_cache import HtmlCache
     from primer.book.lock import BuildLock
     from primer.book.markdown import TraceExtension
     from primer.book.plugin import TraceBookConfig, TraceBookPlugin
@@ -41,12 +41,12 @@ __all__ = [
     "ChapterTraces",
     "Chapters",
     "CorruptTrace",
-    "HtmlCache",
     "LiveStatus",
     "MockRunSource",
     "Report",
     "TraceBookConfig",
     "TraceBookPlugin",
+    "TraceCache",
     "TraceExtension",
     "TraceSource",
     "TraceStore",
@@ -63,12 +63,12 @@ _HOMES = {
     "ChapterTraces": "source",
     "Chapters": "chapters",
     "CorruptTrace": "trace_file",
-    "HtmlCache": "html_cache",
     "LiveStatus": "source",
     "MockRunSource": "sources",
     "Report": "report",
     "TraceBookConfig": "plugin",
     "TraceBookPlugin": "plugin",
+    "TraceCache": "cache",
     "TraceExtension": "markdown",
     "TraceSource": "source",
     "TraceStore": "store",

@@ -13,7 +13,8 @@ Options (``TraceBookConfig``; an unknown or mistyped one fails the
 configuration, naming it): ``enabled`` (False: every marker shows a
 placeholder, nothing runs; ``PRIMER_TRACES`` wins), ``chapters``,
 ``traces_dir`` (the frozen live traces, in the docs folder), ``cache_dir``
-(beside ``mkdocs.yml``) and ``live`` (``auto``, ``off``, ``refresh``;
+(beside ``mkdocs.yml``), ``cache`` (False: the one cache is off,
+``PRIMER_CACHE`` wins) and ``live`` (``auto``, ``off``, ``refresh``;
 ``PRIMER_LIVE`` wins). The plugin adds the Markdown extension itself, as
 mkdocstrings does: an instance that renders from this plugin's book. A
 ``primer.book.markdown`` entry of ``markdown_extensions`` (which Zensical,
@@ -55,12 +56,11 @@ from primer.book.logs import book_logger
 from primer.book.pages import chapters_named, malformed, off_page
 from primer.book.session import CACHE_DIR, Session
 from primer.errors import ConfigError
-from primer.variables import VARIABLES, traces_off, unknown_variables
+from primer.variables import BOOK_VARIABLES, VARIABLES, traces_off, unknown_variables
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
 
-    from jinja2 import Environment
     from mkdocs.config.defaults import MkDocsConfig
     from mkdocs.livereload import LiveReloadServer
     from mkdocs.structure.files import Files
@@ -93,6 +93,8 @@ class TraceBookConfig(base.Config):  # type: ignore[no-untyped-call]
     traces_dir = c.Type(str, default=PUBLISHED_DIR)
     #: The machinery's cache, relative to the folder of ``mkdocs.yml``.
     cache_dir = c.Type(str, default=CACHE_DIR.as_posix())
+    #: False: the one cache is off, every build computes everything (``PRIMER_CACHE=off`` does it too).
+    cache = c.Type(bool, default=True)
     #: Live runs when a key is set: ``auto``, ``off`` or ``refresh`` (``PRIMER_LIVE`` wins).
     live = c.Optional(c.Choice(("auto", "off", "refresh")))
     #: False: the build does not check the book's rules (``primer.book.rules``); a hook book
@@ -139,12 +141,14 @@ class TraceBookPlugin(BasePlugin[TraceBookConfig]):  # type: ignore[no-untyped-c
         return errors, warnings
 
     def defaults(self) -> dict[str, str]:
-        """The ``PRIMER_*`` settings the options give (``enabled``, ``live``), which the environment overrides."""
+        """The ``PRIMER_*`` settings the options give (``enabled``, ``live``, ``cache``); the environment wins."""
         defaults: dict[str, str] = {}
         if not self.config.enabled:
             defaults[VARIABLES["traces"]] = "off"
         if self.config.live:
             defaults[VARIABLES["live"]] = self.config.live
+        if not self.config.cache:
+            defaults[BOOK_VARIABLES["cache"]] = "off"
         return defaults
 
     def environ(self) -> Mapping[str, str]:
@@ -298,12 +302,6 @@ class TraceBookPlugin(BasePlugin[TraceBookConfig]):  # type: ignore[no-untyped-c
         self.session.page_chapters[name] = chapters_named(markdown)
         return book.page(name, markdown, renderer=self.extension is not None, url=page.url)
 
-    def on_env(self, env: Environment, *, config: MkDocsConfig, files: Files) -> Environment:
-        """While serving, keep the theme's compiled templates between rebuilds."""
-        if self.session.serving:
-            env.bytecode_cache = self.session.theme_bytecode
-        return env
-
     # Last, so every other plugin's on_page_content sees the whole page.
     @event_priority(-100)
     def on_page_content(self, html: str, *, page: Page, config: MkDocsConfig, files: Files) -> str:
@@ -339,7 +337,7 @@ class TraceBookPlugin(BasePlugin[TraceBookConfig]):  # type: ignore[no-untyped-c
         book.publish(Path(config.site_dir))
         if not self.session.dirty:  # every page was read: the rules can be checked, and unused cached HTML is stale
             book.check_rules()
-            book.rendered.prune()
+            book.prune()
         with book.clock("search"):
             self.session.payloads.save(prune=not self.session.dirty)
         book.log_share()

@@ -43,7 +43,7 @@ from primer.book.atomic import write_if_changed
 from primer.book.markers import find_markers
 
 if TYPE_CHECKING:
-    from primer.book.source import ChapterTraces, TraceSummary
+    from primer.book.source import ChapterTraces, Shown
     from primer.trace import ScenarioRun
 
 __all__ = ["Fact", "ProseChecks", "corpus", "facts", "problems"]
@@ -268,15 +268,15 @@ class _Store(Protocol):
     """What the check asks of a book's trace store (``primer.book.store.TraceStore``)."""
 
     def chapters(self) -> list[str]: ...
-    def summary(self, chapter: str) -> TraceSummary | None: ...
+    def summary(self, chapter: str) -> Shown | None: ...
     def traces(self, chapter: str) -> ChapterTraces: ...
 
 
 class ProseChecks:
     """The check as a book's build runs it on every page, its answers kept while nothing changed.
 
-    A warm build shows unchanged chapters by their summaries and reads no
-    run (``primer.book.manifest``); checking a page's prose would read them
+    A warm build shows chapters from their entries in the cache and reads
+    no run (``primer.book.cache``); checking a page's prose would read them
     all. So the answer for a page is kept, in memory and, with a
     ``folder``, in a file per page, by a digest of the page's Markdown, its
     chapters' trace keys and this module's code: it is asked again only when
@@ -298,7 +298,7 @@ class ProseChecks:
         summaries = [store.summary(chapter) if chapter in shown else None for chapter in named]
         if not named or any(s is None for s in summaries):  # read anyway to be rendered: nothing to save
             return problems(page, markdown, traces)
-        parts = [_code_digest(), markdown, *(f"{s.chapter}={s.html}" for s in summaries if s is not None)]
+        parts = [_code_digest(), markdown, *(f"{s.chapter}={s.key}" for s in summaries if s is not None)]
         key = hashlib.sha256("\0".join(parts).encode()).hexdigest()
         kept = self._kept.get(page) or self._read(page)
         if kept is not None and kept[0] == key:
