@@ -209,8 +209,6 @@ class TraceBookPlugin(BasePlugin[TraceBookConfig]):  # type: ignore[no-untyped-c
         gc.freeze()
         book.clock.add("load", opened)
         session.payloads.clear()
-        with book.clock("search"):
-            session.payloads.keep_in(root / self.config.cache_dir / "search.json")
         self._put_extension(config, off=False, chapters=chapters)
         if book.enabled:
             _add_assets(config, scripts=True)
@@ -338,8 +336,6 @@ class TraceBookPlugin(BasePlugin[TraceBookConfig]):  # type: ignore[no-untyped-c
         if not self.session.dirty:  # every page was read: the rules can be checked, and unused cached HTML is stale
             book.check_rules()
             book.prune()
-        with book.clock("search"):
-            self.session.payloads.save(prune=not self.session.dirty)
         book.log_share()
         self._release()
 
