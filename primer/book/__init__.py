@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from primer.book.source import ChapterTraces, LiveStatus, TraceSource
     from primer.book.sources import MockRunSource
     from primer.book.store import TraceStore
-    from primer.book.trace_file import CorruptTrace
+    from primer.trace_file import UnreadableTrace as CorruptTrace
 
 __all__ = [
     "Book",
@@ -62,7 +62,7 @@ _HOMES = {
     "BuildLock": "lock",
     "ChapterTraces": "source",
     "Chapters": "chapters",
-    "CorruptTrace": "trace_file",
+    "CorruptTrace": "store",
     "HtmlCache": "html_cache",
     "LiveStatus": "source",
     "MockRunSource": "sources",

@@ -24,11 +24,10 @@ from pathlib import Path
 
 from primer.book.chapters import Chapters
 from primer.book.execute import WorkerOutput, run_mock_chapter
-from primer.book.store import parse
-from primer.book.trace_file import read
 from primer.replay import verify_chapter
 from primer.settings import Settings
 from primer.trace import ChapterRun
+from primer.trace_file import read_trace
 
 __all__ = ["main"]
 
@@ -56,7 +55,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _verify(path: Path, package: str, chapter: str) -> int:
     output = WorkerOutput(runs=[], errors={})
     try:
-        frozen = parse(read(path), path)
+        frozen = read_trace(path)
         output.checks[chapter] = verify_chapter(frozen, Chapters(package).scenarios(chapter)).model_dump(mode="json")
     except Exception as error:  # noqa: BLE001 - reported to the build, which warns naming the file
         redactor = Settings.from_env().redactor()
