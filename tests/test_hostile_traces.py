@@ -24,7 +24,7 @@ from typing import Any
 
 import pytest
 
-from primer.book import CorruptTrace
+from primer.book import UnreadableTrace as BooksName
 from primer.book.store import TraceStore
 from primer.book.worker import main as worker
 from primer.clock import VirtualClock
@@ -130,7 +130,7 @@ def test_each_bad_file_is_refused_with_one_error_by_every_reader(
     assert said.startswith(f"The trace file {path} could not be read: ")
     assert reason in said
     assert said.endswith(UPGRADE if case == "a newer schema version" else RESTORE), "it says what to do"
-    assert CorruptTrace is ReplaysName is UnreadableTrace, "one error, whichever public name"
+    assert BooksName is ReplaysName is UnreadableTrace, "one error, whichever public name"
     # The book's store, and its worker that verifies a replay in a fresh process.
     with pytest.raises(UnreadableTrace) as stored:
         TraceStore(tmp_path, tmp_path / "cache").load("ch05_loop_endings", "live")

@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from primer.book.source import ChapterTraces, LiveStatus, TraceSource
     from primer.book.sources import MockRunSource
     from primer.book.store import TraceStore
-    from primer.trace_file import UnreadableTrace as CorruptTrace
+    from primer.trace_file import UnreadableTrace
 
 __all__ = [
     "Book",
@@ -40,7 +40,6 @@ __all__ = [
     "BuildLock",
     "ChapterTraces",
     "Chapters",
-    "CorruptTrace",
     "HtmlCache",
     "LiveStatus",
     "MockRunSource",
@@ -50,6 +49,7 @@ __all__ = [
     "TraceExtension",
     "TraceSource",
     "TraceStore",
+    "UnreadableTrace",
     "read_config",
     "render_payloads",
     "render_traces",
@@ -57,24 +57,24 @@ __all__ = [
 
 # Each public name's module.
 _HOMES = {
-    "Book": "build",
-    "BookConfig": "configuration",
-    "BuildLock": "lock",
-    "ChapterTraces": "source",
-    "Chapters": "chapters",
-    "CorruptTrace": "store",
-    "HtmlCache": "html_cache",
-    "LiveStatus": "source",
-    "MockRunSource": "sources",
-    "Report": "report",
-    "TraceBookConfig": "plugin",
-    "TraceBookPlugin": "plugin",
-    "TraceExtension": "markdown",
-    "TraceSource": "source",
-    "TraceStore": "store",
-    "read_config": "configuration",
-    "render_payloads": "render",
-    "render_traces": "render",
+    "Book": "primer.book.build",
+    "BookConfig": "primer.book.configuration",
+    "BuildLock": "primer.book.lock",
+    "ChapterTraces": "primer.book.source",
+    "Chapters": "primer.book.chapters",
+    "HtmlCache": "primer.book.html_cache",
+    "LiveStatus": "primer.book.source",
+    "MockRunSource": "primer.book.sources",
+    "Report": "primer.book.report",
+    "TraceBookConfig": "primer.book.plugin",
+    "TraceBookPlugin": "primer.book.plugin",
+    "TraceExtension": "primer.book.markdown",
+    "TraceSource": "primer.book.source",
+    "TraceStore": "primer.book.store",
+    "UnreadableTrace": "primer.trace_file",
+    "read_config": "primer.book.configuration",
+    "render_payloads": "primer.book.render",
+    "render_traces": "primer.book.render",
 }
 
 
@@ -83,7 +83,7 @@ def __getattr__(name: str) -> Any:
     home = _HOMES.get(name)
     if home is None:
         raise AttributeError(f"module 'primer.book' has no attribute {name!r}")
-    return getattr(importlib.import_module(f"primer.book.{home}"), name)
+    return getattr(importlib.import_module(home), name)
 
 
 def __dir__() -> list[str]:
