@@ -1,18 +1,12 @@
-"""Run chapters' mock scenarios in a fresh interpreter and print their traces.
+"""Run chapters' mock scenarios in a fresh interpreter, or replay a frozen live trace, and print the result.
 
-``mkdocs serve`` cannot re-import the library it runs on once its source
-changed (``importlib.reload`` would leave two versions of each class), so the
-build runs such chapters here, in a new process that reads the code as saved::
+``mkdocs serve`` cannot re-import the library once its source changed (``importlib.reload`` would
+leave two versions of each class), so the build runs such chapters in a new process::
 
     python -B -m primer.book.worker primer.chapters ch05_loop_endings ch09_who_retries
+    python -B -m primer.book.worker --verify FILE PACKAGE CHAPTER
 
-Output, on stdout: ``{"runs": [ChapterRun, ...], "errors": {"chapter": "why"}}``,
-a chapter that could not be imported being in ``errors``.
-
-The same holds for verifying a frozen live trace by replay (``primer.replay``)
-after the library changed: ``--verify FILE PACKAGE CHAPTER`` replays the live
-trace in ``FILE`` and prints its ``ChapterCheck`` under ``checks``.
-``-B`` keeps Python from writing bytecode files into the watched folders.
+It prints a ``WorkerOutput`` (``primer.book.execute``) as JSON. ``-B``: no bytecode in watched folders.
 """
 
 from __future__ import annotations
