@@ -1,15 +1,10 @@
 """The book machinery: plan, execute, store, render, and the front ends that drive them.
 
-It imports ``primer``; ``primer`` never imports it. Only the front end for
-MkDocs imports MkDocs: the ``trace-book`` plugin (``primer.book.plugin``),
-its ProperDocs twin, and its hook form ``primer.book.mkdocs_hook`` (the
-book's ``hooks/traces.py`` re-exports it); everything else also works under
-a plain ``markdown.Markdown``, under Zensical (through the Markdown
-extension), and as a command (``python -m primer.book build``).
-
-The public names are these (``__all__``); the modules are the
-implementation. Each is imported on first use, so a build with traces off,
-which imports the plugin and so this package, loads none of the engine::
+It imports ``primer``'s trace core; ``primer`` never imports it. Only the MkDocs front end imports
+MkDocs: the ``trace-book`` plugin, its ProperDocs twin and its hook form; the rest works under a
+plain ``markdown.Markdown``, Zensical (through the extension) and ``python -m primer.book build``.
+The public names are ``__all__``, each imported on first use (a build with traces off imports this
+package and none of the engine); the modules are the implementation::
 
     from primer.book import Book, TraceExtension, TraceBookPlugin
 """
