@@ -12,7 +12,7 @@ Every trace is a ``ChapterRun`` as JSON, stamped with the ``source_hash`` of
 the code that produced it. Files are written atomically and only when their
 content changed (``primer.book.atomic``). A file that does not read as a
 trace raises ``CorruptTrace``, naming the file and the field
-(``primer.book.trace_file``); the build then runs the chapter again and
+(``primer.trace_file``); the build then runs the chapter again and
 replaces the file.
 
 The store is also the renderer's ``TraceSource``: once the build has decided
@@ -32,10 +32,11 @@ from typing import TYPE_CHECKING, Any
 from primer.book.links import PAYLOADS_SUFFIX, PUBLISHED_DIR
 from primer.book.publish import MOCK_EPOCH
 from primer.book.source import ChapterTraces, Shown
-from primer.book.trace_file import CorruptTrace, parse, read
 from primer.errors import NotFound
+from primer.trace_file import UnreadableTrace as CorruptTrace
+from primer.trace_file import parse, read
 
-if TYPE_CHECKING:  # the trace models are loaded by the first file parsed (primer.book.trace_file)
+if TYPE_CHECKING:  # the trace models are loaded by the first file parsed (primer.trace_file)
     from primer.book.cache import Entry, TraceCache
     from primer.replay import ChapterCheck
     from primer.trace import ChapterRun, Mode
