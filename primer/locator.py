@@ -30,6 +30,7 @@ import importlib
 import importlib.util
 import inspect
 import re
+import sys
 from collections.abc import Iterable, Mapping, Sequence
 from types import ModuleType
 from typing import TYPE_CHECKING
@@ -154,6 +155,9 @@ class ChapterLocator:
     def names(self) -> list[str]:
         """Every chapter module's name, sorted (neither the chapters nor their package are imported)."""
         # Found, not imported: a warm build of the book imports none of its code.
+        imported = sys.modules.get(self.package)
+        if imported is not None and hasattr(imported, "__path__"):
+            return chapter_names_in(imported.__path__)
         try:
             spec = importlib.util.find_spec(self.package)
         except (ImportError, ValueError):
