@@ -69,6 +69,7 @@ from primer.book.live_prose import LiveProse, ModeBlock, opening_html
 from primer.book.logs import book_logger
 from primer.book.markers import Marker, NearMiss, parse_line
 from primer.book.pages import OFF_CLASS, off_note
+from primer.book.render_options import RenderOptions
 from primer.book.sources import (
     NO_KEY,
     MockRunSource,
@@ -225,7 +226,12 @@ class TraceExtension(Extension):
     """
 
     def __init__(
-        self, *, source: TraceSource | str | None = None, cache: HtmlCache | None = None, **kwargs: Any
+        self,
+        *,
+        source: TraceSource | str | None = None,
+        cache: HtmlCache | None = None,
+        options: RenderOptions | None = None,
+        **kwargs: Any,
     ) -> None:
         self.config = {
             # No default for a book (primer.variables.book_chapters); a plain Markdown instance runs primer.chapters.
@@ -237,6 +243,7 @@ class TraceExtension(Extension):
             ],
             "traces_off": [False, "Show a placeholder for each marker, load and run nothing (PRIMER_TRACES=off)."],
             "rules": [True, "Have the book's build check its rules (primer.book.rules); the hook reads it."],
+            "prices": [{}, "Prices per model over the package's own (primer.book.prices): costs of live runs."],
         }
         super().__init__(**kwargs)
         #: Whether traces are off: the option, or ``PRIMER_TRACES=off`` where no hook sets it (Zensical).
@@ -246,6 +253,8 @@ class TraceExtension(Extension):
 
             if not isinstance(cache, HtmlCache):
                 raise ConfigError(f"The trace extension's cache must be an HtmlCache, not {type(cache).__name__}.")
+        #: What the book's configuration changes in the HTML (the plugin's, or from the ``prices`` option).
+        self.options = options if options is not None else render_options(self.getConfig("prices"), "the extension")
         self._given = source
         self._source: TraceSource | None = None
         self._cache = cache
@@ -395,7 +404,8 @@ class TraceExtension(Extension):
             return None
         require_scenario(chapter, scenario, summary.names)
         cache.seconds += time.perf_counter() - started
-        return cache.cached(chapter, scenario, summary.html, anchors=self._ids, head=chapter not in self._headed)
+        key = summary.html + self.options.key
+        return cache.cached(chapter, scenario, key, anchors=self._ids, head=chapter not in self._headed)
 
     def html_for(self, chapter: str, scenario: str | None) -> str:
         """The HTML for one marker: the traces, or a visible error block."""
@@ -438,20 +448,27 @@ class TraceExtension(Extension):
         anchors = self.anchors
 
         def render() -> str:
-            return render_traces(traces, scenario, anchors=anchors, head=head)
+            return render_traces(traces, scenario, anchors=anchors, head=head, options=self.options)
 
         cache = self.cache
         if cache is None:
             return render()
         # Loading the renderer and the traces count with the cache's own time.
         cache.seconds += time.perf_counter() - started
-        return cache.html(traces, scenario, anchors=anchors, head=head, render=render)
+        return cache.html(traces, scenario, anchors=anchors, head=head, render=render, key=self.options.key)
 
 
 def _error(message: str, marker: str) -> str:
     from primer.book.render import render_error
 
     return render_error(message, marker=marker)
+
+
+def render_options(prices: Any, where: str) -> RenderOptions:
+    """The render options of a ``prices`` option (model → price, over the package's table); ``where`` names it."""
+    from primer.book.prices import default_prices
+
+    return RenderOptions(default_prices().extended(prices, where=f"the `prices` option of {where}"))
 
 
 def makeExtension(**kwargs: Any) -> TraceExtension:

@@ -70,6 +70,7 @@ if TYPE_CHECKING:
 
     from primer.book.build import Book
     from primer.book.markdown import TraceExtension
+    from primer.book.render_options import RenderOptions
 
 __all__ = ["EXTENSION", "TraceBookConfig", "TraceBookPlugin"]
 
@@ -98,6 +99,8 @@ class TraceBookConfig(base.Config):  # type: ignore[no-untyped-call]
     #: False: the build does not check the book's rules (``primer.book.rules``); a hook book
     #: says so as the extension's ``rules`` option.
     rules = c.Type(bool, default=True)
+    #: Prices per model (``primer.book.prices``), over the package's table and the extension's ``prices``.
+    prices = c.Type(dict, default={})
 
 
 class TraceBookPlugin(BasePlugin[TraceBookConfig]):  # type: ignore[no-untyped-call]
@@ -228,10 +231,24 @@ class TraceBookPlugin(BasePlugin[TraceBookConfig]):  # type: ignore[no-untyped-c
         }
         if book is not None:
             options.update(source=book.store, cache=book.rendered)
+        options["options"] = self._render_options(config)
         self.extension = TraceExtension(**options)
         if named:
             config.markdown_extensions.remove(EXTENSION)
         config.markdown_extensions.append(self.extension)  # type: ignore[arg-type]  # MkDocs takes instances
+
+    def _render_options(self, config: MkDocsConfig) -> RenderOptions:
+        """The prices of ``mkdocs.yml``: the extension's ``prices``, then the plugin's over them."""
+        from primer.book.markdown import render_options
+        from primer.book.render_options import RenderOptions
+
+        name = Path(config.config_file_path or "mkdocs.yml").name
+        named = dict(config.mdx_configs.get(EXTENSION, {})).get("prices") or {}
+        try:
+            table = render_options(named, f"{EXTENSION} in {name}").prices
+            return RenderOptions(table.extended(self.config.prices, where=f"{name}, the trace-book plugin's prices"))
+        except ConfigError as error:
+            raise PluginError(str(error)) from None
 
     def _leave(self, config: MkDocsConfig, *events: str) -> None:
         # Page events it has nothing to do in (traces off), out of this build's
