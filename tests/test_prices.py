@@ -18,6 +18,7 @@ import pytest
 
 from primer.book.payloads import BLOCK_END, BLOCK_START
 from primer.book.prices import PriceTable, default_prices, dollars
+from primer.book.prose_check import problems
 from primer.book.render import RenderOptions, render_traces
 from primer.book.source import ChapterTraces, LiveStatus
 from primer.errors import ConfigError
@@ -178,3 +179,22 @@ def test_a_wrong_price_in_the_plugins_options_fails_the_build_naming_the_file_an
     assert done.returncode != 0
     assert "mkdocs.yml, the trace-book plugin's prices: the price of `my-model` has read None" in done.log
     assert "Traceback" not in done.log
+
+
+def test_the_prose_check_finds_a_cost_where_the_page_shows_one_and_only_there() -> None:
+    live = read_trace(TRACES / f"{CH09}.live.json")
+
+    def traces(chapter: str) -> ChapterTraces:
+        return ChapterTraces(CH09, run_chapter(CH09), live, LiveStatus("current"))
+
+    said = "The busy service cost `· $0.00017 · ended`, in all `$0.0014 (prices read 2026-12-01)`.\n"
+    page = f"# Retries\n\n::: trace {CH09}\n\n{said}"
+    in_live = page.replace("The busy", f"::: live {CH09}\nThe busy") + "::: end live\n"
+    assert problems("docs/x.md", in_live, traces, default_prices()) == []
+    # Beside both runs it is false for the mock, which shows no cost.
+    warnings = problems("docs/x.md", page, traces, default_prices())
+    assert len(warnings) == 2
+    assert all("which the mock runs do not show" in w for w in warnings)
+    # With other prices, the figures the prose quotes are not the page's.
+    dearer = default_prices().extended({"deepseek-flash": {"input": 1, "output": 1, "read": "2026-12-01"}}, where="t")
+    assert len(problems("docs/x.md", in_live, traces, dearer)) == 2

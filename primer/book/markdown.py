@@ -306,6 +306,7 @@ class TraceExtension(Extension):
                 else:
                     self._source = book.store
                     self._cache = self._cache or book.rendered
+                    book.prices = self.options.prices  # Zensical: the extension's prices are the book's
         return self._source
 
     @property

@@ -231,7 +231,9 @@ class TraceBookPlugin(BasePlugin[TraceBookConfig]):  # type: ignore[no-untyped-c
         }
         if book is not None:
             options.update(source=book.store, cache=book.rendered)
-        options["options"] = self._render_options(config)
+        options["options"] = rendering = self._render_options(config)
+        if book is not None:
+            book.prices = rendering.prices  # the prose check finds the costs the pages show
         self.extension = TraceExtension(**options)
         if named:
             config.markdown_extensions.remove(EXTENSION)
