@@ -103,10 +103,12 @@ def test_the_chapter_head_leads_only_the_first_marker_of_a_chapter() -> None:
 
 
 def test_the_html_is_stashed_not_reparsed_as_markdown() -> None:
-    # Markdown syntax inside a trace (a tool's `**` and `[x](y)`) stays text.
+    # Markdown syntax inside a trace (a tool's `**` and `[x](y)`) stays text: only a reply's is rendered,
+    # by the renderer itself (test_reply_markdown), its raw text beside it.
     tree = parse(markdown.Markdown(extensions=[TraceExtension(source=FixtureSource())]).convert("::: trace hostile"))
-    assert not tree.find("strong")
-    assert not tree.find("em")
+    emphasis = tree.find("strong") + tree.find("em")
+    assert emphasis
+    assert all(any(a.tag == "section" and a.attrs.get("class") == "tr-md" for a in n.ancestors()) for n in emphasis)
     assert "**bold** _em_" in tree.text
 
 
