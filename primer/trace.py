@@ -31,11 +31,10 @@ when it began: ``start_ms``, milliseconds since its scenario began (on the
 virtual clock in mock mode, measured live), so a trace can be drawn on a
 timeline; a live scenario also keeps the moment it began (``started_at``).
 
-Version 2 added the streams (``WireResponse.stream``, ``ModelCall.stream``).
-A version-1 file holds none and means the same thing read as version 2, so
-it is read as one: ``READABLE_VERSIONS``. Version 3 added the start offsets;
-a file of an older version is migrated as it is read: its recorded order
-and durations give the offsets (``primer.offsets.migrate``).
+Version 2 added the streams (``WireResponse.stream``, ``ModelCall.stream``),
+version 3 the start offsets. A file of an older version (``READABLE_VERSIONS``)
+validates as it is and is migrated by the one reader of trace files,
+``primer.trace_file``.
 """
 
 from __future__ import annotations
@@ -48,9 +47,7 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
-    ModelWrapValidatorHandler,
     field_validator,
-    model_validator,
 )
 
 __all__ = [
@@ -88,13 +85,8 @@ __all__ = [
 SCHEMA_VERSION = 3
 
 #: The versions these models read: each older one is a subset of the newest
-#: (it lacks fields that are optional here), read as it is, its start
-#: offsets then derived from its order and durations.
+#: (it lacks fields that are optional here), migrated by ``primer.trace_file``.
 READABLE_VERSIONS = (1, 2, 3)
-
-
-#: The first version that records start offsets (``Timing.start_ms``).
-_OFFSETS_SINCE = 3
 
 
 def versions_read() -> str:
@@ -549,22 +541,9 @@ class ChapterRun(_Model):
     @field_validator("schema_version")
     @classmethod
     def _readable(cls, value: int) -> int:
-        # An older version is a subset of this one: read, it is this one.
         if value not in READABLE_VERSIONS:
             raise ValueError(f"schema version {value} is not one these models read ({versions_read()})")
-        return SCHEMA_VERSION
-
-    @model_validator(mode="wrap")
-    @classmethod
-    def _migrated(cls, data: Any, handler: ModelWrapValidatorHandler[ChapterRun]) -> ChapterRun:
-        # A file from before the start offsets: its order and durations give them.
-        run = handler(data)
-        version = data.get("schema_version") if isinstance(data, dict) else None
-        if isinstance(version, int) and version < _OFFSETS_SINCE:
-            from primer.offsets import migrate  # offsets builds on these models
-
-            migrate(run)
-        return run
+        return value
 
     @property
     def turns(self) -> int:

@@ -45,7 +45,7 @@ from primer.http_record import SetUp, record_request, record_response
 from primer.redact import Redactor
 from primer.streaming import DONE, EventParser, recorded_event, scrub_fragments
 from primer.trace import Exchange, Stream, StreamEvent, Timing, WireRequest
-from primer.trace_limits import MAX_EVENTS
+from primer.trace_file import MAX_EVENTS
 
 __all__ = ["RecordingClient", "WireRecorder", "Wired", "is_event_stream"]
 
@@ -222,7 +222,7 @@ class _RecordingStream(httpx2.SyncByteStream):
         if found:
             at_ms = (self.recorder.clock.now() - self.started) * 1000
             for event in found:
-                # A trace holds no more events than a reader reads (primer.trace_limits):
+                # A trace holds no more events than a reader reads (primer.trace_file):
                 # past that, each is counted, not kept; [DONE] is kept, with a place for the count.
                 done = event.data.strip() == DONE
                 if len(self.events) < MAX_EVENTS - 2 or (done and len(self.events) < MAX_EVENTS - 1):
