@@ -26,7 +26,8 @@ if TYPE_CHECKING:
     from primer.book.html_cache import HtmlCache
     from primer.book.lock import BuildLock
     from primer.book.markdown import TraceExtension
-    from primer.book.plugin import TraceBookConfig, TraceBookPlugin
+    from primer.book.options import TraceBookConfig
+    from primer.book.plugin import TraceBookPlugin
     from primer.book.render import render_payloads, render_traces
     from primer.book.report import Report
     from primer.book.source import ChapterTraces, LiveStatus, TraceSource
@@ -67,7 +68,7 @@ _HOMES = {
     "LiveStatus": "source",
     "MockRunSource": "sources",
     "Report": "report",
-    "TraceBookConfig": "plugin",
+    "TraceBookConfig": "options",
     "TraceBookPlugin": "plugin",
     "TraceExtension": "markdown",
     "TraceSource": "source",
