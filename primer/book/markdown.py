@@ -156,6 +156,15 @@ class TraceExtension(Extension):
         #: The page being rendered, its name and Markdown, as the plugin read it (``_unseen``).
         self.reading: tuple[str, str] | None = None
 
+    def setConfig(self, key: str, value: Any) -> None:
+        """Set an option; a name the extension has no option for is an error naming it (not a bare KeyError)."""
+        if key not in self.config:
+            raise ConfigError(
+                f"The trace extension (primer.book.markdown) has no option {key!r}. "
+                f"Its options are: {', '.join(self.config)}."
+            )
+        super().setConfig(key, value)
+
     def hold(self, html: str) -> AtomicString:
         """A token for ``html``, to stand as a paragraph's text until ``PutBack`` puts ``html`` there."""
         self.held.append(html)
