@@ -15,6 +15,7 @@ from primer.book.markdown import NO_KEY, MockRunSource, TraceExtension, makeExte
 from primer.book.markers import Marker
 from primer.book.pages import placeholder
 from primer.chapters import chapter_names
+from primer.errors import ConfigError
 from tests.test_render_data import FixtureSource, mock_chapter, parse
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -200,6 +201,14 @@ def test_source_given_as_an_import_path() -> None:
         "::: trace ch05_loop_endings"
     )
     assert "could not be imported" in parse(html).find("div", class_="tr-failed")[0].text
+
+
+def test_an_unknown_option_is_an_error_naming_it_and_listing_the_options() -> None:
+    with pytest.raises(ConfigError, match=r"no option 'chapter'\. Its options are: chapters, docs_dir"):
+        markdown.markdown(
+            "x", extensions=["primer.book.markdown"], extension_configs={"primer.book.markdown": {"chapter": "x"}}
+        )
+    assert makeExtension(chapters="mybook.chapters").getConfig("chapters") == "mybook.chapters"
 
 
 def test_module_exports() -> None:
