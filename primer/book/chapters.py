@@ -81,15 +81,21 @@ class Executed:
         # When the last look began (ns); None before the first, when what is imported already
         # (at start-up, moments ago) is taken as it is now.
         self._looked: int | None = None
+        # Every name in sys.modules at the last look, of any package.
+        self._names: set[str] = set()
 
     def look(self) -> None:
         """Keep the source of every module of the packages imported since the last look (but ``reloaded``'s)."""
         looked, self._looked = self._looked, time.time_ns()
-        for name, module in list(sys.modules.items()):
+        # Asked before every chapter's import: only the names new since the last look are read.
+        new = sys.modules.keys() - self._names
+        self._names |= new
+        for name in new:
             if name in self.sources or name.partition(".")[0] not in self.tops:
                 continue
             if name != self._reloaded and not name.startswith(f"{self._reloaded}."):
-                self.sources[name] = _read(getattr(module, "__file__", None), saved_before=looked)
+                file = getattr(sys.modules.get(name), "__file__", None)
+                self.sources[name] = _read(file, saved_before=looked)
 
     def before(self, name: str, path: Path | None) -> None:
         """Keep the source of a module this process is about to execute (import, or re-import)."""
