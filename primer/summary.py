@@ -72,11 +72,17 @@ def count(number: int, word: str, plural: str | None = None) -> str:
 
 
 def timing_text(timing: Timing, outside: str | None = None) -> str:
-    """``59.5ms``, or with the split: ``1198.1ms (model provider 970.0 · library 228.0)``."""
+    """``59.5ms``, or with the split: ``1198.1ms (model provider 970.0 · library 228.0)``.
+
+    A live trip that opened its connection says how long that took, apart
+    from the outside party's own time: ``(service 80.2 · connection set-up 41.7 · library 2.0)``.
+    """
     text = f"{timing.total_ms:.1f}ms"
-    if outside is not None and timing.outside_ms is not None:
+    answering = timing.answering_ms
+    if outside is not None and answering is not None:
+        setup = f" · connection set-up {timing.setup_ms:.1f}" if timing.setup_ms else ""
         waited = f" · waited {timing.waited_ms:.1f}" if timing.waited_ms else ""
-        text += f" ({outside} {timing.outside_ms:.1f}{waited} · library {timing.library_ms:.1f})"
+        text += f" ({outside} {answering:.1f}{setup}{waited} · library {timing.library_ms:.1f})"
     return text
 
 
@@ -161,13 +167,19 @@ def _setting(value: Any) -> str:
     return str(value)
 
 
-def chapter_line(run: ChapterRun) -> str:
-    """``mock turns=9 · messages=22``, and the tokens where the provider counted them."""
-    return " · ".join([f"{run.mode} turns={run.turns}", f"messages={run.messages}", *_run_tokens(run.scenarios)])
+def chapter_line(run: ChapterRun, *, cost: str | None = None) -> str:
+    """``mock turns=9 · messages=22``, and the tokens where the provider counted them (and ``cost``, if given)."""
+    tokens = _run_tokens(run.scenarios)
+    return " · ".join([f"{run.mode} turns={run.turns}", f"messages={run.messages}", *tokens, *_cost(tokens, cost)])
 
 
-def scenario_line(run: ScenarioRun) -> str:
-    """The scenario's story in one line."""
+def _cost(tokens: list[str], cost: str | None) -> list[str]:
+    # A cost says what the tokens cost: only beside them.
+    return [cost] if cost and tokens else []
+
+
+def scenario_line(run: ScenarioRun, *, cost: str | None = None) -> str:
+    """The scenario's story in one line; ``cost`` (``$0.0012``, worked out by the caller) after its tokens."""
     duration = timing_text(run.timing)
     if run.simulated_seconds:
         duration += f" ({run.simulated_seconds:g}s simulated)"
@@ -178,7 +190,8 @@ def scenario_line(run: ScenarioRun) -> str:
         *_settings(run.settings),
         duration,
         count(turns, "turn"),
-        *_run_tokens([run]),
+        *(tokens := _run_tokens([run])),
+        *_cost(tokens, cost),
         *_pass_rate(run),
         f"ended: {run.ending.label}",
     ]

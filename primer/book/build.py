@@ -57,6 +57,7 @@ from primer.book.chapters import Chapters
 from primer.book.logs import book_logger
 from primer.book.markers import find_markers
 from primer.book.pages import check, listing, off_page, replace
+from primer.book.prices import PriceTable, default_prices
 from primer.book.publish import Publisher
 from primer.book.rendered import Rendered
 from primer.book.report import Report, anomalies, failed
@@ -150,6 +151,8 @@ class Book:
         self._renderer = ""
         self._options: dict[str, str] = {}
         self._warnings: dict[str, list[str]] = {}
+        #: The prices the pages' costs are worked out from (the front end sets the configuration's).
+        self.prices: PriceTable = default_prices()
 
     # -- the build ---------------------------------------------------------
 
@@ -216,6 +219,7 @@ class Book:
         self._options = {
             **(settings_options(self.settings) if self.settings is not None else environ_options(environ)),
             **self.render_options,
+            "prices": self.prices.key,  # what the pages' costs are worked out from
         }
         with self.chapters.snapshot():
             codes = {name: self.chapters.fingerprint(name) for name in names}
@@ -263,8 +267,12 @@ class Book:
         try:
             return self.store.load(chapter, mode, key)
         except CorruptTrace as error:
-            action = "runs again and the file is replaced" if mode == "mock" else "is refreshed when a key is set"
-            self.log.warning(f"traces: {error} The {mode} trace of {chapter} {action}.")
+            if mode == "mock":  # the build's own cache: what to do about it is the build's to say
+                self.log.warning(
+                    f"traces: {error.problem} The mock trace of {chapter} runs again and the file is replaced."
+                )
+            else:
+                self.log.warning(f"traces: {error} The live trace of {chapter} is refreshed when a key is set.")
             return None
 
     def save(self, run: ChapterRun, key: str = "") -> None:
@@ -303,7 +311,7 @@ class Book:
                     else:
                         self.chapter_pages.setdefault(marker.chapter, url)
             found = check(name, markdown, names) + live_prose.problems(name, markdown, names)
-            for warning in found + self.prose.problems(name, markdown, self.store):
+            for warning in found + self.prose.problems(name, markdown, self.store, self.prices):
                 self.log.warning(f"traces: {warning}")
             if renderer:
                 return markdown  # the extension keeps or drops the live blocks

@@ -35,8 +35,9 @@ class Anchors(Protocol):
     used: set[str]
 
 
-def _slot(scenario: str | None, anchors: Anchors, head: bool) -> str:
-    used = "\n".join(sorted(anchors.used))
+def _slot(scenario: str | None, anchors: Anchors, head: bool, variant: str) -> str:
+    # ``variant``: what else the HTML depends on (the extension's render options), besides the chapter's key.
+    used = "\n".join(sorted(anchors.used)) + (f"\0{variant}" if variant else "")
     page = hashlib.sha256(used.encode()).hexdigest()[:12] if used else "first"
     return f"marker-{scenario or 'all'}-{'head' if head else 'body'}-{page}.html"
 
@@ -57,11 +58,13 @@ class Rendered:
         self.rendered = self.reused = 0
         self.seconds = 0.0
 
-    def cached(self, chapter: str, scenario: str | None, key: str, *, anchors: Anchors, head: bool) -> str | None:
+    def cached(
+        self, chapter: str, scenario: str | None, key: str, *, anchors: Anchors, head: bool, variant: str = ""
+    ) -> str | None:
         """The HTML kept for this marker under the chapter's ``key``; None: render it with ``html``."""
         started = time.perf_counter()
         try:
-            return self._read(chapter, key, _slot(scenario, anchors, head), anchors)
+            return self._read(chapter, key, _slot(scenario, anchors, head, variant), anchors)
         finally:
             self.seconds += time.perf_counter() - started
 
@@ -78,7 +81,14 @@ class Rendered:
         return html
 
     def html(
-        self, traces: ChapterTraces, scenario: str | None, *, anchors: Anchors, head: bool, render: Callable[[], str]
+        self,
+        traces: ChapterTraces,
+        scenario: str | None,
+        *,
+        anchors: Anchors,
+        head: bool,
+        render: Callable[[], str],
+        variant: str = "",
     ) -> str:
         """The HTML ``render()`` gives for this marker, kept in the chapter's entry.
 
@@ -88,7 +98,7 @@ class Rendered:
         started = time.perf_counter()
         try:
             key = self.key_of(traces.chapter)
-            slot = _slot(scenario, anchors, head)
+            slot = _slot(scenario, anchors, head, variant)
             if key is not None and (kept := self._read(traces.chapter, key, slot, anchors)) is not None:
                 return kept
             before = set(anchors.used)
