@@ -100,11 +100,3 @@ def test_a_warm_build_serves_every_page_from_the_entries_and_a_build_without_the
     # (Its OTLP span ids are made from the runs' times: left out.)
     again = {name: data for name, data in _site(book.root, numbers=False).items() if "otlp" not in name}
     assert again == {name: _numbers(data, False) for name, data in made.items() if "otlp" not in name}
-
-
-def test_the_plugins_cache_option_turns_it_off(tmp_path: Path) -> None:
-    book = make_book(tmp_path, plugin="cache: false")
-    done = book.build()
-    assert done.returncode == 0, done.log
-    assert book.build().count() == "traces: ran 3, reused 0"
-    assert not (book.root / ".cache" / "trace-book" / "entries").exists()
