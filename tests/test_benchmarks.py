@@ -57,7 +57,16 @@ def run(script: str, *args: str, timeout: float = 300) -> str:
         ),
         pytest.param("live_pool.py", ["--quick"], ["pool / sequential", "the bound"], marks=slow, id="live_pool"),
         pytest.param("scale.py", ["--quick"], ["warm / off", "off / bare", "zensical --clean"], marks=slow, id="scale"),
-        pytest.param("build.py", ["--quick"], ["cold", "after a template edit", "save prose"], marks=slow, id="build"),
+        pytest.param(
+            "build.py",
+            ["--quick"],
+            ["cold", "with a diverged live trace", "warned 1/1", "after a template edit", "save prose"],
+            marks=slow,
+            id="build",
+        ),
+        pytest.param(
+            "dirty_serve.py", ["--quick"], ["trace book", "ours / markdown-exec"], marks=slow, id="dirty_serve"
+        ),
         pytest.param(
             "page_weight.py",
             ["--browser", "--quick"],
