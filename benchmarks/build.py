@@ -93,7 +93,7 @@ from books import (
     mkdocs,
     scratch,
 )
-from figures import differences, median, ratios, spread, turns
+from figures import counted, differences, median, ratios, spread, turns
 from serving import Saves, Serve, missed, timed_save
 
 #: Issue 21's targets: a comment-only edit, and a build while a live trace stays diverged, at most
@@ -197,16 +197,16 @@ def count(book: Book, runs: int) -> None:
     for n in range(runs):
         for kind in turns(list(COUNTED), n):
             path, env, _, _ = prepare(book, kind)
-            counted = callgrind(path, "mkdocs", "build", "-d", str(path / "site"), **env)
-            counts[kind].append(counted.instructions)
-            lines[kind] = counted.ran
+            one = callgrind(path, "mkdocs", "build", "-d", str(path / "site"), **env)
+            counts[kind].append(one.instructions)
+            lines[kind] = one.ran
             print(f"  {book.label}: callgrind {kind} {n + 1}/{runs}", file=sys.stderr)
     print(f"\n{book.label}: instructions (valgrind --tool=callgrind, {runs} of each, PYTHONHASHSEED=0)")
     for kind, values in counts.items():
         print(f"  {kind:26} {median(values) / 1e9:8.3f} G   {lines.get(kind) or '(no machinery line)'}")
     for kind, target in (("after a comment edit", COMMENT_TARGET), (DIVERGED_KIND, DIVERGED_TARGET)):
-        print(f"  {kind + ' / warm':42} {ratios(counts[kind], counts['warm']).against(target, 4)}")
-    print(f"  {'warm / off':42} {ratios(counts['warm'], counts['off']).text(4)}")
+        print(f"  {kind + ' / warm':42} {counted(counts[kind], counts['warm'], target)}")
+    print(f"  {'warm / off':42} {counted(counts['warm'], counts['off'])}")
 
 
 def prime(book: Book) -> None:
