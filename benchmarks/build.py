@@ -59,7 +59,8 @@ without it, or a rebuild that began had not ended ``--wait`` seconds later
 after a comment edit and one with the diverged live trace under ``valgrind
 --tool=callgrind`` (N of each): those two targets (1.05x warm) are finer
 than timed pairs resolve on a shared machine, and a count is the same
-whatever else the machine runs.
+whatever else the machine runs. ``--count KIND...`` counts other kinds
+(``all``: every one), each over warm.
 
 ``--baseline DIR`` measures a second checkout the same way, in the same
 rounds (``git worktree add DIR HEAD``). ``--quick``: a 1-chapter book (and the
@@ -185,17 +186,22 @@ def one(book: Book, kind: str) -> None:
         book.shown.setdefault(kind, []).append(DIVERGED.search(run.log) is not None)
 
 
-#: The kinds counted under callgrind: the fine ratios (a comment edit and a diverged live trace over warm).
+#: The kinds counted under callgrind by default: the fine ratios (a comment edit and a diverged live
+#: trace over warm); ``--count`` names others (``all``: every kind).
 COUNTED = ("warm", "off", "after a comment edit", DIVERGED_KIND)
 
 
-def count(book: Book, runs: int) -> None:
-    """Instructions of the ``COUNTED`` kinds under callgrind, ``runs`` of each; printed with their ratios."""
+def count(book: Book, runs: int, chosen: list[str]) -> None:
+    """Instructions of the ``chosen`` kinds under callgrind, ``runs`` of each; printed with their ratios to warm."""
+    kinds = book.kinds() if chosen == ["all"] else ["warm", *(k for k in chosen if k != "warm")]
+    unknown = [k for k in kinds if k not in book.kinds()]
+    if unknown:
+        raise SystemExit(f"--count: no kind {unknown}; the kinds are {', '.join(book.kinds())} (or all)")
     prime(book)
     lines: dict[str, str] = {}
-    counts: dict[str, list[float]] = {kind: [] for kind in COUNTED}
+    counts: dict[str, list[float]] = {kind: [] for kind in kinds}
     for n in range(runs):
-        for kind in turns(list(COUNTED), n):
+        for kind in turns(kinds, n):
             path, env, _, _ = prepare(book, kind)
             one = callgrind(path, "mkdocs", "build", "-d", str(path / "site"), **env)
             counts[kind].append(one.instructions)
@@ -204,9 +210,11 @@ def count(book: Book, runs: int) -> None:
     print(f"\n{book.label}: instructions (valgrind --tool=callgrind, {runs} of each, PYTHONHASHSEED=0)")
     for kind, values in counts.items():
         print(f"  {kind:26} {median(values) / 1e9:8.3f} G   {lines.get(kind) or '(no machinery line)'}")
-    for kind, target in (("after a comment edit", COMMENT_TARGET), (DIVERGED_KIND, DIVERGED_TARGET)):
-        print(f"  {kind + ' / warm':42} {counted(counts[kind], counts['warm'], target)}")
-    print(f"  {'warm / off':42} {counted(counts['warm'], counts['off'])}")
+    targets = {"after a comment edit": COMMENT_TARGET, DIVERGED_KIND: DIVERGED_TARGET}
+    for kind in (k for k in kinds if k not in {"warm", "off"}):
+        print(f"  {kind + ' / warm':42} {counted(counts[kind], counts['warm'], targets.get(kind))}")
+    if "off" in counts:
+        print(f"  {'warm / off':42} {counted(counts['warm'], counts['off'])}")
 
 
 def prime(book: Book) -> None:
@@ -314,6 +322,7 @@ def main() -> None:
     parser.add_argument("--baseline", type=Path, help="another checkout to measure alongside, e.g. before a change")
     parser.add_argument("--no-serve", action="store_true", help="measure builds only")
     parser.add_argument("--callgrind", type=int, default=0, metavar="N", help="count instructions too, N runs each")
+    parser.add_argument("--count", nargs="+", default=list(COUNTED), help="the kinds --callgrind counts, or all")
     parser.add_argument("--no-timed", action="store_true", help="skip the timed builds and serve (with --callgrind)")
     parser.add_argument("--quick", action="store_true", help="a 3-chapter book, one round, one save each: for CI")
     args = parser.parse_args()
@@ -337,7 +346,7 @@ def main() -> None:
             for book in books:
                 report(book)
         for book in books if args.callgrind else []:
-            count(book, args.callgrind)
+            count(book, args.callgrind, args.count)
 
 
 if __name__ == "__main__":
