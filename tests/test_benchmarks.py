@@ -48,7 +48,7 @@ class Quick:
                 start_new_session=True,  # its own process group: stop() ends its servers and builds too
             )
 
-    def result(self, timeout: float = 600) -> str:
+    def result(self, timeout: float = 900) -> str:
         """Its standard output once it ended, failing the test with its whole output if it failed."""
         try:
             self.process.wait(timeout=timeout)
