@@ -26,7 +26,19 @@ from primer.models.base import Model
 from primer.redact import Redactor
 from primer.service import ServiceClient
 from primer.tools import Tool, ToolContext
-from primer.trace import Approval, Attempt, Backoff, ErrorInfo, Failure, Message, Timing, ToolCall, ToolRun, Turn
+from primer.trace import (
+    Approval,
+    Attempt,
+    Backoff,
+    ErrorInfo,
+    Failure,
+    Message,
+    Timing,
+    ToolCall,
+    ToolRun,
+    Turn,
+    setup_total,
+)
 from primer.untrusted import as_data
 
 __all__ = ["Agent", "message_for_model"]
@@ -135,7 +147,10 @@ class Agent:
         elapsed = (self.clock.now() - started) * 1000
         outside = session.outside_ms if session is not None and session.steps else None
         waited = sum(step.seconds for step in run.steps if isinstance(step, Backoff)) * 1000
-        run.timing = Timing(start_ms=started * 1000, total_ms=elapsed, outside_ms=outside, waited_ms=waited or None)
+        setup = setup_total(step.timing for step in run.attempts)
+        run.timing = Timing(
+            start_ms=started * 1000, total_ms=elapsed, outside_ms=outside, waited_ms=waited or None, setup_ms=setup
+        )
         return run
 
     def _approved(self, tool: Tool[Any], tool_call: ToolCall, run: ToolRun) -> bool:

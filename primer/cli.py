@@ -237,7 +237,7 @@ def _exported_run(chapter: str, mode: str, folder: Path, chapters: ChapterLocato
         from primer.runner import run_chapter
 
         return run_chapter(chapter, "mock", settings=settings, chapters=chapters)
-    from primer.replay import read_trace
+    from primer.trace_file import read_trace
 
     path = folder / f"{chapter}.live.json"
     if not os.path.lexists(path):  # a link or a device is there, and refused by the reader
@@ -277,7 +277,8 @@ def _verify(locator: ChapterLocator, chapter: str | None, folder: Path, *, every
 
     Scenarios without a live trace are counted in the summary, and listed with ``every``.
     """
-    from primer.replay import read_trace, verify_chapter
+    from primer.replay import verify_chapter
+    from primer.trace_file import read_trace
 
     try:
         if chapter is not None:

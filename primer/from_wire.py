@@ -55,6 +55,7 @@ from primer.trace import (
     ToolCall,
     ToolRun,
     Turn,
+    setup_total,
 )
 
 __all__ = ["OUTSIDE", "WireStory", "rebuild"]
@@ -236,6 +237,7 @@ def _read_answer(call: ModelCall, crossing: Crossing, redactor: Redactor) -> Non
         start_ms=call.exchanges[0].timing.start_ms,
         total_ms=sum(e.timing.total_ms for e in call.exchanges),
         outside_ms=sum(e.timing.outside_ms or 0.0 for e in call.exchanges),
+        setup_ms=setup_total(e.timing for e in call.exchanges),
     )
     if response is None:
         failure = crossing.exchange.failure
@@ -328,7 +330,8 @@ def _attempts(run: ToolRun, crossings: list[Crossing]) -> None:
     start = crossings[0].exchange.timing.start_ms or 0.0
     end = max((c.exchange.timing.end_ms or start) for c in crossings)
     outside = sum(c.exchange.timing.outside_ms or 0.0 for c in crossings)
-    run.timing = Timing(start_ms=start, total_ms=end - start, outside_ms=outside)
+    setup = setup_total(c.exchange.timing for c in crossings)
+    run.timing = Timing(start_ms=start, total_ms=end - start, outside_ms=outside, setup_ms=setup)
 
 
 def _time_turns(turns: list[Turn]) -> None:

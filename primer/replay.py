@@ -50,13 +50,12 @@ import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import parse_qsl, urlsplit
 
 import httpx
 import httpx2
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict
 
 from primer.clock import VirtualClock
 from primer.code_scenario import CodeScenario
@@ -69,7 +68,6 @@ from primer.seam import PROVIDER, Answer, Answerer, Plain
 from primer.settings import DEFAULT_SERVICE_KEY, Settings
 from primer.streaming import sse_text
 from primer.trace import (
-    READABLE_VERSIONS,
     Attempt,
     Backoff,
     ChapterRun,
@@ -81,9 +79,8 @@ from primer.trace import (
     Timing,
     WireRequest,
     WireResponse,
-    versions_read,
 )
-from primer.trace_limits import Refused, check_depth, check_run, read_bytes
+from primer.trace_file import UnreadableTrace, read_trace  # where tests and scripts have read traces
 
 __all__ = [
     "VOLATILE_HEADERS",
@@ -152,45 +149,6 @@ Kind = Literal["request", "ran_out", "left_over", "ending", "shown", "unrecorded
 
 class IncompleteRecording(PrimerError):
     """A live trace that cannot be replayed: the recording lacks what a replay needs."""
-
-
-class UnreadableTrace(PrimerError):
-    """A trace file that is not a trace of this schema version."""
-
-
-def read_trace(path: Path) -> ChapterRun:
-    """A frozen trace file as a ``ChapterRun``; raises ``UnreadableTrace`` naming the file and the fault.
-
-    (The book's store reads its files the same way; the command line reads
-    them here, since the library does not import the book.)
-    """
-    try:
-        data = read_bytes(path)
-        check_depth(data)
-        raw: Any = json.loads(data)
-    except Refused as refused:
-        raise UnreadableTrace(f"The trace file {path} could not be read: {refused.reason}.") from None
-    except (OSError, ValueError) as error:
-        raise UnreadableTrace(f"The trace file {path} could not be read: {error}.") from None
-    version = raw.get("schema_version") if isinstance(raw, dict) else None
-    if isinstance(version, bool) or version not in READABLE_VERSIONS:
-        raise UnreadableTrace(
-            f"The trace file {path} could not be read: its schema version is {version!r}, "
-            f"and this library reads {versions_read()}."
-        )
-    try:
-        run = ChapterRun.model_validate(raw)
-        check_run(run)
-    except Refused as refused:
-        raise UnreadableTrace(f"The trace file {path} could not be read: {refused.reason}.") from None
-    except ValidationError as error:
-        first = error.errors()[0]
-        where = ".".join(str(part) for part in first["loc"]) or "the top level"
-        raise UnreadableTrace(
-            f"The trace file {path} could not be read: {error.error_count()} field(s) do not fit the trace "
-            f"schema, first at {where}: {first['msg']}."
-        ) from None
-    return run
 
 
 class _Result(BaseModel):

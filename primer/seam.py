@@ -45,7 +45,7 @@ import httpx2
 
 from primer.clock import Clock, RealClock
 from primer.errors import PrimerError, quoted
-from primer.http_record import record_request, record_response
+from primer.http_record import SetUp, record_request, record_response
 from primer.redact import Redactor
 from primer.streaming import EventParser, recorded_event, scrub_fragments
 from primer.trace import Exchange, Failure, Note, Stream, StreamEvent, Timing, WireRequest, WireResponse
@@ -253,6 +253,7 @@ class Seam:
     def handle(self, module: Any, request: Any, send: Send) -> Any:
         """Answer a synchronous request (``module`` is ``httpx`` or ``httpx2``)."""
         plain, party, record, redactor = self._begin(module, request)
+        setup = SetUp(self.clock).watch(request.extensions)
         started = self.clock.now()
         answerer = self.answerers.get(party) if party is not None else None
         try:
@@ -261,12 +262,13 @@ class Seam:
             self._keep(Crossing(party, Exchange(attempt=1, request=record), stopped=str(stop)))
             raise
         except Exception as error:
-            raise self._failed(party, record, started, error) from error
-        return self._finish(module, request, party, record, redactor, answer, started)
+            raise self._failed(party, record, (started, setup.ms), error) from error
+        return self._finish(module, request, party, record, redactor, answer, (started, setup.ms))
 
     async def handle_async(self, module: Any, request: Any, send: Callable[[], Awaitable[Any]]) -> Any:
         """Answer an asynchronous request."""
         plain, party, record, redactor = self._begin(module, request)
+        setup = SetUp(self.clock).watch(request.extensions, asynchronous=True)
         started = self.clock.now()
         answerer = self.answerers.get(party) if party is not None else None
         try:
@@ -278,13 +280,19 @@ class Seam:
             self._keep(Crossing(party, Exchange(attempt=1, request=record), stopped=str(stop)))
             raise
         except Exception as error:
-            raise self._failed(party, record, started, error) from error
-        return self._finish(module, request, party, record, redactor, answer, started)
+            raise self._failed(party, record, (started, setup.ms), error) from error
+        return self._finish(module, request, party, record, redactor, answer, (started, setup.ms))
 
-    def _failed(self, party: str | None, record: WireRequest, started: float, error: Exception) -> BaseException:
-        """What to raise when no answer came: a transport error as it was (live), or a stop (a mock broke)."""
+    def _failed(
+        self, party: str | None, record: WireRequest, began: tuple[float, float | None], error: Exception
+    ) -> BaseException:
+        """What to raise when no answer came: a transport error as it was (live), or a stop (a mock broke).
+
+        ``began``: when the request was handed over, and how long opening its connection took.
+        """
+        started, setup_ms = began
         elapsed = (self.clock.now() - started) * 1000
-        timing = Timing(start_ms=started * 1000, total_ms=elapsed, outside_ms=elapsed)
+        timing = Timing(start_ms=started * 1000, total_ms=elapsed, outside_ms=elapsed, setup_ms=setup_ms)
         failure = None
         if isinstance(error, httpx.TransportError | httpx2.TransportError):
             # Worded as the book's clients word them, so a replay raises the same error again.
@@ -310,8 +318,9 @@ class Seam:
         record: WireRequest,
         redactor: Redactor,
         answer: Answer,
-        started: float,
+        began: tuple[float, float | None],
     ) -> Any:
+        started, setup_ms = began
         if answer.took:
             self.clock.sleep(answer.took)
         elapsed = (self.clock.now() - started) * 1000
@@ -321,7 +330,7 @@ class Seam:
         else:
             decoded = module.Response(answer.status, headers=answer.headers, content=answer.body).content
             response = record_response(answer.status, answer.headers, decoded, redactor=redactor)
-        timing = Timing(start_ms=started * 1000, total_ms=elapsed, outside_ms=elapsed)
+        timing = Timing(start_ms=started * 1000, total_ms=elapsed, outside_ms=elapsed, setup_ms=setup_ms)
         self._keep(Crossing(party, Exchange(attempt=1, request=record, response=response, timing=timing), answer.notes))
         # The bytes as they came, with the headers that describe them (content-encoding included).
         return module.Response(

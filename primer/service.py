@@ -48,7 +48,7 @@ import httpx
 
 from primer.clock import Clock
 from primer.errors import ServiceFailed, quoted
-from primer.http_record import record_request, record_response
+from primer.http_record import SetUp, record_request, record_response
 from primer.redact import Redactor
 from primer.trace import Attempt, Backoff, Failure, Timing
 
@@ -361,11 +361,13 @@ class ServiceCall:
         )
         record = Attempt(number=number, request=recorded)
         self.steps.append(record)
+        setup = SetUp(clock)
         started = clock.now()
-        outcome = self._send(request, idempotent)
+        outcome = self._send(request, idempotent, setup)
         elapsed = (clock.now() - started) * 1000
-        # The transport's time is the service's; building and recording is ours.
-        record.timing = Timing(start_ms=started * 1000, total_ms=elapsed, outside_ms=elapsed)
+        # The transport's time is the service's (opening the connection is part of it,
+        # and ``setup_ms`` says how much); building and recording is ours.
+        record.timing = Timing(start_ms=started * 1000, total_ms=elapsed, outside_ms=elapsed, setup_ms=setup.ms)
         self.outside_ms += elapsed
         record.failure = outcome.failure
         if outcome.response is not None:
@@ -375,12 +377,13 @@ class ServiceCall:
             )
         return outcome
 
-    def _send(self, request: httpx.Request, idempotent: bool) -> _Outcome:
+    def _send(self, request: httpx.Request, idempotent: bool, setup: SetUp) -> _Outcome:
         name = quoted(self.client.name)
         clock, deadline = self.client.clock, self.client.policy.attempt_deadline
         started = clock.now()
         if deadline is not None:
             _bound(request, clock, started, deadline)
+        setup.watch(request.extensions)  # after the deadline's listener, which it passes every event on to
         try:
             response = self.client._http.send(request, stream=True)
             try:

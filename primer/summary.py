@@ -72,11 +72,17 @@ def count(number: int, word: str, plural: str | None = None) -> str:
 
 
 def timing_text(timing: Timing, outside: str | None = None) -> str:
-    """``59.5ms``, or with the split: ``1198.1ms (model provider 970.0 · library 228.0)``."""
+    """``59.5ms``, or with the split: ``1198.1ms (model provider 970.0 · library 228.0)``.
+
+    A live trip that opened its connection says how long that took, apart
+    from the outside party's own time: ``(service 80.2 · connection set-up 41.7 · library 2.0)``.
+    """
     text = f"{timing.total_ms:.1f}ms"
-    if outside is not None and timing.outside_ms is not None:
+    answering = timing.answering_ms
+    if outside is not None and answering is not None:
+        setup = f" · connection set-up {timing.setup_ms:.1f}" if timing.setup_ms else ""
         waited = f" · waited {timing.waited_ms:.1f}" if timing.waited_ms else ""
-        text += f" ({outside} {timing.outside_ms:.1f}{waited} · library {timing.library_ms:.1f})"
+        text += f" ({outside} {answering:.1f}{setup}{waited} · library {timing.library_ms:.1f})"
     return text
 
 

@@ -17,7 +17,10 @@ through these models, so the writer and the reader cannot drift apart::
 
 Timings are in milliseconds. ``outside_ms`` is the part spent at the outside
 party (the model provider or the service, first byte to last on the wire);
-the library's share is the rest, so it is derived, never stored twice.
+the library's share is the rest, so it is derived, never stored twice. Of
+the outside time, ``setup_ms`` is what opening the connection took (DNS,
+TCP, TLS), when a live request opened one; it is optional, and a trace
+recorded without it reads and shows as before.
 
 A streamed reply keeps its events with their arrival times (``at_ms``, from
 the moment the request was handed over); time to first token and to last
@@ -28,15 +31,15 @@ when it began: ``start_ms``, milliseconds since its scenario began (on the
 virtual clock in mock mode, measured live), so a trace can be drawn on a
 timeline; a live scenario also keeps the moment it began (``started_at``).
 
-Version 2 added the streams (``WireResponse.stream``, ``ModelCall.stream``).
-A version-1 file holds none and means the same thing read as version 2, so
-it is read as one: ``READABLE_VERSIONS``. Version 3 added the start offsets;
-a file of an older version is migrated as it is read: its recorded order
-and durations give the offsets (``primer.offsets.migrate``).
+Version 2 added the streams (``WireResponse.stream``, ``ModelCall.stream``),
+version 3 the start offsets. A file of an older version (``READABLE_VERSIONS``)
+validates as it is and is migrated by the one reader of trace files,
+``primer.trace_file``.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Annotated, Any, Literal
 
 from pydantic import (
@@ -44,9 +47,7 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
-    ModelWrapValidatorHandler,
     field_validator,
-    model_validator,
 )
 
 __all__ = [
@@ -75,6 +76,7 @@ __all__ = [
     "Usage",
     "WireRequest",
     "WireResponse",
+    "setup_total",
     "versions_read",
 ]
 
@@ -83,13 +85,8 @@ __all__ = [
 SCHEMA_VERSION = 3
 
 #: The versions these models read: each older one is a subset of the newest
-#: (it lacks fields that are optional here), read as it is, its start
-#: offsets then derived from its order and durations.
+#: (it lacks fields that are optional here), migrated by ``primer.trace_file``.
 READABLE_VERSIONS = (1, 2, 3)
-
-
-#: The first version that records start offsets (``Timing.start_ms``).
-_OFFSETS_SINCE = 3
 
 
 def versions_read() -> str:
@@ -124,8 +121,14 @@ class Timing(_Model):
     outside_ms: float | None = None
     #: Time spent waiting on purpose between attempts (backoff).
     waited_ms: float | None = None
+    #: Of ``outside_ms``, the part spent opening a connection before the
+    #: request could be sent (DNS lookup, TCP connect, TLS handshake), as
+    #: httpcore reports it live; None when no connection was opened (one was
+    #: reused, a mock answered) or the recording is older than the field.
+    #: Left out of the JSON when None, so older traces keep their bytes.
+    setup_ms: float | None = Field(default=None, exclude_if=lambda value: value is None)
 
-    @field_validator("start_ms", "total_ms", "outside_ms", "waited_ms")
+    @field_validator("start_ms", "total_ms", "outside_ms", "waited_ms", "setup_ms")
     @classmethod
     def _microseconds(cls, value: float | None) -> float | None:
         # Finer than a microsecond is noise, and it bloats every trace file.
@@ -140,6 +143,19 @@ class Timing(_Model):
     def library_ms(self) -> float:
         """Everything that was neither the outside party nor waiting: our own code."""
         return max(self.total_ms - (self.outside_ms or 0.0) - (self.waited_ms or 0.0), 0.0)
+
+    @property
+    def answering_ms(self) -> float | None:
+        """The outside party's time less the connection's set-up: its own answering (None with no wire)."""
+        if self.outside_ms is None:
+            return None
+        return max(self.outside_ms - (self.setup_ms or 0.0), 0.0)
+
+
+def setup_total(timings: Iterable[Timing]) -> float | None:
+    """The set-up time of several trips together (a call's attempts); None when none opened a connection."""
+    setups = [timing.setup_ms for timing in timings if timing.setup_ms is not None]
+    return sum(setups) if setups else None
 
 
 class ToolCall(_Model):
@@ -525,22 +541,9 @@ class ChapterRun(_Model):
     @field_validator("schema_version")
     @classmethod
     def _readable(cls, value: int) -> int:
-        # An older version is a subset of this one: read, it is this one.
         if value not in READABLE_VERSIONS:
             raise ValueError(f"schema version {value} is not one these models read ({versions_read()})")
-        return SCHEMA_VERSION
-
-    @model_validator(mode="wrap")
-    @classmethod
-    def _migrated(cls, data: Any, handler: ModelWrapValidatorHandler[ChapterRun]) -> ChapterRun:
-        # A file from before the start offsets: its order and durations give them.
-        run = handler(data)
-        version = data.get("schema_version") if isinstance(data, dict) else None
-        if isinstance(version, int) and version < _OFFSETS_SINCE:
-            from primer.offsets import migrate  # offsets builds on these models
-
-            migrate(run)
-        return run
+        return value
 
     @property
     def turns(self) -> int:

@@ -41,11 +41,11 @@ from typing import Any
 import httpx2
 
 from primer.clock import Clock, RealClock
-from primer.http_record import record_request, record_response
+from primer.http_record import SetUp, record_request, record_response
 from primer.redact import Redactor
 from primer.streaming import DONE, EventParser, recorded_event, scrub_fragments
 from primer.trace import Exchange, Stream, StreamEvent, Timing, WireRequest
-from primer.trace_limits import MAX_EVENTS
+from primer.trace_file import MAX_EVENTS
 
 __all__ = ["RecordingClient", "WireRecorder", "Wired", "is_event_stream"]
 
@@ -79,11 +79,12 @@ class WireRecorder(httpx2.BaseTransport):
         # Credentials in this URL stay out of the answer's record too (an echo repeats them).
         redactor = self.redactor.with_url_credentials(url)
         record = record_request(request.method, url, request.headers.multi_items(), request.read(), redactor=redactor)
+        setup = SetUp(self.clock).watch(request.extensions)
         started = self.clock.now()
         try:
             response = self.inner.handle_request(request)
             if is_event_stream(response.headers):
-                return self._streamed(request, response, record, redactor, started)
+                return self._streamed(request, response, record, redactor, (started, setup.ms))
             # Read to the last byte here, so the provider's time ends where
             # its answer does; the SDK then parses from memory (library time).
             try:
@@ -92,7 +93,7 @@ class WireRecorder(httpx2.BaseTransport):
                 response.close()
         except httpx2.TransportError as error:
             elapsed = (self.clock.now() - started) * 1000
-            self.keep(Wired(Exchange(attempt=0, request=record, timing=_timing(started, elapsed)), error))
+            self.keep(Wired(Exchange(attempt=0, request=record, timing=_timing(started, elapsed, setup.ms)), error))
             raise
         elapsed = (self.clock.now() - started) * 1000
         # Decoding (gzip, ...) is done on a copy: the SDK gets the raw bytes
@@ -102,7 +103,7 @@ class WireRecorder(httpx2.BaseTransport):
             attempt=0,
             request=record,
             response=record_response(response.status_code, response.headers.multi_items(), decoded, redactor=redactor),
-            timing=_timing(started, elapsed),
+            timing=_timing(started, elapsed, setup.ms),
         )
         self.keep(Wired(exchange))
         return httpx2.Response(
@@ -119,10 +120,14 @@ class WireRecorder(httpx2.BaseTransport):
         response: httpx2.Response,
         record: WireRequest,
         redactor: Redactor,
-        started: float,
+        began: tuple[float, float | None],
     ) -> httpx2.Response:
-        """The response with a body that records its events as the SDK reads them."""
-        body = _RecordingStream(self, response, record, redactor, started)
+        """The response with a body that records its events as the SDK reads them.
+
+        ``began`` is when the request was handed over and how long opening its
+        connection took (over before the answer began).
+        """
+        body = _RecordingStream(self, response, record, redactor, began)
         return httpx2.Response(
             response.status_code,
             headers=response.headers,
@@ -161,15 +166,14 @@ class _RecordingStream(httpx2.SyncByteStream):
         response: httpx2.Response,
         record: WireRequest,
         redactor: Redactor,
-        started: float,
+        began: tuple[float, float | None],
     ) -> None:
         self.recorder = recorder
         self.response = response
         self.request = record
         self.redactor = redactor
-        self.started = started
-        clock = recorder.clock
-        self.first_byte_ms = (clock.now() - started) * 1000
+        self.started, self.setup_ms = began
+        self.first_byte_ms = (recorder.clock.now() - self.started) * 1000
         self.events: list[StreamEvent] = []
         self.parser = EventParser()
         self.decode = _decoder(response.headers.get("content-encoding", ""))
@@ -218,7 +222,7 @@ class _RecordingStream(httpx2.SyncByteStream):
         if found:
             at_ms = (self.recorder.clock.now() - self.started) * 1000
             for event in found:
-                # A trace holds no more events than a reader reads (primer.trace_limits):
+                # A trace holds no more events than a reader reads (primer.trace_file):
                 # past that, each is counted, not kept; [DONE] is kept, with a place for the count.
                 done = event.data.strip() == DONE
                 if len(self.events) < MAX_EVENTS - 2 or (done and len(self.events) < MAX_EVENTS - 1):
@@ -247,7 +251,9 @@ class _RecordingStream(httpx2.SyncByteStream):
             self.response.status_code, self.response.headers.multi_items(), b"", redactor=self.redactor
         )
         recorded.stream = Stream(first_byte_ms=self.first_byte_ms, events=self.events)
-        exchange = Exchange(attempt=0, request=self.request, response=recorded, timing=_timing(self.started, elapsed))
+        exchange = Exchange(
+            attempt=0, request=self.request, response=recorded, timing=_timing(self.started, elapsed, self.setup_ms)
+        )
         self.recorder.keep(Wired(exchange, self.error))
 
 
@@ -272,10 +278,11 @@ def _raw(response: httpx2.Response) -> bytes:
     return b"".join(response.iter_raw())
 
 
-def _timing(started: float, elapsed_ms: float) -> Timing:
-    # One trip is all wire: the provider's time, first byte out to last byte in.
+def _timing(started: float, elapsed_ms: float, setup_ms: float | None) -> Timing:
+    # One trip is all wire: the provider's time, first byte out to last byte in,
+    # opening the connection included (``setup_ms`` says how much of it that was).
     # It starts at the clock's reading; the runner makes that an offset in its scenario.
-    return Timing(start_ms=started * 1000, total_ms=elapsed_ms, outside_ms=elapsed_ms)
+    return Timing(start_ms=started * 1000, total_ms=elapsed_ms, outside_ms=elapsed_ms, setup_ms=setup_ms)
 
 
 class RecordingClient(httpx2.Client):

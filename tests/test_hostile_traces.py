@@ -1,13 +1,15 @@
-"""Hostile trace files are bad input, not crashes: refused with a warning naming the file, left as they are.
+"""Hostile and corrupt trace files are bad input, not crashes: one clear error on every path, files left as they are.
 
-Each file below was found to crash something: a value nested 300 levels deep
-in a frozen trace's ``settings`` (pydantic's writer fails in the build's last
-step), 10,000 levels (a ``RecursionError`` in the reader), a ``live.json``
-that is a link to ``/dev/zero`` (the reader exhausts memory), negative
-durations and huge files (read without a word). Each is refused by the one
-reader (``primer.trace_limits``) with a reason; a real ``mkdocs build`` warns
-naming the file and goes on, ``verify`` and the exports say why without a
-traceback, and no file is rewritten.
+Each hostile file below was found to crash something: a value nested 300
+levels deep in a frozen trace's ``settings`` (pydantic's writer fails in the
+build's last step), 10,000 levels (a ``RecursionError`` in the reader), a
+``live.json`` that is a link to ``/dev/zero`` (the reader exhausts memory),
+negative durations and huge files (read without a word). With them, corrupt
+ones: not JSON, a NaN, a newer schema version. Each is refused by the one
+reader (``primer.trace_file``) with the same error whoever reads: the book's
+store and worker in process; a real ``mkdocs build`` warns with it and goes
+on, ``verify`` and both exports print it without a traceback, and no file is
+rewritten.
 """
 
 from __future__ import annotations
@@ -22,12 +24,14 @@ from typing import Any
 
 import pytest
 
-from primer.book.trace_file import CorruptTrace, parse, read
+from primer.book import UnreadableTrace as BooksName
+from primer.book.store import TraceStore
+from primer.book.worker import main as worker
 from primer.clock import VirtualClock
 from primer.models.live import LiveModel
-from primer.replay import UnreadableTrace, read_trace
+from primer.replay import UnreadableTrace as ReplaysName
 from primer.trace import ChapterRun, Ending, Message, ScenarioRun, Turn
-from primer.trace_limits import MAX_BYTES, MAX_DEPTH, MAX_EVENTS
+from primer.trace_file import MAX_BYTES, MAX_DEPTH, MAX_EVENTS, RESTORE, UPGRADE, UnreadableTrace, parse, read_trace
 from tests.books import make_book
 from tests.servers.provider import ReplayProvider
 
@@ -63,6 +67,14 @@ def huge(run: dict[str, Any]) -> None:
     run["scenarios"][0]["turns"][-1]["model_call"]["reply"]["content"] = "x" * (MAX_BYTES + 10)
 
 
+def newer(run: dict[str, Any]) -> None:
+    run["schema_version"] = 99
+
+
+def nan(run: dict[str, Any]) -> None:
+    run["scenarios"][0]["timing"]["total_ms"] = float("nan")  # Python's writer writes NaN, as a careless tool would
+
+
 #: Each hostile file, written by a function of its path, and what the refusal must say.
 def _write(text: str) -> Callable[[Path], None]:
     return lambda path: path.write_text(text)
@@ -84,6 +96,9 @@ CASES: dict[str, tuple[Callable[[str], Callable[[Path], None]], str]] = {
     "a negative duration": (lambda c: _write(trace(c, negative)), "a duration is never negative"),
     "too many events": (lambda c: _write(trace(c, many_events)), f"over the limit of {MAX_EVENTS:,}"),
     "too large": (lambda c: _write(trace(c, huge)), f"over the limit of {MAX_BYTES:,}"),
+    "not JSON": (lambda c: _write(trace(c)[:-40]), "it is not valid JSON ("),
+    "a NaN": (lambda c: _write(trace(c, nan)), "the field scenarios.0.timing.total_ms holds NaN"),
+    "a newer schema version": (lambda c: _write(trace(c, newer)), "its schema version is 99"),
 }
 
 
@@ -96,23 +111,46 @@ def snapshot(path: Path) -> Any:
     return ("file", path.read_bytes())
 
 
+def refusal(path: Path) -> UnreadableTrace:
+    """What the one reader says of a file."""
+    with pytest.raises(UnreadableTrace) as refused:
+        read_trace(path)
+    return refused.value
+
+
 @pytest.mark.parametrize("case", list(CASES))
-def test_each_hostile_file_is_refused_by_the_reader_saying_why(case: str, tmp_path: Path) -> None:
+def test_each_bad_file_is_refused_with_one_error_by_every_reader(
+    case: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     make, reason = CASES[case]
     path = tmp_path / "ch05_loop_endings.live.json"
     make("ch05_loop_endings")(path)
-    with pytest.raises(CorruptTrace) as refused:
-        parse(read(path), path)
-    assert str(path) in str(refused.value)
-    assert reason in str(refused.value)
-    with pytest.raises(UnreadableTrace) as unreadable:
-        read_trace(path)
-    assert reason in str(unreadable.value)
+    error = refusal(path)
+    said = str(error)
+    assert said.startswith(f"The trace file {path} could not be read: ")
+    assert reason in said
+    assert said.endswith(UPGRADE if case == "a newer schema version" else RESTORE), "it says what to do"
+    assert BooksName is ReplaysName is UnreadableTrace, "one error, whichever public name"
+    # The book's store, and its worker that verifies a replay in a fresh process.
+    with pytest.raises(UnreadableTrace) as stored:
+        TraceStore(tmp_path, tmp_path / "cache").load("ch05_loop_endings", "live")
+    assert str(stored.value) == said
+    assert worker(["--verify", str(path), "primer.chapters", "ch05_loop_endings"]) == 0
+    assert json.loads(capsys.readouterr().out)["errors"] == {"ch05_loop_endings": f"UnreadableTrace: {said}"}
+
+
+def test_a_negative_connection_set_up_is_refused_too(tmp_path: Path) -> None:
+    def negative_setup(run: dict[str, Any]) -> None:
+        run["scenarios"][0]["turns"][0]["model_call"]["exchanges"][0]["timing"]["setup_ms"] = -1.0
+
+    path = tmp_path / "ch05_loop_endings.live.json"
+    path.write_text(trace("ch05_loop_endings", negative_setup))
+    assert "exchanges.0.timing.setup_ms holds -1.0, and a duration is never negative" in str(refusal(path))
 
 
 def test_the_committed_traces_are_well_within_the_limits() -> None:
     for path in (ROOT / "docs" / "traces").glob("*.live.json"):
-        assert parse(read(path), path).chapter == path.name.removesuffix(".live.json")
+        assert read_trace(path).chapter == path.name.removesuffix(".live.json")
 
 
 CHAPTER = '''"""Chapter {name}: says hello."""
@@ -142,13 +180,14 @@ def test_a_build_verify_and_the_exports_warn_about_hostile_files_and_rewrite_non
         paths[case] = traces / f"{name}.live.json"
         CASES[case][0](name)(paths[case])
     before = {case: snapshot(path) for case, path in paths.items()}
+    errors = {case: refusal(path) for case, path in paths.items()}
 
     done = book.build()
     assert done.returncode == 0, done.log
     assert "Traceback" not in done.log
     for case, path in paths.items():
         [warning] = [line for line in done.lines("WARNING") if str(path) in line]
-        assert CASES[case][1] in warning, (case, warning)
+        assert str(errors[case]) in warning, (case, warning)  # a live file: the whole error, what to do too
     assert book.build("--strict").returncode != 0
     assert {case: snapshot(path) for case, path in paths.items()} == before
 
@@ -173,7 +212,8 @@ def test_a_build_verify_and_the_exports_warn_about_hostile_files_and_rewrite_non
             said = ran.stdout + ran.stderr
             assert ran.returncode != 0, (case, args, said)
             assert "Traceback" not in said, (case, args, said)
-            assert CASES[case][1] in said or (case == "a folder" and "no live trace" in said), (case, args, said)
+            # The same error; the command names the file as it found it, from the book's root.
+            assert str(errors[case]).replace(f"{book.root}/", "") in said, (case, args, said)
     assert {case: snapshot(path) for case, path in paths.items()} == before
 
 

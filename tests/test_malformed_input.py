@@ -37,6 +37,7 @@ from primer.errors import ChapterError
 from primer.locator import chapter_names_in
 from primer.settings import VARIABLES
 from primer.trace import ChapterRun, Ending, ScenarioRun
+from primer.trace_file import RESTORE, UPGRADE
 from tests.books import BETA, hook_session, make_book
 from tests.killed_writer import killed_writer
 from tests.servers import live_settings
@@ -386,7 +387,7 @@ def test_a_non_finite_number_is_a_corrupt_file_naming_file_and_field(tmp_path: P
         store.load("ch", "mock")
     assert str(caught.value) == (
         f"The trace file {path} could not be read: the field scenarios.0.timing.total_ms holds {token}, "
-        "and a trace holds only finite numbers."
+        f"and a trace holds only finite numbers. {RESTORE}"
     )
 
 
@@ -537,9 +538,9 @@ def test_the_publish_workflow_unsets_repository_variables_it_does_not_have(tmp_p
         ("{not json", "it is not valid JSON (Expecting property name enclosed in double quotes at line 1, column 2)"),
         ("[]", "it holds an array, where a trace file holds a JSON object"),
         ("null", "it holds a bare null, where a trace file holds a JSON object"),
-        ('{"chapter": "ch"}', "it has no schema_version, and this build reads versions 1, 2 and 3"),
-        ('{"schema_version": 7}', "its schema version is 7, and this build reads versions 1, 2 and 3"),
-        ('{"schema_version": "1"}', "its schema version is '1', and this build reads versions 1, 2 and 3"),
+        ('{"chapter": "ch"}', "it has no schema_version, and this version of primer reads versions 1, 2 and 3"),
+        ('{"schema_version": 7}', "its schema version is 7, and this version of primer reads versions 1, 2 and 3"),
+        ('{"schema_version": "1"}', "its schema version is '1', and this version of primer reads versions 1, 2 and 3"),
         (
             '{"schema_version": 1, "chapter": "ch", "mode": "mock", "surprise": 1}',
             "1 field does not fit the trace schema, at surprise: Extra inputs are not permitted",
@@ -557,7 +558,8 @@ def test_corrupt_file_messages_read_correctly(tmp_path: Path, content: str, reas
     path.write_text(content)
     with pytest.raises(CorruptTrace) as caught:
         store.load("ch", "mock")
-    assert str(caught.value) == f"The trace file {path} could not be read: {reason}."
+    advice = UPGRADE if "is 7" in reason else RESTORE  # what to do: a newer primer wrote version 7
+    assert str(caught.value) == f"The trace file {path} could not be read: {reason}. {advice}"
 
 
 # -- a refresh in which the model misbehaved ---------------------------------------------

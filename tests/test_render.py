@@ -631,7 +631,7 @@ def test_a_service_that_did_not_answer_is_service_time_on_the_timeline() -> None
 def _by_kind(turn: object) -> dict[str, float]:
     from primer.book.render_timeline import segments as _segments
 
-    kinds: dict[str, float] = {"provider": 0.0, "service": 0.0, "waited": 0.0, "library": 0.0}
+    kinds: dict[str, float] = {"provider": 0.0, "service": 0.0, "setup": 0.0, "waited": 0.0, "library": 0.0}
     for segment in _segments(turn):  # type: ignore[arg-type]
         kinds[segment.kind] += segment.ms
     return kinds
@@ -655,10 +655,15 @@ def test_live_tool_time_is_split_as_the_mocks_is(replay_provider: ReplayProvider
         for each in (run.scenario(name), mock.scenario(name)):
             turn = each.turns[0]
             [tool] = turn.tools
-            service = sum(a.timing.outside_ms or 0.0 for a in tool.attempts)
-            assert tool.timing.outside_ms == pytest.approx(service, abs=0.01)
-            # The timeline and the tool's line agree.
-            assert _by_kind(turn)["service"] == pytest.approx(service, abs=0.01)
+            outside = sum(a.timing.outside_ms or 0.0 for a in tool.attempts)
+            assert tool.timing.outside_ms == pytest.approx(outside, abs=0.01)
+            # The timeline and the tool's line agree; opening a connection (live) is its own part.
+            service = sum(a.timing.answering_ms or 0.0 for a in tool.attempts)
+            spent = _by_kind(turn)
+            assert spent["service"] == pytest.approx(service, abs=0.01)
+            setup = sum(a.timing.setup_ms or 0.0 for a in tool.attempts)
+            assert service + setup == pytest.approx(outside, abs=0.01)
+            assert spent["setup"] >= setup  # the model call's too, when it opened one
             assert f"(service {service:.1f}" in summary.tool_line(tool)
     landed = run.scenario("order_may_have_landed").turns[0].tools[0]
     assert landed.attempts[0].response is None

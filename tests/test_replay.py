@@ -276,7 +276,7 @@ def test_a_model_call_without_its_wire_is_an_incomplete_recording() -> None:
     [
         (b"{not json", "could not be read"),
         (b'{"schema_version": 99, "chapter": "x", "mode": "live"}', "its schema version is 99"),
-        (b'{"schema_version": 1, "chapter": "x"}', "do not fit the trace schema, first at mode"),
+        (b'{"schema_version": 1, "chapter": "x"}', "1 field does not fit the trace schema, at mode"),
     ],
 )
 def test_a_trace_file_that_cannot_be_read_is_named(tmp_path: Path, content: bytes, said: str) -> None:

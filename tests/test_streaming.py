@@ -733,7 +733,9 @@ def test_a_version_1_trace_is_still_read_and_is_read_as_the_current_version(tmp_
     run = parse(json.dumps(old).encode(), tmp_path / "ch05_loop_endings.mock.json")
     assert run.schema_version == SCHEMA_VERSION == 3
     assert run.turns == 4
-    with pytest.raises(CorruptTrace, match="its schema version is 4, and this build reads versions 1, 2 and 3"):
+    with pytest.raises(
+        CorruptTrace, match="its schema version is 4, and this version of primer reads versions 1, 2 and 3"
+    ):
         parse(json.dumps({**old, "schema_version": 4}).encode(), tmp_path / "x.mock.json")
 
 

@@ -1,15 +1,10 @@
 """The book machinery: plan, execute, store, render, and the front ends that drive them.
 
-It imports ``primer``; ``primer`` never imports it. Only the front end for
-MkDocs imports MkDocs: the ``trace-book`` plugin (``primer.book.plugin``),
-its ProperDocs twin, and its hook form ``primer.book.mkdocs_hook`` (the
-book's ``hooks/traces.py`` re-exports it); everything else also works under
-a plain ``markdown.Markdown``, under Zensical (through the Markdown
-extension), and as a command (``python -m primer.book build``).
-
-The public names are these (``__all__``); the modules are the
-implementation. Each is imported on first use, so a build with traces off,
-which imports the plugin and so this package, loads none of the engine::
+It imports ``primer``'s trace core; ``primer`` never imports it. Only the MkDocs front end imports
+MkDocs: the ``trace-book`` plugin, its ProperDocs twin and its hook form; the rest works under a
+plain ``markdown.Markdown``, Zensical (through the extension) and ``python -m primer.book build``.
+The public names are ``__all__``, each imported on first use (a build with traces off imports this
+package and none of the engine); the modules are the implementation::
 
     from primer.book import Book, TraceExtension, TraceBookPlugin
 """
@@ -32,7 +27,7 @@ if TYPE_CHECKING:
     from primer.book.source import ChapterTraces, LiveStatus, TraceSource
     from primer.book.sources import MockRunSource
     from primer.book.store import TraceStore
-    from primer.book.trace_file import CorruptTrace
+    from primer.trace_file import UnreadableTrace
 
 __all__ = [
     "Book",
@@ -40,7 +35,6 @@ __all__ = [
     "BuildLock",
     "ChapterTraces",
     "Chapters",
-    "CorruptTrace",
     "HtmlCache",
     "LiveStatus",
     "MockRunSource",
@@ -50,6 +44,7 @@ __all__ = [
     "TraceExtension",
     "TraceSource",
     "TraceStore",
+    "UnreadableTrace",
     "read_config",
     "render_payloads",
     "render_traces",
@@ -57,24 +52,24 @@ __all__ = [
 
 # Each public name's module.
 _HOMES = {
-    "Book": "build",
-    "BookConfig": "configuration",
-    "BuildLock": "lock",
-    "ChapterTraces": "source",
-    "Chapters": "chapters",
-    "CorruptTrace": "trace_file",
-    "HtmlCache": "html_cache",
-    "LiveStatus": "source",
-    "MockRunSource": "sources",
-    "Report": "report",
-    "TraceBookConfig": "plugin",
-    "TraceBookPlugin": "plugin",
-    "TraceExtension": "markdown",
-    "TraceSource": "source",
-    "TraceStore": "store",
-    "read_config": "configuration",
-    "render_payloads": "render",
-    "render_traces": "render",
+    "Book": "primer.book.build",
+    "BookConfig": "primer.book.configuration",
+    "BuildLock": "primer.book.lock",
+    "ChapterTraces": "primer.book.source",
+    "Chapters": "primer.book.chapters",
+    "HtmlCache": "primer.book.html_cache",
+    "LiveStatus": "primer.book.source",
+    "MockRunSource": "primer.book.sources",
+    "Report": "primer.book.report",
+    "TraceBookConfig": "primer.book.plugin",
+    "TraceBookPlugin": "primer.book.plugin",
+    "TraceExtension": "primer.book.markdown",
+    "TraceSource": "primer.book.source",
+    "TraceStore": "primer.book.store",
+    "UnreadableTrace": "primer.trace_file",
+    "read_config": "primer.book.configuration",
+    "render_payloads": "primer.book.render",
+    "render_traces": "primer.book.render",
 }
 
 
@@ -83,7 +78,7 @@ def __getattr__(name: str) -> Any:
     home = _HOMES.get(name)
     if home is None:
         raise AttributeError(f"module 'primer.book' has no attribute {name!r}")
-    return getattr(importlib.import_module(f"primer.book.{home}"), name)
+    return getattr(importlib.import_module(home), name)
 
 
 def __dir__() -> list[str]:

@@ -196,8 +196,12 @@ class Book:
         try:
             return self.store.load(chapter, mode)
         except CorruptTrace as error:
-            action = "runs again and the file is replaced" if mode == "mock" else "is refreshed when a key is set"
-            self.log.warning(f"traces: {error} The {mode} trace of {chapter} {action}.")
+            if mode == "mock":  # the build's own cache: what to do about it is the build's to say
+                self.log.warning(
+                    f"traces: {error.problem} The mock trace of {chapter} runs again and the file is replaced."
+                )
+            else:
+                self.log.warning(f"traces: {error} The live trace of {chapter} is refreshed when a key is set.")
             return None
 
     def save(self, run: ChapterRun) -> None:

@@ -1,36 +1,17 @@
 """The book's commands: ``python -m primer.book build``, the run step for any front end, and ``new``.
 
-    python -m primer.book build [--strict] [--stamp] [-f mkdocs.yml]
+    python -m primer.book build [--strict] [--stamp] [-q] [-f mkdocs.yml]
     python -m primer.book new DIR [--package NAME] [--title TITLE]
 
-``new`` writes a working book into ``DIR`` (new, or empty) from the
-package's scaffold (``primer.book.new_book``): ``mkdocs build --strict``
-passes on it as written.
+``build`` does what the plugin does before a build, without building the site: reads ``mkdocs.yml``
+through MkDocs' own loader (``primer.book.configuration``), refreshes the store (``Book.prepare``),
+checks every page, and publishes ``traces/`` and the assets into the docs folder, from where every
+front end copies them. ``--stamp`` writes into the frozen live traces the stamps of those a replay
+verified, for a maintainer to commit. Zensical does not count an extension's warnings, so for it
+this is the strict check: ``python -m primer.book build --strict && zensical build``.
+``new`` writes a book that builds ``--strict`` as written (``primer.book.new_book``).
 
-Does what the plugin does before a build, without building the site: reads
-the book's ``mkdocs.yml`` through MkDocs' own loader (``INHERIT``, ``!ENV``;
-``primer.book.configuration``: its ``docs_dir``, the plugin's options or the
-extension's ``chapters``), runs what is needed and refreshes the store
-(``Book.prepare``: mock runs, replays of frozen live traces, live runs when
-a key is set), checks every page's markers and live blocks, and publishes
-``traces/CHAPTER.json`` and the assets into the docs folder (generated
-files, left out of version control), from where every front end copies them.
-
-A build shows a frozen live trace that a replay verified under changed code
-as current, stamped with the new fingerprint and the day, and leaves its
-committed file as it is (the verdict is kept in the cache); ``--stamp``
-writes those stamps into the files, for a maintainer to commit.
-
-It logs as the hook does, and exits 1 with ``--strict`` if anything was
-warned about: the same things that fail ``mkdocs build --strict``. Zensical
-does not count a Markdown extension's warnings, so for a book built with it
-this command's exit code is the strict check::
-
-    python -m primer.book build --strict && zensical build
-
-Exit status: 0 done, 1 warnings under ``--strict``, 2 a usage or
-configuration error (no ``mkdocs.yml``, a ``docs_dir`` that is not there;
-for ``new``, a folder that is not empty).
+Exit status: 0 done, 1 warnings under ``--strict``, 2 a usage or configuration error.
 """
 
 from __future__ import annotations
@@ -93,14 +74,18 @@ def _stamp(book: Book) -> None:
         book.log.info(f"traces: stamped {book.store.path(run.chapter, 'live')} (verified by replay {run.verified_at})")
 
 
+def _usage(message: str) -> int:
+    print(f"error: {inert(message)}", file=sys.stderr)
+    return 2
+
+
 def _new(target: Path, package: str | None, title: str | None) -> int:
     from primer.book.new_book import write_book
 
     try:
         written = write_book(target, package=package, title=title)
     except ConfigError as error:
-        print(f"error: {inert(str(error))}", file=sys.stderr)
-        return 2
+        return _usage(str(error))
     for path in written:
         print(f"  {path.as_posix()}")
     print(f"A new book in {target}, {len(written)} files. Then: cd {target} && mkdocs serve")
@@ -123,29 +108,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         try:
             config = read_config(Path(args.config_file))
-        except ConfigError as error:
-            print(f"error: {inert(str(error))}", file=sys.stderr)
-            return 2
-        if not config.enabled:
-            print(
-                f"error: {config.path} does not enable the trace machinery: it names neither the trace-book "
-                f"plugin nor the trace extension, so its markers stay text: {enable_with(config.chapters)}.",
-                file=sys.stderr,
-            )
-            return 2
-        environ = {**config.defaults, **os.environ}
-        try:
+            if not config.enabled:
+                return _usage(
+                    f"{config.path} does not enable the trace machinery: it names neither the trace-book plugin "
+                    f"nor the trace extension, so its markers stay text: {enable_with(config.chapters)}."
+                )
             book = SESSION.book(
                 config.root,
                 config.docs_dir,
                 chapters=config.chapters,
                 cache=config.cache_dir,
                 live_dir=config.traces_dir,
-                environ=environ,
+                environ={**config.defaults, **os.environ},
             )
         except ConfigError as error:
-            print(f"error: {inert(str(error))}", file=sys.stderr)
-            return 2
+            return _usage(str(error))
         book.rules = config.rules
         lock = BuildLock(config.cache_dir)
         lock.acquire(log)  # one build at a time per cache (a serve rebuilding, say): this one waits

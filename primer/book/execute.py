@@ -1,20 +1,11 @@
 """Running what the plan asks for: mock in this process or a new one, live in a bounded pool.
 
-Three ways to run, chosen by the build (``primer.book.build``) from the plan:
-
-* ``run_mock_chapter``: a chapter's mock scenarios in this process, on the
-  virtual clock (milliseconds). An exception that escapes a scenario becomes
-  that scenario's ``scenario_error``.
-* ``in_worker`` / ``verify_in_worker``: the same, or a replay of a frozen live
-  trace, in a new interpreter (``primer.book.worker``): a long-lived process
-  (``mkdocs serve``) cannot re-import library code changed on disk.
-* ``run_live_jobs``: live scenarios through ``primer.book.pool``, at most
-  ``workers`` at a time, each within its own wall-clock limit; a scenario
-  that raises or runs out of time becomes a ``scenario_error`` naming why.
-  By default (``primer.book.shared_live``) the SDK is imported and the
-  connections to the provider and the service are opened once, before the
-  pool starts, and shared by every thread: each scenario still records
-  through its own client, so its trace holds its own exchanges only.
+* ``run_mock_chapter``: a chapter's mock scenarios here, on the virtual clock; an exception that
+  escapes a scenario becomes its ``scenario_error``.
+* ``in_worker`` / ``verify_in_worker``: the same, or a replay of a frozen live trace, in a new
+  interpreter (``primer.book.worker``): ``mkdocs serve`` cannot re-import code changed on disk.
+* ``run_live_jobs``: live scenarios through ``primer.book.pool``, each within a wall-clock limit,
+  sharing one SDK import and one set of connections (``primer.book.shared_live``).
 """
 
 from __future__ import annotations
@@ -56,11 +47,9 @@ LiveRunner = Callable[["Scenario", Settings], ScenarioRun]
 
 
 class WorkerOutput(BaseModel):
-    """What ``primer.book.worker`` prints: the runs, and why a chapter has none.
+    """What ``primer.book.worker`` prints: the runs, why a chapter has none, and replays (``--verify``).
 
-    With ``--verify``, ``checks`` holds each chapter's replay instead of runs
-    (a ``primer.replay.ChapterCheck`` as JSON: that module is imported only
-    when a replay is needed).
+    A replay is a ``primer.replay.ChapterCheck`` as JSON: that module is imported only when needed.
     """
 
     runs: list[ChapterRun]
@@ -155,38 +144,29 @@ def run_live_jobs(
     time_limit: float,
     progress: Callable[[Progress], None],
 ) -> list[ScenarioRun]:
-    """Run ``(chapter, scenario)`` jobs live, in order; a failure or a timeout is that scenario's error run.
-
-    ``runner`` None runs them with a ``primer.book.shared_live.SharedLive``.
-    """
+    """Run ``(chapter, scenario)`` jobs live, in order (``runner`` None: a ``SharedLive``); failures are error runs."""
     if not jobs:
         return []
-    redactor = settings.redactor()
-    shared = None
     if runner is None:
         from primer.book.shared_live import SharedLive  # the SDK and its HTTP stack: only for live runs
 
-        shared = SharedLive()
-    run = runner if runner is not None else shared
-    assert run is not None  # one or the other
+        with SharedLive() as shared:
+            return run_live_jobs(jobs, settings, shared, workers=workers, time_limit=time_limit, progress=progress)
 
     def job(scenario: Scenario) -> Callable[[], ScenarioRun | Exception | None]:
-        return lambda: run(scenario, settings)
+        return lambda: runner(scenario, settings)
 
-    try:
-        # A label is for progress lines only: an outcome is matched to its
-        # scenario by position, so the name recorded is the scenario's own, whole.
-        outcomes = run_bounded(
-            [(f"{chapter}/{scenario.name}", job(scenario)) for chapter, scenario in jobs],
-            limit=time_limit,
-            workers=workers,
-            on_timeout=lambda _label: None,
-            on_error=lambda _label, error: error,
-            progress=progress,
-        )
-    finally:
-        if shared is not None:
-            shared.close()
+    # A label is for progress lines only: an outcome is matched to its
+    # scenario by position, so the name recorded is the scenario's own, whole.
+    outcomes = run_bounded(
+        [(f"{chapter}/{scenario.name}", job(scenario)) for chapter, scenario in jobs],
+        limit=time_limit,
+        workers=workers,
+        on_timeout=lambda _label: None,
+        on_error=lambda _label, error: error,
+        progress=progress,
+    )
+    redactor = settings.redactor()
     timed_out = f"no result within the {time_limit:g}s wall-clock limit"
     return [
         outcome

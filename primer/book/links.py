@@ -1,17 +1,13 @@
 """Links a trace block makes relative to the site root, made relative to the page.
 
-The renderer does not know which page a trace lands on, so the trace JSON
-link is written root-relative (``traces/ch09_who_retries.json``) and marked
-``data-tr-root-relative``. Followed as it stands from
-``/ch09_who_retries/``, it would resolve to ``/ch09_who_retries/traces/...``:
-the hook, which knows the page, rewrites each such ``href`` against the
-page's URL, so the link works without JavaScript::
+The renderer does not know which page a trace lands on, so it writes the trace JSON link
+root-relative and marks it ``data-tr-root-relative``; the hook, which knows the page, rewrites each
+such ``href`` against the page's URL, so the link works without JavaScript::
 
     html = page_relative(html, "ch09_who_retries/")
     # href="../traces/ch09_who_retries.json"
 
-The attribute stays: ``traces.js`` resolves the same path against the site
-root after Material's instant navigation has swapped a page in.
+The attribute stays: ``traces.js`` resolves it against the site root after instant navigation.
 """
 
 from __future__ import annotations
@@ -38,10 +34,8 @@ _LINK = re.compile(
 def page_relative(html: str, page_url: str) -> str:
     """``html`` with each root-relative trace link made relative to the page at ``page_url``.
 
-    ``page_url`` is the page's URL relative to the site root, as MkDocs gives
-    it (``ch09_who_retries/``, ``a/b.html``, ``""`` for the home page).
-    Absolute paths and URLs (which the pattern cannot match: no ``:``) are
-    left alone.
+    ``page_url`` is as MkDocs gives it (``ch09_who_retries/``, ``a/b.html``, ``""`` for the home
+    page). Absolute paths and URLs (no ``:`` matches) are left alone.
     """
     marker = " data-tr-root-relative="
     found = html.find(marker)

@@ -1,33 +1,16 @@
 """Prose about one mode's runs, shown only where those runs are, and marked as theirs.
 
-A chapter's prose often sends the reader into one run ("in the live run,
-open turn 2"; "the mock's second passes on the virtual clock"). What holds
-for one mode is false beside the other, so it goes in a *mode block*::
+It goes in a *mode block*::
 
     ::: live ch09_who_retries
     In the live run, open turn 2: the real model split the order in two.
     ::: end live
 
-    ::: mock ch09_who_retries service_is_busy
-    The mock service asks for one second: `retry-after: 1`.
-    ::: end mock
-
-Between the two lines goes any Markdown (paragraphs, admonitions, lists);
-the two lines themselves never show. Like a trace marker, each starts its
-line (at most three spaces in), and lines in fenced code are examples, not
-blocks. A live block shows only when the chapter (or the scenario) has a
-live run on the page (a stale one counts: it is on the page, marked stale);
-a mock block whenever the chapter's traces show. On the page each shown
-block is wrapped in an element labelled with its mode (``wrap``), which the
-``show: mock live`` switch hides with that mode's runs (traces.js); the
-label stays, for a reader without JavaScript and on paper.
-
-``select`` keeps or drops each block's content; ``problems`` says what is
-wrong with a page's blocks (an unknown chapter or scenario, a block never
-closed, a block inside another, a line meant as a block's that is not a
-valid one), naming the line. The Markdown extension
-(``primer.book.markdown``) applies it to every page; the book's hook does
-for a page the extension does not render.
+Any Markdown goes between the two lines, which never show (``::: mock CHAPTER [SCENARIO]`` likewise);
+in fenced code they are examples. A live block shows when its chapter (or scenario) has a live run on
+the page, a stale one too; a mock block whenever the chapter's traces show. A shown block sits in an
+element labelled with its mode (``wrap``), which the ``show:`` switch hides with that mode's runs.
+``select`` keeps or drops each block; ``problems`` says what is wrong with a page's blocks, by line.
 """
 
 from __future__ import annotations
@@ -40,19 +23,10 @@ from typing import NamedTuple
 from markdown import Markdown
 from markdown.preprocessors import Preprocessor
 
+from primer.book.markers import _lines_outside_code
 from primer.locator import unknown
 
-__all__ = [
-    "MODES",
-    "LiveBlock",
-    "LiveProse",
-    "ModeBlock",
-    "blocks",
-    "near_misses",
-    "opening_html",
-    "problems",
-    "select",
-]
+__all__ = ["MODES", "LiveProse", "ModeBlock", "blocks", "near_misses", "opening_html", "problems", "select"]
 
 #: The modes a block can be about.
 MODES = ("live", "mock")
@@ -68,8 +42,6 @@ _CLOSE = re.compile(r" {0,3}:::[ \t]+end[ \t]+(?P<mode>live|mock)[ \t]*")
 _MEANT = re.compile(r"[ \t]*:::[ \t]*(?:end[ \t]*)?(?:live|mock)(?:[ \t]|$)", re.IGNORECASE)
 # Where any of them could start a line: a page without one is not read line by line.
 _EITHER = re.compile(r"^[ \t]*:::[ \t]*(?i:live|mock|end)", re.MULTILINE)
-# An opening fence: three or more backticks or tildes, indented or not.
-_FENCE = re.compile(r"^[ \t]*(?P<fence>`{3,}|~{3,})")
 
 
 # A NamedTuple, not a frozen dataclass: made as every build imports this
@@ -94,32 +66,8 @@ class ModeBlock(NamedTuple):
         return f"::: {self.mode} {self.chapter}{f' {self.scenario}' if self.scenario else ''}"
 
 
-#: The name the live blocks had before mock ones joined them.
-LiveBlock = ModeBlock
-
-
-def _outside_code(lines: Sequence[str]) -> list[bool]:
-    outside, inside = [], None
-    for line in lines:
-        match = _FENCE.match(line)
-        if inside is None:
-            outside.append(match is None)
-            if match:
-                inside = match["fence"]
-        else:
-            outside.append(False)
-            if match and match["fence"][0] == inside[0] and len(match["fence"]) >= len(inside):
-                inside = None
-    return outside
-
-
 def _lines(markdown: str) -> list[tuple[int, str]]:
-    lines = markdown.split("\n")
-    return [
-        (number, line.rstrip("\r"))
-        for number, (line, outside) in enumerate(zip(lines, _outside_code(lines), strict=True), start=1)
-        if outside and ":::" in line
-    ]
+    return [(number, line.rstrip("\r")) for number, line in _lines_outside_code(markdown) if ":::" in line]
 
 
 def blocks(markdown: str) -> list[ModeBlock]:

@@ -1,18 +1,9 @@
 """One build at a time per cache: a lock file in the cache folder, held from prepare to publish.
 
-Two builds of one book at once (a ``mkdocs serve`` rebuilding while a
-``mkdocs build`` runs, two terminals) would run the same scenarios twice
-and race to write the same cache files. The second waits for the first,
-and says so, naming the process that holds the cache::
-
-    lock = BuildLock(cache_dir)
-    lock.acquire(log)   # "traces: another build (process 4242) is using ...; waiting for it"
-    ...                 # prepare, render, publish
-    lock.release()
-
-The lock is the operating system's (``fcntl.flock``): a build that dies
-leaves no lock behind. Where there is no ``fcntl`` (Windows), builds are not
-kept apart.
+Two builds of one book at once (a ``mkdocs serve`` rebuilding while a ``mkdocs build`` runs) would
+run the same scenarios twice and race to write the same files. The second waits, saying so once and
+naming the process that holds the cache. The lock is the operating system's (``fcntl.flock``): a
+build that dies leaves none behind. Without ``fcntl`` (Windows), builds are not kept apart.
 """
 
 from __future__ import annotations
@@ -44,11 +35,6 @@ class BuildLock:
     def __init__(self, folder: Path) -> None:
         self.path = folder / NAME
         self._file: IO[str] | None = None
-
-    @property
-    def held(self) -> bool:
-        """Whether this object holds the lock."""
-        return self._file is not None
 
     def acquire(self, log: logging.Logger | None = None) -> None:
         """Take the lock, waiting for another build that holds it (said once, naming its process)."""

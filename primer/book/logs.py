@@ -1,19 +1,15 @@
 r"""The book's loggers, whose every record is made inert before it is shown.
 
-The book logs what scenarios did: an exception's message, a provider's
-error, a worker's stderr. Those carry untrusted text, and a log line is
-printed to a terminal (``mkdocs serve``) or kept in a CI log, so a filter on
-each of the book's loggers passes the record's message, traceback and stack
-through ``primer.inert.inert``: one record stays one line, and no escape
-sequence reaches the terminal. A traceback keeps its own lines, but the
-exception's message inside it is one line::
+The book logs untrusted text (an exception's message, a provider's error, a worker's stderr) to a
+terminal or a CI log, so a filter on each of its loggers passes the record's message, traceback and
+stack through ``primer.inert.inert``: one record stays one line, no escape sequence reaches the
+terminal, and a traceback keeps its own lines but its exception's message is one line::
 
     log = book_logger("mkdocs.plugins.primer.book")
     log.warning("%s failed: %s", "ch09", "boom\nINFO    -  Documentation built")
     # WARNING -  ch09 failed: boom\nINFO    -  Documentation built
 
-A filter on a logger sees only the records logged on that logger, not
-those its children pass up, so every logger the book uses gets its own.
+A filter sees only its own logger's records, not its children's: each logger gets its own.
 """
 
 from __future__ import annotations

@@ -1,22 +1,12 @@
 """A new book, written from the package's scaffold: ``python -m primer.book new DIR``.
 
-The scaffold (``primer/book/scaffold/``, plain files shipped in the wheel) is a
-working book: ``mkdocs.yml`` with Material and the trace machinery, a chapters
-package with one chapter of two scenarios, its page, a test, a
-``.gitignore``, ``requirements.txt`` and a GitHub workflow that tests, builds
-``--strict``, refreshes live traces with a secret and deploys to Pages.
-``mkdocs build --strict`` passes on it as written.
-
-Three words in the files are the new book's: ``__PACKAGE__`` (the chapters'
-package, a folder of the scaffold too), ``__SITE_NAME__``, and, in
-``requirements.txt``, ``__SOURCE__`` and ``__VERSION__`` (where this
-distribution comes from: it is on no package index). Files the scaffold
-cannot ship under their own names (git and packaging would read them) are
-renamed as they are written: ``gitignore``, ``github/``.
-
-The book is written into a temporary folder beside ``DIR`` and moved into
-place whole, so a failure leaves nothing half-written; a ``DIR`` that exists
-and is not empty is refused, so nothing of the author's is overwritten.
+The scaffold (``primer/book/scaffold/``, shipped in the wheel) is a working book: ``mkdocs.yml``, a
+chapters package with one chapter, its page, a test, ``.gitignore``, ``requirements.txt`` and a
+GitHub workflow; ``mkdocs build --strict`` passes on it as written. Its words ``__PACKAGE__`` (a
+folder's name too), ``__SITE_NAME__``, ``__SOURCE__`` and ``__VERSION__`` are the new book's; files
+git and packaging would read are shipped renamed (``gitignore``, ``github/``). The book is written
+into a temporary folder beside ``DIR`` and moved into place whole; a ``DIR`` that is not empty is
+refused, so nothing is half-written or overwritten.
 """
 
 from __future__ import annotations
@@ -75,11 +65,9 @@ def _check_package(package: str) -> None:
 
 
 def write_book(target: Path, *, package: str | None = None, title: str | None = None) -> list[Path]:
-    """Write a new book into ``target`` (new, or an empty folder); the files written, relative to it.
+    """Write a new book into ``target`` (new, or empty); the files written, relative to it.
 
-    ``package`` names the chapters' package (by default the folder's name,
-    ``default_package``), ``title`` the site (by default the folder's name).
-    ``ConfigError`` says why nothing was written.
+    ``package`` and ``title`` default to the folder's name; ``ConfigError`` says why nothing was written.
     """
     if target.exists() and (not target.is_dir() or any(target.iterdir())):
         what = "is a file" if not target.is_dir() else "is not empty"
@@ -91,12 +79,7 @@ def write_book(target: Path, *, package: str | None = None, title: str | None = 
     _check_package(package)
     title = title or target.resolve().name.replace("-", " ").replace("_", " ").strip().capitalize() or "A trace book"
     source, version = _source()
-    words = {
-        _PACKAGE_WORD: package,
-        "__SITE_NAME__": title,
-        "__SOURCE__": source,
-        "__VERSION__": version,
-    }
+    words = {_PACKAGE_WORD: package, "__SITE_NAME__": title, "__SOURCE__": source, "__VERSION__": version}
     target.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
     try:

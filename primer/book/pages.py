@@ -1,15 +1,10 @@
 """What the build does to a page's Markdown before it is rendered.
 
-* ``check``: a warning for each line meant as a marker that is not a valid
-  one, and for each marker naming a chapter or scenario that does not
-  exist, naming the page and line, and the valid form or what does exist.
-  Markers are read by ``primer.book.source.scan``, which leaves out fenced
-  code (a page that *documents* the marker shows it in a code block, and
-  that is an example, not a request).
-* ``replace``: each marker's line swapped for some HTML; with ``listing`` it
-  gives the plain, escaped listing of a trace's summary lines the book shows
-  when the Markdown extension that renders traces is not configured, and
-  with ``placeholder`` the short note shown when ``PRIMER_TRACES=off``.
+* ``check``: a warning, naming page and line, for each line meant as a marker that is not a valid
+  one and each marker naming a chapter or scenario that does not exist (fenced code left out:
+  ``primer.book.markers.scan``).
+* ``replace``: each marker's line swapped for HTML: ``listing``, the escaped summary lines shown
+  when the extension that renders traces is not configured, or ``placeholder`` with traces off.
 """
 
 from __future__ import annotations
@@ -56,8 +51,7 @@ def malformed(page: str, markdown: str) -> list[str]:
 def check(page: str, markdown: str, scenarios: Mapping[str, Sequence[str] | None]) -> list[str]:
     """Warnings for lines meant as markers that are not valid ones, and for markers naming what does not exist.
 
-    ``scenarios`` maps each chapter to its scenario names (None when they are
-    not known, because the chapter could not be imported: its own warning says so).
+    ``scenarios`` maps each chapter to its scenario names (None: not known, the chapter has its own warning).
     """
     warnings = []
     for marker in scan(markdown):
@@ -86,11 +80,7 @@ def replace(markdown: str, render: Callable[[Marker], str]) -> str:
 
 
 def off_page(page: str, markdown: str) -> tuple[str, list[str]]:
-    """A page as it goes to the renderer with traces off: each marker a placeholder, and the warnings.
-
-    What exists is not known with traces off, but a malformed marker is
-    malformed all the same; no run is shown, so no prose about one.
-    """
+    """A page with traces off: each marker a placeholder, no mode block, and the malformed markers' warnings."""
     shown = replace(live_prose.select(markdown, lambda _chapter, _scenario: False, mock=False), placeholder)
     return shown, malformed(page, markdown)
 
@@ -108,9 +98,8 @@ def off_note(marker: Marker) -> str:
 def placeholder(marker: Marker) -> str:
     """The note a marker becomes when traces are off, as HTML (the extension builds the same as an element).
 
-    One paragraph of plain words: the search plugin parses every tag of every
-    page, and a note of three elements (emphasis, code) cost a build with
-    traces off about 5 ms more than one without the hook, at 100 chapters.
+    One paragraph of plain words: the search plugin parses every tag, and a note of three elements
+    cost a build with traces off 5 ms more than one without the hook, at 100 chapters.
     """
     return f'<p class="{OFF_CLASS}">{html.escape(off_note(marker))}</p>'
 

@@ -1,11 +1,8 @@
 """Run slow jobs side by side: a bounded pool, a time limit each, progress.
 
-Live scenarios wait on a provider and a service over the network, so they run
-concurrently, at most ``workers`` at a time. Each gets a wall-clock limit from
-the moment it starts; a job past it is given up (its result is what
-``on_timeout`` says) and its slot goes to the next job. A thread cannot be
-killed, so the given-up job's thread is a daemon, left to finish or die with
-the process: it never holds the build up, and its result is ignored.
+At most ``workers`` jobs run at a time, each within a wall-clock limit from its start. A job past
+it is given up (its result is ``on_timeout``'s) and its slot goes to the next; a thread cannot be
+killed, so it is a daemon, left to finish or die with the process, its result ignored::
 
     >>> run_bounded([("a", lambda: 1), ("b", lambda: 2)], limit=5.0,
     ...             on_timeout=lambda label: -1, on_error=lambda label, exc: -2)

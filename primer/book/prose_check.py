@@ -1,46 +1,31 @@
 """Prose that quotes a trace says what the trace shows, in every mode the reader sees it in.
 
-A chapter's prose quotes its traces in inline code: "attempt 1 got a 429
-with `retry-after: 1`", "the scenario line says `(1s simulated)`". Such a
-*quoted trace fact* must be found in the traces of each mode the sentence
-shows in: beside both runs, in both; inside a ``::: live`` or ``::: mock``
-block (``primer.book.live_prose``), in that mode's alone. ``problems``
-returns a warning for each one that is not, naming the page, the line and
-the text, so ``mkdocs build --strict`` fails; the build asks it of every
-page (``Book.page``, through ``ProseChecks``, which keeps the answers while
-nothing they depend on changed).
-
-What counts as a quoted fact, and where it is looked for:
-
-* inline code after the page's first trace marker, outside fenced code,
-  that is not a *name*: an identifier, a dotted or called one
-  (``ServiceCall._send``, ``retry_delay()``), a header or word with dashes
-  (``Retry-After``), a file path (``primer/service.py``), a marker. Names
-  point at code, which the chapter's ``??? example`` blocks show; a fact
-  has a figure, a space, a colon or a quote in it;
-* it is looked for in the runs of the last marker above it (the chapter,
-  or its one scenario), in each mode that has a run there: summary lines,
-  stories, stream lines, notes, and the run's JSON, which holds every value
-  the payloads show (a header read as ``name: value``);
-* compared without whitespace, quotes or backslashes (a JSON body shown
-  pretty-printed still matches ``"stream": true``), and ``...`` (or ``…``)
-  in a fact stands for any text between its parts.
+A *quoted trace fact* is inline code after the page's first trace marker, outside fenced code, that
+is not a name (an identifier, a call, a dashed word, a path, a marker: names point at code; a fact
+has a figure, a space, a colon or a quote). It must be found in the runs of the last marker above it
+(the chapter, or its one scenario), in each mode shown there (only that mode's inside a ``::: live``
+or ``::: mock`` block, ``primer.book.live_prose``): their summary lines, stories, stream lines,
+notes and JSON (a header read as ``name: value``). The comparison ignores whitespace, quotes,
+backslashes and case; ``...`` in a fact stands for any text. ``problems`` warns of each fact not
+found, naming page, line and text, so ``mkdocs build --strict`` fails.
 """
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 import importlib.util
 import json
 import re
 from collections.abc import Callable, Iterator
 from functools import cache
+from itertools import accumulate
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple, Protocol
 
 from primer.book import live_prose
 from primer.book.atomic import write_if_changed
-from primer.book.markers import find_markers
+from primer.book.markers import _lines_outside_code, find_markers
 
 if TYPE_CHECKING:
     from primer.book.source import ChapterTraces, TraceSummary
@@ -52,16 +37,14 @@ __all__ = ["Fact", "ProseChecks", "corpus", "facts", "problems"]
 _CODE = re.compile(r"(?<!`)(?P<ticks>`+)(?!`)(?P<text>(?:(?!\n[ \t]*\n).)+?)(?<!`)(?P=ticks)(?!`)", re.S)
 # What names code, rather than quoting a trace.
 _IDENTIFIER = re.compile(r"[A-Za-z_][\w.-]*(?:\(\))?")
-# A call or a decorator as code writes it (``RetryPolicy(attempt_deadline=2.0)``), a row's index
-# (``[3]``, the tables' first column), a command (``mkdocs build``).
-# an argument as code passes it (``max_attempts=3``), a host (``127.0.0.1``).
+# A call or a decorator (``RetryPolicy(attempt_deadline=2.0)``), a row's index (``[3]``), a command
+# (``mkdocs build``), an argument as code passes it (``max_attempts=3``), a host (``127.0.0.1``).
 _CODE_LIKE = re.compile(
     r"@?[A-Za-z_][\w.]*\(.*\)|\[\d+\]|(?:mkdocs|python|pip|git|npm|\.venv/bin/\w+) .*"
     r"|[A-Za-z_]\w*=\S+|\d{1,3}(?:\.\d{1,3}){3}(?::\d+)?",
     re.S,
 )
 _PATH = re.compile(r"[\w.-]*/[\w./-]*|[\w-]+\.(?:py|md|json|yml|yaml|toml|html|js|css)")
-_FENCE = re.compile(r"^[ \t]*(?P<fence>`{3,}|~{3,})")
 _HEADING = re.compile(r" {0,3}#{1,6}[ \t]")
 _ELLIPSIS = re.compile(r"\.\.\.|…")
 # Left out of both sides: whitespace, quotes, backslashes.
@@ -85,18 +68,8 @@ class Fact(NamedTuple):
 
 def _blank_fences(markdown: str) -> str:
     # Fenced code keeps its line breaks (so offsets still give line numbers) and loses its text.
-    out, inside = [], None
-    for line in markdown.split("\n"):
-        match = _FENCE.match(line)
-        if inside is None:
-            out.append("" if match else line)
-            if match:
-                inside = match["fence"]
-        else:
-            out.append("")
-            if match and match["fence"][0] == inside[0] and len(match["fence"]) >= len(inside):
-                inside = None
-    return "\n".join(out)
+    kept = dict(_lines_outside_code(markdown))
+    return "\n".join(kept.get(number, "") for number in range(1, markdown.count("\n") + 2))
 
 
 def _is_name(text: str) -> bool:
@@ -106,12 +79,9 @@ def _is_name(text: str) -> bool:
 
 
 def facts(markdown: str) -> list[Fact]:
-    """The page's quoted trace facts, in order: inline code in the sections that hold a marker.
+    """The page's quoted trace facts, in order: inline code in the sections (heading to heading) that hold a marker.
 
-    A section runs from one heading to the next; one without a marker (*The
-    code*) speaks of code, not of a trace. Each fact notes the section's
-    first marker (which says in which modes the section's runs show) and the
-    mode block it sits in.
+    Each notes the section's markers (where its modes show) and the mode block it sits in.
     """
     markers = find_markers(markdown)
     if not markers:
@@ -120,12 +90,10 @@ def facts(markdown: str) -> list[Fact]:
     text = _blank_fences(markdown)
     lines = text.split("\n")
     headings = [n for n, line in enumerate(lines, 1) if _HEADING.match(line)]
-    starts = [0]
-    for each in lines:
-        starts.append(starts[-1] + len(each) + 1)
+    starts = [0, *accumulate(len(line) + 1 for line in lines)]
     found = []
     for match in _CODE.finditer(text):
-        line = _line_of(starts, match.start())
+        line = bisect.bisect_right(starts, match.start())  # the last line starting at or before it
         words = " ".join(match["text"].split())
         if line in headings or not words or _is_name(words):
             continue
@@ -144,17 +112,6 @@ def _section(headings: list[int], line: int) -> tuple[int, int]:
     before = max((h for h in headings if h < line), default=0)
     after = min((h for h in headings if h > line), default=1 << 30)
     return before, after
-
-
-def _line_of(starts: list[int], offset: int) -> int:
-    low, high = 0, len(starts) - 1
-    while low < high:  # the last line starting at or before the offset
-        middle = (low + high + 1) // 2
-        if starts[middle] <= offset:
-            low = middle
-        else:
-            high = middle - 1
-    return low + 1
 
 
 # A header as the JSON has it (``["retry-after", "1"]``), to be read as the page lists it.
@@ -234,11 +191,7 @@ class _Shown:
 
 
 def problems(page: str, markdown: str, traces: Callable[[str], ChapterTraces | None]) -> list[str]:
-    """A warning for each quoted trace fact not found in a mode it shows in, naming page, line and text.
-
-    ``traces`` gives a chapter's traces (None when there are none: its
-    marker has its own warning).
-    """
+    """A warning for each quoted fact not found in a mode it shows in; ``traces(chapter)`` None: no traces."""
     found = facts(markdown)
     if not found:
         return []
@@ -275,12 +228,9 @@ class _Store(Protocol):
 class ProseChecks:
     """The check as a book's build runs it on every page, its answers kept while nothing changed.
 
-    A warm build shows unchanged chapters by their summaries and reads no
-    run (``primer.book.manifest``); checking a page's prose would read them
-    all. So the answer for a page is kept, in memory and, with a
-    ``folder``, in a file per page, by a digest of the page's Markdown, its
-    chapters' trace keys and this module's code: it is asked again only when
-    one of those changed. A file that cannot be read or written is a miss.
+    A warm build reads no run (``primer.book.manifest``), and the check would read them all: so a
+    page's answer is kept (in memory, and with a ``folder`` in a file per page) by a digest of its
+    Markdown, its chapters' trace keys and this code. A file that cannot be read or written is a miss.
     """
 
     def __init__(self, folder: Path | None = None) -> None:

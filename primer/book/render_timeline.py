@@ -2,7 +2,8 @@
 
 ``segments`` splits a turn into stretches of the model provider (or, in a
 mock run, the mock model, whose simulated stream is its own time), the
-service, waiting on purpose (backoff) and the library's own code;
+service, opening a connection to either (a live trace's ``setup_ms``),
+waiting on purpose (backoff) and the library's own code;
 ``totals`` adds a timeline up by kind, for its legend.
 """
 
@@ -21,7 +22,7 @@ __all__ = ["Segment", "TurnTime", "segments", "totals"]
 class Segment:
     """One stretch of a turn on a run's timeline: who the time went to, how long, and what it was."""
 
-    kind: Literal["provider", "service", "waited", "library"]
+    kind: Literal["provider", "service", "setup", "waited", "library"]
     ms: float
     label: str
 
@@ -47,7 +48,9 @@ def segments(turn: Turn) -> list[Segment]:
     segments = []
     simulated = _simulated_ms(turn)
     if call.timing.outside_ms:
-        segments.append(Segment("provider", call.timing.outside_ms, "model provider"))
+        # The connection is opened before the request goes: its set-up comes first.
+        segments.append(Segment("setup", call.timing.setup_ms or 0.0, "model call, connection set-up"))
+        segments.append(Segment("provider", call.timing.answering_ms or 0.0, "model provider"))
     elif simulated:
         # Time the mock model's stream took on the virtual clock is the model's, not the library's.
         segments.append(Segment("provider", simulated, "mock model, its stream simulated"))
@@ -58,8 +61,9 @@ def segments(turn: Turn) -> list[Segment]:
                 what = f"{run.name} backoff before attempt {step.before_attempt}"
                 segments.append(Segment("waited", step.seconds * 1000, what))
             else:
-                what = f"{run.name} attempt {step.number} at the service"
-                segments.append(Segment("service", step.timing.outside_ms or 0.0, what))
+                what = f"{run.name} attempt {step.number}"
+                segments.append(Segment("setup", step.timing.setup_ms or 0.0, f"{what}, connection set-up"))
+                segments.append(Segment("service", step.timing.answering_ms or 0.0, f"{what} at the service"))
         timing, library = run.timing, run.timing.library_ms
         sent = [a for a in run.attempts if a.request is not None]
         if timing.outside_ms is None and sent and not any(a.response for a in sent):
@@ -87,7 +91,7 @@ def _simulated_ms(turn: Turn) -> float:
 
 def totals(timeline: Sequence[TurnTime]) -> dict[str, float]:
     """A timeline's time by kind, in the legend's order."""
-    totals = {"provider": 0.0, "service": 0.0, "waited": 0.0, "library": 0.0}
+    totals = {"provider": 0.0, "service": 0.0, "setup": 0.0, "waited": 0.0, "library": 0.0}
     for turn in timeline:
         for segment in turn.segments:
             totals[segment.kind] += segment.ms

@@ -62,11 +62,7 @@ def failed(run: ScenarioRun) -> bool:
 
 
 def anomalies(run: ScenarioRun) -> list[str]:
-    """What the model did in a run that no tool could act on, one phrase each.
-
-    Tool calls whose arguments are not a JSON object, and tool calls naming a
-    tool the model was not given: the model's doing, not the scenario's.
-    """
+    """What the model did that no tool could act on (arguments not a JSON object, a tool not given), one phrase each."""
     found: list[str] = []
     for turn in run.turns:
         call = turn.model_call

@@ -1,27 +1,14 @@
-"""A book's rules, checked by its build: what the authors' guide asks of chapters and pages.
+"""A book's rules (``docs/authors.md``), checked by its build: chapter names, placed scenarios, own pages.
 
-Any book, not only this one: the checks read the chapters' names, their
-scenarios' names and the pages' Markdown, and nothing else. Each broken rule
-is one sentence naming the module or the page (and line) and saying what to
-do; the front end logs them as warnings, so ``mkdocs build --strict`` fails::
+* a chapter module is named ``chNN_name``, numbered ``ch01``, ``ch02``, ... with no gap or repeat;
+* every scenario is placed on a page, by a marker naming it or its whole chapter;
+* a page places its own chapter's traces only (the page named after the chapter; another page,
+  a home page, may show the first chapter it places).
 
-    check("mybook", {"ch01_hello": ["says_hello", "spells"]}, {"docs/ch01_hello.md": "::: trace ch01_hello spells"})
-    # ['mybook.ch01_hello: scenario says_hello is on no page. Place it on ...']
-
-The rules (``docs/authors.md``):
-
-* a chapter module is named ``chNN_name`` (``NN`` its place in the book,
-  two digits; the name in lower case), numbered ``ch01``, ``ch02``, ...
-  with no gap and no place taken twice;
-* every scenario is placed on a page, by a marker naming it or naming its
-  whole chapter;
-* a page places its own chapter's traces only: a chapter's page is the one
-  named after it (``docs/ch01_hello.md``); another page (a home page) may
-  show one chapter's, the first it places.
-
-A chapter whose scenarios are not known (it could not be imported: its own
-warning says so) is checked for its name only; a marker naming no chapter is
-warned about, naming page and line, by the page check (``primer.book.pages``).
+Any book's: the checks read the chapters' and scenarios' names and the pages' Markdown, nothing else.
+Each broken rule is one sentence naming the module or page (and line) and what to do, logged as a
+warning (``mkdocs build --strict`` fails). A chapter whose scenarios are not known (it could not be
+imported) is checked for its name only.
 """
 
 from __future__ import annotations
@@ -42,12 +29,7 @@ _PLACING = re.compile(r"[ \t]*:::[ \t]+trace[ \t]+(?P<chapter>\w+)(?:[ \t]+(?P<s
 
 
 def check(package: str, scenarios: Mapping[str, Sequence[str] | None], pages: Mapping[str, str]) -> list[str]:
-    """Every broken rule of a book, as sentences naming the module or page and what to do.
-
-    ``package`` is the chapters' package, ``scenarios`` each chapter's
-    scenario names (None when not known), ``pages`` each page's Markdown by
-    its name as warnings give it (``docs/ch01_hello.md``).
-    """
+    """Every broken rule, one sentence each; ``scenarios`` None when not known, ``pages`` by name (``docs/x.md``)."""
     return [*_names(package, list(scenarios)), *_placed(package, scenarios, pages), *_own_pages(scenarios, pages)]
 
 

@@ -1,20 +1,18 @@
 """Live runs whose SDK import and connections are made once and shared by every thread.
 
-A pool of live runs (``primer.book.execute.run_live_jobs``) made each
-scenario import the SDK and open its own connections: the first thread
-imported the SDK while the others waited on the import lock, then each
-loaded the certificates again, about a second and a half before the first
-request. ``SharedLive`` does that once, before the pool starts::
+Each scenario of a pool of live runs importing the SDK and opening its own connections cost about a
+second and a half before the first request. ``SharedLive`` does that once, before the pool starts::
 
     with SharedLive() as runner:
         run = runner(scenario, settings)      # from any thread
 
-The connection pools (``httpx``'s transports) are safe to share between
-threads. Each scenario still wraps them in a recording client of its own
-(``primer.runner.live_environment``), so its trace holds its exchanges only.
+``httpx``'s transports are safe to share between threads; each scenario still wraps them in a
+recording client of its own (``primer.runner.live_environment``), so its trace holds its own exchanges.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 import httpx
 import httpx2
@@ -28,13 +26,13 @@ from primer.trace import ScenarioRun
 __all__ = ["SharedLive"]
 
 
-class _KeptModelTransport(httpx2.BaseTransport):
-    """The shared transport to the provider; a scenario's client closing does not close it."""
+class _Kept:
+    """A shared transport as one scenario's client holds it: closing that client does not close it."""
 
-    def __init__(self, inner: httpx2.BaseTransport) -> None:
+    def __init__(self, inner: Any) -> None:
         self.inner = inner
 
-    def handle_request(self, request: httpx2.Request) -> httpx2.Response:
+    def handle_request(self, request: Any) -> Any:
         """Send through the shared transport."""
         return self.inner.handle_request(request)
 
@@ -42,18 +40,12 @@ class _KeptModelTransport(httpx2.BaseTransport):
         """Let go, leaving it open for the other scenarios: ``SharedLive.close`` closes it."""
 
 
-class _KeptServiceTransport(httpx.BaseTransport):
-    """The shared transport to the service; a scenario's client closing does not close it."""
+class _KeptModelTransport(_Kept, httpx2.BaseTransport):
+    """The shared transport to the provider (the SDK's ``httpx2``)."""
 
-    def __init__(self, inner: httpx.BaseTransport) -> None:
-        self.inner = inner
 
-    def handle_request(self, request: httpx.Request) -> httpx.Response:
-        """Send through the shared transport."""
-        return self.inner.handle_request(request)
-
-    def close(self) -> None:
-        """Let go, leaving it open for the other scenarios: ``SharedLive.close`` closes it."""
+class _KeptServiceTransport(_Kept, httpx.BaseTransport):
+    """The shared transport to the service."""
 
 
 class SharedLive:

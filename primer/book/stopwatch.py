@@ -1,9 +1,7 @@
-"""Where the book machinery's time goes in one build.
+"""Where the book machinery's time goes in one build: seconds per named part.
 
-The authors' promise is that saving prose re-renders at once; most of a
-rebuild is MkDocs' and its theme's, so the machinery keeps count of its own
-share, per part, and the hook logs it at the end of each build (at DEBUG:
-``mkdocs serve -v`` shows it, ``benchmarks/build.py`` reads it)::
+The hook logs ``line()`` at the end of each build, at DEBUG (``mkdocs serve -v`` shows it,
+``benchmarks/build.py`` reads it)::
 
     clock = Stopwatch()
     with clock("prepare"):

@@ -14,7 +14,7 @@ against its size and modification time, so a ``mkdocs serve`` rebuild after a
 prose edit reads no JSON at all.
 
 A file that does not read as a trace raises ``CorruptTrace``, naming the
-file and the field (``primer.book.trace_file``); the build then runs the
+file and the field (``primer.trace_file``); the build then runs the
 chapter again and replaces the file.
 
 The store is also the renderer's ``TraceSource``: after the build has decided
@@ -40,10 +40,11 @@ from primer.book.atomic import write_if_changed
 from primer.book.links import PAYLOADS_SUFFIX, PUBLISHED_DIR
 from primer.book.publish import MOCK_EPOCH, Publisher
 from primer.book.source import ChapterTraces, TraceSummary
-from primer.book.trace_file import CorruptTrace, parse, read
 from primer.errors import NotFound
+from primer.trace_file import UnreadableTrace as CorruptTrace
+from primer.trace_file import parse, read
 
-if TYPE_CHECKING:  # the trace models are loaded by the first file parsed (primer.book.trace_file)
+if TYPE_CHECKING:  # the trace models are loaded by the first file parsed (primer.trace_file)
     from primer.book.publish import Payloads
     from primer.replay import ChapterCheck
     from primer.trace import ChapterRun, Mode

@@ -1,11 +1,7 @@
-"""A streamed reply as the page draws it: its timing in a line, its events folded.
+"""A streamed reply as the page draws it (``stream.html.j2``): its timing in a line, its events folded.
 
-The model call's section includes ``stream.html.j2``, which asks
-``stream_view`` for what to draw: one line of timing (events, first byte,
-first token, last token, tokens per second), a compact timeline with one
-line per event (its arrival and what it brought, by size, not content),
-and the events themselves as SSE. Both folded; both one line per event, so
-a page grows with the events a stream had, and no faster::
+One line of timing, then, folded, a timeline of one line per event (its arrival and what it brought,
+by size, not content) and the events as SSE: a page grows with the events a stream had, no faster::
 
     stream  38 events · first byte 182.0ms · first token 240.5ms · last token 1630.2ms · 27.3 tokens/s · ...
 """
@@ -92,10 +88,7 @@ def _line(call: ModelCall, stream: Stream) -> str:
 
 
 def stream_view(call: ModelCall, anchor: str) -> StreamView | None:
-    """What to draw for a model call's stream; None when the reply was not streamed.
-
-    ``anchor`` is the model call's id; the folded blocks' ids are made from it.
-    """
+    """What to draw for a model call's stream (None: not streamed); the blocks' ids are made from ``anchor``."""
     stream = call.streamed
     if stream is None:
         return None

@@ -1,18 +1,12 @@
-"""Run chapters' mock scenarios in a fresh interpreter and print their traces.
+"""Run chapters' mock scenarios in a fresh interpreter, or replay a frozen live trace, and print the result.
 
-``mkdocs serve`` cannot re-import the library it runs on once its source
-changed (``importlib.reload`` would leave two versions of each class), so the
-build runs such chapters here, in a new process that reads the code as saved::
+``mkdocs serve`` cannot re-import the library once its source changed (``importlib.reload`` would
+leave two versions of each class), so the build runs such chapters in a new process::
 
     python -B -m primer.book.worker primer.chapters ch05_loop_endings ch09_who_retries
+    python -B -m primer.book.worker --verify FILE PACKAGE CHAPTER
 
-Output, on stdout: ``{"runs": [ChapterRun, ...], "errors": {"chapter": "why"}}``,
-a chapter that could not be imported being in ``errors``.
-
-The same holds for verifying a frozen live trace by replay (``primer.replay``)
-after the library changed: ``--verify FILE PACKAGE CHAPTER`` replays the live
-trace in ``FILE`` and prints its ``ChapterCheck`` under ``checks``.
-``-B`` keeps Python from writing bytecode files into the watched folders.
+It prints a ``WorkerOutput`` (``primer.book.execute``) as JSON. ``-B``: no bytecode in watched folders.
 """
 
 from __future__ import annotations
@@ -24,11 +18,10 @@ from pathlib import Path
 
 from primer.book.chapters import Chapters
 from primer.book.execute import WorkerOutput, run_mock_chapter
-from primer.book.store import parse
-from primer.book.trace_file import read
 from primer.replay import verify_chapter
 from primer.settings import Settings
 from primer.trace import ChapterRun
+from primer.trace_file import read_trace
 
 __all__ = ["main"]
 
@@ -56,7 +49,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _verify(path: Path, package: str, chapter: str) -> int:
     output = WorkerOutput(runs=[], errors={})
     try:
-        frozen = parse(read(path), path)
+        frozen = read_trace(path)
         output.checks[chapter] = verify_chapter(frozen, Chapters(package).scenarios(chapter)).model_dump(mode="json")
     except Exception as error:  # noqa: BLE001 - reported to the build, which warns naming the file
         redactor = Settings.from_env().redactor()

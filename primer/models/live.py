@@ -53,7 +53,19 @@ from primer.service import RetryPolicy, classify_status, retry_delay
 from primer.settings import Settings
 from primer.streaming import Assembler, InvalidChunk, reassembled
 from primer.tools import Tool, wire_parameters
-from primer.trace import ErrorInfo, Exchange, Failure, Message, ModelCall, Note, Stream, Timing, ToolCall, Usage
+from primer.trace import (
+    ErrorInfo,
+    Exchange,
+    Failure,
+    Message,
+    ModelCall,
+    Note,
+    Stream,
+    Timing,
+    ToolCall,
+    Usage,
+    setup_total,
+)
 from primer.wire import RecordingClient, Wired, is_event_stream
 
 __all__ = [
@@ -311,6 +323,7 @@ class LiveModel:
             total_ms=(self.clock.now() - started) * 1000,
             outside_ms=outside,
             waited_ms=waited * 1000 or None,
+            setup_ms=setup_total(exchange.timing for exchange in record.exchanges),
         )
         return record
 
