@@ -63,7 +63,9 @@ MAX_DEPTH = 64
 #: The most events one recorded stream may hold (the recorder keeps no more).
 MAX_EVENTS = 10_000
 #: The fields that hold a duration or a time since a start: never negative.
-DURATIONS = frozenset({"total_ms", "outside_ms", "waited_ms", "first_byte_ms", "at_ms", "seconds", "simulated_seconds"})
+DURATIONS = frozenset(
+    {"total_ms", "outside_ms", "waited_ms", "setup_ms", "first_byte_ms", "at_ms", "seconds", "simulated_seconds"}
+)
 
 #: The first schema version that records start offsets (``Timing.start_ms``).
 OFFSETS_SINCE = 3
