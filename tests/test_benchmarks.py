@@ -61,7 +61,7 @@ def run(script: str, *args: str, timeout: float = 300) -> str:
         pytest.param(
             "page_weight.py",
             ["--browser", "--quick"],
-            ["bytes raw", "DOMContentLoaded", "outside requests blocked", "growth"],
+            ["bytes raw", "DOMContentLoaded", "elements styled", "outside requests blocked", "growth"],
             marks=[slow, pytest.mark.browser],
             id="page_weight",
         ),
