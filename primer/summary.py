@@ -167,13 +167,19 @@ def _setting(value: Any) -> str:
     return str(value)
 
 
-def chapter_line(run: ChapterRun) -> str:
-    """``mock turns=9 · messages=22``, and the tokens where the provider counted them."""
-    return " · ".join([f"{run.mode} turns={run.turns}", f"messages={run.messages}", *_run_tokens(run.scenarios)])
+def chapter_line(run: ChapterRun, *, cost: str | None = None) -> str:
+    """``mock turns=9 · messages=22``, and the tokens where the provider counted them (and ``cost``, if given)."""
+    tokens = _run_tokens(run.scenarios)
+    return " · ".join([f"{run.mode} turns={run.turns}", f"messages={run.messages}", *tokens, *_cost(tokens, cost)])
 
 
-def scenario_line(run: ScenarioRun) -> str:
-    """The scenario's story in one line."""
+def _cost(tokens: list[str], cost: str | None) -> list[str]:
+    # A cost says what the tokens cost: only beside them.
+    return [cost] if cost and tokens else []
+
+
+def scenario_line(run: ScenarioRun, *, cost: str | None = None) -> str:
+    """The scenario's story in one line; ``cost`` (``$0.0012``, worked out by the caller) after its tokens."""
     duration = timing_text(run.timing)
     if run.simulated_seconds:
         duration += f" ({run.simulated_seconds:g}s simulated)"
@@ -184,7 +190,8 @@ def scenario_line(run: ScenarioRun) -> str:
         *_settings(run.settings),
         duration,
         count(turns, "turn"),
-        *_run_tokens([run]),
+        *(tokens := _run_tokens([run])),
+        *_cost(tokens, cost),
         *_pass_rate(run),
         f"ended: {run.ending.label}",
     ]

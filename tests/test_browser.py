@@ -922,7 +922,15 @@ def test_axe_finds_nothing_in_the_trace_markup_at_any_impact(browser: Any, book:
     if not AXE.exists():
         pytest.fail(f"axe-core is missing ({AXE}): tests/run.sh installs it (npm ci --prefix tests).")
     theirs: set[str] = set()
-    for path in ("ch09_who_retries/", "ch11_streaming/", "ch16_evaluation/", "traces/ch09_who_retries.payloads.html"):
+    # ch05: a live reply's Markdown, rendered (render_markdown), with its raw text.
+    for path in (
+        "ch05_loop_endings/",
+        "ch09_who_retries/",
+        "ch11_streaming/",
+        "ch16_evaluation/",
+        "traces/ch09_who_retries.payloads.html",
+        "traces/ch05_loop_endings.payloads.html",
+    ):
         page = open_page(browser, book.url, f"/{path}").page
         if page.locator(".tr").count():
             open_everything(page)
@@ -944,3 +952,23 @@ def test_axe_finds_nothing_in_the_trace_markup_at_any_impact(browser: Any, book:
         theirs |= {what for mine, what in found if not mine}
         page.context.close()
     print("axe, the theme's own markup:", *sorted(theirs), sep="\n  ")
+
+
+def test_a_replys_markdown_is_rendered_with_and_without_javascript(browser: Any, book: Book) -> None:
+    # Filled in from the payload page (traces.js copies only what the renderer makes), and on that page itself.
+    anchor = "ch05_loop_endings-within_token_limit-live-turn-3-model"
+    watched = open_page(browser, book.url, "/ch05_loop_endings/")
+    page = watched.page
+    open_everything(page)
+    reply = page.locator(f"#{anchor} section.tr-md")
+    assert reply.locator("strong").all_text_contents()[:1] == ["butter"]
+    raw = page.locator(f"#{anchor} details.tr-raw")
+    assert raw.locator("summary").text_content() == "raw text"
+    assert "We're lowest on **butter**" in (raw.locator("pre").text_content() or "")
+    assert reply.evaluate("e => getComputedStyle(e).whiteSpace") == "normal"
+    page.context.close()
+    without = open_page(browser, book.url, f"/traces/ch05_loop_endings.payloads.html#{anchor}-body", javascript=False)
+    block = without.page.locator(f"#{anchor}-body")
+    assert block.locator("section.tr-md strong").first.text_content() == "butter"
+    assert block.locator("details.tr-raw pre").count() == 1
+    without.page.context.close()

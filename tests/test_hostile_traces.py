@@ -139,6 +139,15 @@ def test_each_bad_file_is_refused_with_one_error_by_every_reader(
     assert json.loads(capsys.readouterr().out)["errors"] == {"ch05_loop_endings": f"UnreadableTrace: {said}"}
 
 
+def test_a_negative_connection_set_up_is_refused_too(tmp_path: Path) -> None:
+    def negative_setup(run: dict[str, Any]) -> None:
+        run["scenarios"][0]["turns"][0]["model_call"]["exchanges"][0]["timing"]["setup_ms"] = -1.0
+
+    path = tmp_path / "ch05_loop_endings.live.json"
+    path.write_text(trace("ch05_loop_endings", negative_setup))
+    assert "exchanges.0.timing.setup_ms holds -1.0, and a duration is never negative" in str(refusal(path))
+
+
 def test_the_committed_traces_are_well_within_the_limits() -> None:
     for path in (ROOT / "docs" / "traces").glob("*.live.json"):
         assert read_trace(path).chapter == path.name.removesuffix(".live.json")
@@ -178,7 +187,7 @@ def test_a_build_verify_and_the_exports_warn_about_hostile_files_and_rewrite_non
     assert "Traceback" not in done.log
     for case, path in paths.items():
         [warning] = [line for line in done.lines("WARNING") if str(path) in line]
-        assert errors[case].problem in warning, (case, warning)
+        assert str(errors[case]) in warning, (case, warning)  # a live file: the whole error, what to do too
     assert book.build("--strict").returncode != 0
     assert {case: snapshot(path) for case, path in paths.items()} == before
 

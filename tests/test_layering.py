@@ -4,7 +4,8 @@
 engine and the renderer) and the MkDocs plugin are built on it, never the other
 way round. Only the plugin imports MkDocs (and ProperDocs): the adapters
 ``primer.book.plugin``, its ProperDocs twin and the hook form the book's
-``hooks/traces.py`` re-exports, which nothing else in the package imports.
+``hooks/traces.py`` re-exports, which nothing else in the package imports,
+and beside them the plugin's options and the reader of a book's configuration.
 Checked two ways: every import statement in the source (so a deferred import
 inside a function is caught too), and what is really loaded when the library
 runs a chapter.
@@ -73,8 +74,14 @@ def library_files() -> list[Path]:
 #: The hook form of the plugin, which the book's hook file re-exports.
 ADAPTER = "primer.book.mkdocs_hook"
 #: The modules of the package that may import MkDocs and ProperDocs: the plugin, its twin, its hook form,
-#: and the reader of a book's configuration through MkDocs' loader (the commands').
-ADAPTERS = ("primer.book.plugin", "primer.book.properdocs_plugin", ADAPTER, "primer.book.configuration")
+#: its options, and the reader of a book's configuration through MkDocs' loader (the commands').
+ADAPTERS = (
+    "primer.book.plugin",
+    "primer.book.properdocs_plugin",
+    ADAPTER,
+    "primer.book.options",
+    "primer.book.configuration",
+)
 #: The one module outside the machinery that reaches into it: the command line, run in a book's folder,
 #: reads the book's configuration (deferred, only where there is a mkdocs.yml).
 CLI = "primer.cli"

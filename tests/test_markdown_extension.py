@@ -15,6 +15,7 @@ from primer.book.markdown import NO_KEY, MockRunSource, TraceExtension, makeExte
 from primer.book.markers import Marker
 from primer.book.pages import placeholder
 from primer.chapters import chapter_names
+from primer.errors import ConfigError
 from tests.test_render_data import FixtureSource, mock_chapter, parse
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -103,10 +104,12 @@ def test_the_chapter_head_leads_only_the_first_marker_of_a_chapter() -> None:
 
 
 def test_the_html_is_stashed_not_reparsed_as_markdown() -> None:
-    # Markdown syntax inside a trace (a tool's `**` and `[x](y)`) stays text.
+    # Markdown syntax inside a trace (a tool's `**` and `[x](y)`) stays text: only a reply's is rendered,
+    # by the renderer itself (test_reply_markdown), its raw text beside it.
     tree = parse(markdown.Markdown(extensions=[TraceExtension(source=FixtureSource())]).convert("::: trace hostile"))
-    assert not tree.find("strong")
-    assert not tree.find("em")
+    emphasis = tree.find("strong") + tree.find("em")
+    assert emphasis
+    assert all(any(a.tag == "section" and a.attrs.get("class") == "tr-md" for a in n.ancestors()) for n in emphasis)
     assert "**bold** _em_" in tree.text
 
 
@@ -198,6 +201,14 @@ def test_source_given_as_an_import_path() -> None:
         "::: trace ch05_loop_endings"
     )
     assert "could not be imported" in parse(html).find("div", class_="tr-failed")[0].text
+
+
+def test_an_unknown_option_is_an_error_naming_it_and_listing_the_options() -> None:
+    with pytest.raises(ConfigError, match=r"no option 'chapter'\. Its options are: chapters, docs_dir"):
+        markdown.markdown(
+            "x", extensions=["primer.book.markdown"], extension_configs={"primer.book.markdown": {"chapter": "x"}}
+        )
+    assert makeExtension(chapters="mybook.chapters").getConfig("chapters") == "mybook.chapters"
 
 
 def test_module_exports() -> None:

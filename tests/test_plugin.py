@@ -10,7 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from primer.book.options import SETTINGS
 from primer.book.plugin import TraceBookPlugin
+from primer.variables import VARIABLES
 from tests.books import make_book
 
 
@@ -50,6 +52,13 @@ def test_the_options_are_defaults_the_environment_wins_over(monkeypatch: pytest.
     monkeypatch.setenv("PRIMER_LIVE", "refresh")
     monkeypatch.setenv("PRIMER_TRACES", "on")
     assert (plugin.environ()["PRIMER_LIVE"], plugin.environ()["PRIMER_TRACES"]) == ("refresh", "on")
+
+
+def test_each_option_a_variable_also_sets_is_an_option_and_names_a_setting() -> None:
+    # For whoever adds an option: an entry of SETTINGS that names no option or no setting fails here.
+    options = {name for name, _ in TraceBookPlugin().config_scheme}
+    assert set(SETTINGS) <= options
+    assert {setting for setting, _ in SETTINGS.values()} <= set(VARIABLES)
 
 
 def test_the_hook_is_the_plugin() -> None:

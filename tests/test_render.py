@@ -458,11 +458,21 @@ def test_json_is_pretty_printed_and_escaped() -> None:
     assert tree.find("pre")[0].children == [tree.text]  # text only: no element inside
 
 
+def _rendered_reply(node: Node) -> bool:
+    # A reply's Markdown, rendered, and its raw text beside it: the one place a reply makes elements.
+    classes = (node.attrs.get("class") or "").split()
+    return (node.tag == "section" and "tr-md" in classes) or (node.tag == "details" and "tr-raw" in classes)
+
+
 def _skeleton(tree: Node) -> list[tuple[str, int]]:
     def depth(node: Node) -> int:
         return sum(1 for _ in node.ancestors())
 
-    return [(n.tag, depth(n)) for n in tree.elements()]
+    return [
+        (n.tag, depth(n))
+        for n in tree.elements()
+        if not _rendered_reply(n) and not any(map(_rendered_reply, n.ancestors()))
+    ]
 
 
 def test_the_hostile_corpus_is_shown_as_text_and_breaks_nothing() -> None:
@@ -470,7 +480,11 @@ def test_the_hostile_corpus_is_shown_as_text_and_breaks_nothing() -> None:
     html = page("::: trace hostile\n", source, extensions=["tables"])
     tree = parse(html)
     tags = {n.tag for n in tree.elements()}
-    assert not tags & {"script", "img", "svg", "b", "strong", "em", "h1", "td-injected"}
+    assert not tags & {"script", "img", "svg", "b", "h1", "td-injected"}
+    # Emphasis only where a reply's Markdown is rendered (test_reply_markdown), never from other text.
+    emphasis = [n for n in tree.elements() if n.tag in ("strong", "em")]
+    assert emphasis
+    assert all(any(map(_rendered_reply, n.ancestors())) for n in emphasis)
     for node in tree.elements():
         assert not [name for name in node.attrs if name.startswith("on")], node
         href = (node.attrs.get("href") or "").strip().lower()
@@ -486,7 +500,10 @@ def test_the_hostile_corpus_is_shown_as_text_and_breaks_nothing() -> None:
     # The same traces with harmless text have exactly the same element tree.
     tame_tree = parse(page("::: trace hostile\n", _Only(hostile_chapter(tuple(TAME))), extensions=["tables"]))
     assert _skeleton(tree) == _skeleton(tame_tree)
-    assert len(tree.find("details")) == len(tame_tree.find("details")) > 10
+    raw = tree.find("details", class_="tr-raw")
+    assert raw
+    assert not tame_tree.find("details", class_="tr-raw")
+    assert len(tree.find("details")) - len(raw) == len(tame_tree.find("details")) > 10
 
 
 def long_traces(turns: int) -> ChapterTraces:

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import ast
+import importlib
 import json
 import os
 import shutil
+import sys
 import threading
 import time
 
@@ -360,6 +362,42 @@ def test_a_serve_session_sees_edited_chapters_and_library_code(package, tmp_path
     assert book.prepare().ran == 1
     assert said() == "value 30"
     assert not list(root.rglob("*.pyc")), "no bytecode written into watched folders"
+
+
+def _saved_long_ago(root):
+    # As a checkout is: its files saved well before the process that imports them started.
+    for path in root.rglob("*.py"):
+        os.utime(path, ns=(time.time_ns() - 3600 * 10**9,) * 2)
+
+
+def test_a_library_module_imported_by_other_means_is_current_until_it_is_edited(package):
+    name, root = package
+    _saved_long_ago(root)
+    finders = list(sys.meta_path)
+    chapters = Chapters(f"{name}.chapters")
+    # Imported after the chapters' first look, not by a chapter (as the machinery imports the trace core).
+    importlib.import_module(f"{name}.lib")
+    assert chapters.stale_library("ch_one") == []
+    edit(root / "lib.py", "VALUE = 1", "VALUE = 2")
+    assert chapters.stale_library("ch_one") == [root / "lib.py"]
+    assert sys.meta_path == finders, "nothing hooks the import system"
+
+
+def test_a_library_module_edited_before_it_was_first_looked_for_counts_as_changed(package):
+    name, root = package
+    _saved_long_ago(root)
+    chapters = Chapters(f"{name}.chapters")
+    importlib.import_module(f"{name}.lib")
+    # Saved after the import, before anything asked: its bytes now are not those it ran from.
+    edit(root / "lib.py", "VALUE = 1", "VALUE = 2")
+    assert chapters.stale_library("ch_one") == [root / "lib.py"]
+    # A chapter's import reads what it depends on before it runs: the same edit, seen the same way.
+    (root / "other.py").write_text("OTHER = 1\n")
+    edit(root / "chapters" / "_helper.py", "from .. import lib", "from .. import lib, other")
+    _saved_long_ago(root)
+    chapters.load("ch_one")
+    edit(root / "other.py", "OTHER = 1", "OTHER = 2")
+    assert chapters.stale_library("ch_one") == [root / "lib.py", root / "other.py"]
 
 
 def test_a_chapter_that_cannot_be_imported_is_shown_not_fatal(package, tmp_path, caplog):

@@ -21,7 +21,8 @@ if TYPE_CHECKING:
     from primer.book.html_cache import HtmlCache
     from primer.book.lock import BuildLock
     from primer.book.markdown import TraceExtension
-    from primer.book.plugin import TraceBookConfig, TraceBookPlugin
+    from primer.book.options import TraceBookConfig
+    from primer.book.plugin import TraceBookPlugin
     from primer.book.render import render_payloads, render_traces
     from primer.book.report import Report
     from primer.book.source import ChapterTraces, LiveStatus, TraceSource
@@ -61,7 +62,7 @@ _HOMES = {
     "LiveStatus": "primer.book.source",
     "MockRunSource": "primer.book.sources",
     "Report": "primer.book.report",
-    "TraceBookConfig": "primer.book.plugin",
+    "TraceBookConfig": "primer.book.options",
     "TraceBookPlugin": "primer.book.plugin",
     "TraceExtension": "primer.book.markdown",
     "TraceSource": "primer.book.source",

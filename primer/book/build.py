@@ -43,6 +43,7 @@ from primer.book.html_cache import HtmlCache
 from primer.book.logs import book_logger
 from primer.book.markers import find_markers
 from primer.book.pages import check, listing, off_page, replace
+from primer.book.prices import PriceTable, default_prices
 from primer.book.report import Report, anomalies, failed
 from primer.book.source import ChapterTraces, TraceSummary
 from primer.book.stopwatch import Stopwatch
@@ -134,6 +135,8 @@ class Book:
         self._pages_found: dict[str, PurePosixPath] | None = None
         #: Whether ``check_rules`` checks (the configuration's ``rules`` option).
         self.rules = True
+        #: The prices the pages' costs are worked out from (the front end sets the configuration's).
+        self.prices: PriceTable = default_prices()
 
     # -- the build ---------------------------------------------------------
 
@@ -196,8 +199,12 @@ class Book:
         try:
             return self.store.load(chapter, mode)
         except CorruptTrace as error:
-            action = "runs again and the file is replaced" if mode == "mock" else "is refreshed when a key is set"
-            self.log.warning(f"traces: {error} The {mode} trace of {chapter} {action}.")
+            if mode == "mock":  # the build's own cache: what to do about it is the build's to say
+                self.log.warning(
+                    f"traces: {error.problem} The mock trace of {chapter} runs again and the file is replaced."
+                )
+            else:
+                self.log.warning(f"traces: {error} The live trace of {chapter} is refreshed when a key is set.")
             return None
 
     def save(self, run: ChapterRun) -> None:
@@ -236,7 +243,7 @@ class Book:
                     else:
                         self.chapter_pages.setdefault(marker.chapter, url)
             found = check(name, markdown, names) + live_prose.problems(name, markdown, names)
-            for warning in found + self.prose.problems(name, markdown, self.store):
+            for warning in found + self.prose.problems(name, markdown, self.store, self.prices):
                 self.log.warning(f"traces: {warning}")
             if renderer:
                 return markdown  # the extension keeps or drops the live blocks

@@ -16,19 +16,21 @@ chapters that depend on them in a fresh interpreter instead.
 "Changed since it was imported" needs the source as it was *when imported*,
 not when first asked about: a file already edited by then would look
 unchanged, its old code would run, and its trace would be stored under the
-new code's fingerprint. So the source of every module of the book's packages
-is kept as it is executed: by a finder on ``sys.meta_path`` for what is
-imported from now on, read at once for what is imported already.
+new code's fingerprint. ``Executed`` keeps it, on the ``Chapters`` (which a
+book keeps for the life of its process), without hooking the import system:
+before a chapter is imported, the files of the modules it depends on that
+are not imported yet are read (its import, or its run, executes them after);
+a module imported by other means is read when next looked for, and counts
+as unknown (so changed) if its file was saved since the look before, which
+it was imported after.
 """
 
 from __future__ import annotations
 
 import importlib
-import importlib.abc
-import importlib.machinery
 import os
 import sys
-from collections.abc import Sequence
+import time
 from contextlib import AbstractContextManager
 from pathlib import Path
 from types import ModuleType
@@ -40,72 +42,72 @@ from primer.locator import DEFAULT_PACKAGE, ChapterLocator, scenarios_of
 if TYPE_CHECKING:
     from primer.scenario import Scenario
 
-__all__ = ["DEFAULT_PACKAGE", "Chapters"]
+__all__ = ["DEFAULT_PACKAGE", "Chapters", "Executed"]
 
-#: Module name -> the source it was executed from, for the whole process:
-#: sys.modules is process-wide, and so is what it holds.
-_LOADED: dict[str, bytes | None] = {}
-#: Top-level packages whose modules' sources are kept.
-_WATCHED: set[str] = set()
+# How much earlier than a look a file must have been saved for its bytes then to be those
+# a module imported after the look executed: file systems stamp coarsely (FAT: 2 s).
+_MARGIN_NS = 2_000_000_000
 
 
-def _read(path: str | None) -> bytes | None:
+def _read(path: str | Path | None, *, saved_before: int | None = None) -> bytes | None:
+    """A file's bytes; None if it cannot be read, or was saved after ``saved_before`` (ns, less the margin)."""
     try:
-        return Path(path).read_bytes() if path else None
+        file = Path(path) if path else None
+        if file is None or (saved_before is not None and file.stat().st_mtime_ns > saved_before - _MARGIN_NS):
+            return None
+        return file.read_bytes()
     except OSError:
         return None
 
 
-class _KeepingLoader(importlib.machinery.SourceFileLoader):
-    """The usual loader of a ``.py`` file, keeping the source as it executes the module."""
+class Executed:
+    """The source each module of some top-level packages was executed from, as far as this process can tell.
 
-    def exec_module(self, module: ModuleType) -> None:
-        """Keep the file's content, then run it."""
-        _LOADED[module.__name__] = _read(self.path)
-        super().exec_module(module)
+    None stands for a source not known (a file unread, or saved since the
+    look before the one that found its module): such a module counts as
+    changed. The modules of ``reloaded`` (the chapters' package) are kept
+    only as this process imports them: one imported by other means is
+    re-imported when it is next loaded, which is always safe.
+    ``sys.modules`` is the process's, so what this holds is right for as
+    long as the process runs; nothing is forgotten but a module about to be
+    re-imported (``before``).
+    """
 
+    def __init__(self, *tops: str, reloaded: str) -> None:
+        self.tops = set(tops)
+        # The package whose modules are re-imported when in doubt: a look leaves them out.
+        self._reloaded = reloaded
+        self.sources: dict[str, bytes | None] = {}
+        # When the last look began (ns); None before the first, when what is imported already
+        # (at start-up, moments ago) is taken as it is now.
+        self._looked: int | None = None
+        # Every name in sys.modules at the last look, of any package.
+        self._names: set[str] = set()
 
-class _KeepingFinder(importlib.abc.MetaPathFinder):
-    """Finds the watched packages' modules as Python would, with a ``_KeepingLoader``."""
+    def look(self) -> None:
+        """Keep the source of every module of the packages imported since the last look (but ``reloaded``'s)."""
+        looked, self._looked = self._looked, time.time_ns()
+        # Asked before every chapter's import: only the names new since the last look are read.
+        new = sys.modules.keys() - self._names
+        self._names |= new
+        for name in new:
+            if name in self.sources or name.partition(".")[0] not in self.tops:
+                continue
+            if name != self._reloaded and not name.startswith(f"{self._reloaded}."):
+                file = getattr(sys.modules.get(name), "__file__", None)
+                self.sources[name] = _read(file, saved_before=looked)
 
-    def find_spec(
-        self, fullname: str, path: Sequence[str] | None, target: ModuleType | None = None
-    ) -> importlib.machinery.ModuleSpec | None:
-        """The spec ``PathFinder`` gives, its loader swapped when it loads source."""
-        if fullname.partition(".")[0] not in _WATCHED:
-            return None
-        spec = importlib.machinery.PathFinder.find_spec(fullname, path, target)
-        if spec is not None and type(spec.loader) is importlib.machinery.SourceFileLoader:
-            spec.loader = _KeepingLoader(spec.loader.name, spec.loader.path)
-        return spec
+    def before(self, name: str, path: Path | None) -> None:
+        """Keep the source of a module this process is about to execute (import, or re-import)."""
+        self.sources[name] = _read(path)
 
-
-def _watch(package: str) -> None:
-    """Keep the sources of a top-level package's modules, from now on and those imported already."""
-    top = package.partition(".")[0]
-    if top in _WATCHED:
-        return
-    _WATCHED.add(top)
-    if not any(isinstance(finder, _KeepingFinder) for finder in sys.meta_path):
-        sys.meta_path.insert(0, _KeepingFinder())
-    for name, module in list(sys.modules.items()):
-        if name.partition(".")[0] == top and name not in _LOADED:
-            # Imported moments ago, as this module was: read as they are now.
-            _LOADED[name] = _read(getattr(module, "__file__", None))
-
-
-def _changed(name: str, path: Path) -> bool:
-    """Whether a module's file now differs in code from the source it was executed from."""
-    if name not in _LOADED:
-        return True  # imported unseen: it cannot be known to be current
-    loaded, current = _LOADED[name], _read(str(path))
-    if loaded == current:
-        return False
-    # A comment or a docstring changes nothing that runs (the fingerprint's rule).
-    return loaded is None or current is None or code_digest(loaded) != code_digest(current)
-
-
-_watch("primer")
+    def changed(self, name: str, path: Path) -> bool:
+        """Whether a module's file now differs in code from the source it was executed from."""
+        loaded, current = self.sources.get(name), _read(path)
+        if loaded == current:
+            return loaded is None  # unknown, or unreadable, is never current
+        # A comment or a docstring changes nothing that runs (the fingerprint's rule).
+        return loaded is None or current is None or code_digest(loaded) != code_digest(current)
 
 
 class Chapters:
@@ -114,9 +116,11 @@ class Chapters:
     def __init__(self, package: str = DEFAULT_PACKAGE, *, imports_cache: Path | None = None) -> None:
         self.package = package
         self.locator = ChapterLocator(package)
-        _watch(self.package)
         # The runner records every trace, so its code is every chapter's code.
         self.graph = CodeGraph([self.package, "primer"], imports_cache=imports_cache)
+        #: The sources the book's modules were executed from: those imported already, as they are now.
+        self.executed = Executed(*self.graph.roots, reloaded=package)
+        self.executed.look()
 
     def snapshot(self) -> AbstractContextManager[None]:
         """Several fingerprints (a build's) sharing one look at the files: ``CodeGraph.snapshot``."""
@@ -144,13 +148,14 @@ class Chapters:
 
     def stale_library(self, chapter: str) -> list[Path]:
         """Library files this process imported that changed on disk since."""
+        self.executed.look()
         stale = []
         for path in self.dependencies(chapter):
             if self._own(path):
                 continue
             name = self.graph.name_of(path)
             # Never imported here: it will be read fresh when it is.
-            if name in sys.modules and _changed(name, path):
+            if name in sys.modules and self.executed.changed(name, path):
                 stale.append(path)
         return stale
 
@@ -158,7 +163,15 @@ class Chapters:
         """Import a chapter, re-importing what of its package changed since; raises what importing raises."""
         self.locator.require(chapter)
         name = self.module_name(chapter)
-        own = [self.graph.name_of(path) for path in self.dependencies(chapter) if self._own(path)]
+        own = []
+        self.executed.look()  # what was imported by other means since the last look
+        for path in self.dependencies(chapter):
+            module = self.graph.name_of(path)
+            if self._own(path):
+                own.append(module)
+            elif module not in sys.modules:
+                # The chapter's import, or its run, may import it: read it now, before it executes.
+                self.executed.before(module, path)
         # Helpers first, the chapter last. Once one module is re-imported, so
         # is every one after it: the chapter built its scenarios from the
         # helpers' values at the time it was imported.
@@ -167,28 +180,26 @@ class Chapters:
             executed = self._fresh(module_name, force=executed) or executed
         return sys.modules[name]
 
-    @staticmethod
-    def _fresh(name: str, *, force: bool = False) -> bool:
+    def _fresh(self, name: str, *, force: bool = False) -> bool:
         """Import a module, or re-import it if its file changed (or ``force``); whether it ran."""
         module = sys.modules.get(name)
+        path = self.graph.path_of(name)
         if module is None:
-            module = importlib.import_module(name)
-            ran = True
-        else:
-            # Any saved byte: a reload is cheap, and keeps tracebacks' line numbers true.
-            ran = force or _LOADED.get(name) != _read(module.__file__)
-            if ran:
-                # No .pyc: a bytecode file appearing in a watched folder would
-                # make `mkdocs serve` rebuild a second time.
-                dont_write, sys.dont_write_bytecode = sys.dont_write_bytecode, True
-                try:
-                    _LOADED.pop(name, None)  # recorded anew as it executes
-                    importlib.reload(module)
-                finally:
-                    sys.dont_write_bytecode = dont_write
-        if name not in _LOADED:  # loaded by other means than the finder: as good as now
-            _LOADED[name] = _read(module.__file__)
-        return ran
+            self.executed.before(name, path)
+            importlib.import_module(name)
+            return True
+        # Any saved byte: a reload is cheap, and keeps tracebacks' line numbers true.
+        if not force and name in self.executed.sources and self.executed.sources[name] == _read(path):
+            return False
+        # No .pyc: a bytecode file appearing in a watched folder would
+        # make `mkdocs serve` rebuild a second time.
+        dont_write, sys.dont_write_bytecode = sys.dont_write_bytecode, True
+        try:
+            self.executed.before(name, path)
+            importlib.reload(module)
+        finally:
+            sys.dont_write_bytecode = dont_write
+        return True
 
     def scenarios(self, chapter: str) -> list[Scenario]:
         """A chapter's scenarios, in the order written."""

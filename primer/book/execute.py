@@ -147,32 +147,26 @@ def run_live_jobs(
     """Run ``(chapter, scenario)`` jobs live, in order (``runner`` None: a ``SharedLive``); failures are error runs."""
     if not jobs:
         return []
-    redactor = settings.redactor()
-    shared = None
     if runner is None:
         from primer.book.shared_live import SharedLive  # the SDK and its HTTP stack: only for live runs
 
-        shared = SharedLive()
-    run = runner if runner is not None else shared
-    assert run is not None  # one or the other
+        with SharedLive() as shared:
+            return run_live_jobs(jobs, settings, shared, workers=workers, time_limit=time_limit, progress=progress)
 
     def job(scenario: Scenario) -> Callable[[], ScenarioRun | Exception | None]:
-        return lambda: run(scenario, settings)
+        return lambda: runner(scenario, settings)
 
-    try:
-        # A label is for progress lines only: an outcome is matched to its
-        # scenario by position, so the name recorded is the scenario's own, whole.
-        outcomes = run_bounded(
-            [(f"{chapter}/{scenario.name}", job(scenario)) for chapter, scenario in jobs],
-            limit=time_limit,
-            workers=workers,
-            on_timeout=lambda _label: None,
-            on_error=lambda _label, error: error,
-            progress=progress,
-        )
-    finally:
-        if shared is not None:
-            shared.close()
+    # A label is for progress lines only: an outcome is matched to its
+    # scenario by position, so the name recorded is the scenario's own, whole.
+    outcomes = run_bounded(
+        [(f"{chapter}/{scenario.name}", job(scenario)) for chapter, scenario in jobs],
+        limit=time_limit,
+        workers=workers,
+        on_timeout=lambda _label: None,
+        on_error=lambda _label, error: error,
+        progress=progress,
+    )
+    redactor = settings.redactor()
     timed_out = f"no result within the {time_limit:g}s wall-clock limit"
     return [
         outcome

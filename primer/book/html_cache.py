@@ -298,15 +298,18 @@ class HtmlCache:
         anchors: Anchors,
         head: bool,
         render: Callable[[], str],
+        key: str = "",
     ) -> str:
         """The HTML ``render()`` gives for this marker, rendered only if not kept.
 
         ``render`` must draw ``traces`` (one ``scenario``, or all) with
-        ``anchors`` and ``head`` as given: it is what the key stands for.
+        ``anchors`` and ``head`` as given: it is what the key stands for;
+        ``key`` adds what else it depends on (the render options), as it
+        is added to the ``traces_key`` given to ``cached``.
         """
         started = time.perf_counter()
         try:
-            slot, key = self._slot(traces.chapter, scenario, self.traces_key(traces), anchors, head)
+            slot, key = self._slot(traces.chapter, scenario, self.traces_key(traces) + key, anchors, head)
             return self._made(slot, key, anchors, render)
         finally:
             self.seconds += time.perf_counter() - started

@@ -52,27 +52,22 @@ way, which works without JavaScript.
 
 from __future__ import annotations
 
-import re
 import time
-import xml.etree.ElementTree as etree
 from typing import TYPE_CHECKING, Any
 
 from markdown import Markdown
-from markdown.blockparser import BlockParser
-from markdown.blockprocessors import BlockProcessor
 from markdown.extensions import Extension
-from markdown.postprocessors import Postprocessor
 from markdown.util import AtomicString
 
 from primer.book.links import page_relative
 from primer.book.live_prose import LiveProse, ModeBlock, opening_html
 from primer.book.logs import book_logger
 from primer.book.markers import Marker, NearMiss, parse_line
-from primer.book.pages import OFF_CLASS, off_note
+from primer.book.placement import PutBack, TraceProcessor, token
+from primer.book.render_options import RenderOptions
 from primer.book.sources import (
     NO_KEY,
     MockRunSource,
-    assets_for_page,
     book_for_page,
     collect,
     page_source,
@@ -105,108 +100,10 @@ class PageIds:
         self.used = used
 
 
-class TraceProcessor(BlockProcessor):
-    """Replaces each marker line with its rendered traces (held as a token, put back whole: never re-parsed)."""
-
-    def __init__(self, parser: BlockParser, extension: TraceExtension) -> None:
-        super().__init__(parser)
-        self.extension = extension
-        # What test() found in the block it was asked about, for run(), which
-        # Python-Markdown calls next with that block: each is parsed once.
-        self._tested: tuple[str, tuple[int, Marker | NearMiss] | None] = ("", None)
-
-    @staticmethod
-    def _first(block: str) -> tuple[int, Marker | NearMiss] | None:
-        # The first line of the block meant as a marker, valid or not.
-        for index, line in enumerate(block.split("\n")):
-            parsed = parse_line(line) if ":::" in line else None
-            if parsed is not None:
-                return index, parsed
-        return None
-
-    def test(self, parent: etree.Element, block: str) -> bool:
-        """Whether the block holds a line meant as a marker (a near miss is shown as an error)."""
-        if ":::" not in block:  # asked of nearly every block of every page: most hold none
-            return False
-        self._tested = (block, self._first(block))
-        return self._tested[1] is not None
-
-    def run(self, parent: etree.Element, blocks: list[str]) -> None:
-        """Render the first marker of the block; the text around it is parsed as usual."""
-        block = blocks.pop(0)
-        tested, found = self._tested
-        if tested is not block:
-            found = self._first(block)
-        if found is None:  # test() said yes; be safe if another processor changed it
-            blocks.insert(0, block)
-            return
-        index, marker = found
-        lines = block.split("\n")
-        before, after = "\n".join(lines[:index]).rstrip("\n"), "\n".join(lines[index + 1 :]).lstrip("\n")
-        if before:
-            self.parser.parseBlocks(parent, [before])
-        if isinstance(marker, Marker) and self.extension.off:
-            assets_for_page(self.parser.md)
-            _placeholder(parent, marker)
-        else:
-            if isinstance(marker, NearMiss):
-                html = self.extension.html_for_near_miss(marker)
-            else:
-                html = self.extension.html_for(marker.chapter, marker.scenario)
-            held = etree.SubElement(parent, "p")
-            held.text = self.extension.hold(html)
-        if after:
-            blocks.insert(0, after)
-
-
-class PutBack(Postprocessor):
-    """Puts each marker's HTML where the paragraph holding its token is (``TraceExtension.hold``).
-
-    Not Python-Markdown's HTML stash: its postprocessor searches every
-    stashed block for placeholders nested in it, and a trace block is tens of
-    kilobytes with none, on every page of a warm build. A token is found in
-    the page's own HTML only, once.
-    """
-
-    def __init__(self, md: Markdown, extension: TraceExtension) -> None:
-        super().__init__(md)
-        self.extension = extension
-
-    def run(self, text: str) -> str:
-        """The document with each token, and the paragraph around it, replaced by its HTML."""
-        held = self.extension.held
-        if not held:
-            return text
-
-        def back(match: re.Match[str]) -> str:
-            index = int(match[1] or match[2])
-            return held[index] if index < len(held) else match[0]
-
-        return _TOKEN.sub(back, text)
-
-
-# A marker's token: STX and ETX around it, which the renderer never lets
-# through from a model, a tool or a service (``render._clean``), so no trace
-# can forge one; a word Python-Markdown's own placeholders do not use.
-def _token(index: str) -> str:
-    return f"\x02trace-book:{index}\x03"
-
-
-_TOKEN = re.compile(f"<p>{_token('([0-9]+)')}</p>|{_token('([0-9]+)')}")
-
-
 def _names(line: str) -> tuple[str, str | None] | None:
     # The chapter and scenario a line names, if it is a valid marker.
     parsed = parse_line(line)
     return (parsed.chapter, parsed.scenario) if isinstance(parsed, Marker) else None
-
-
-def _placeholder(parent: etree.Element, marker: Marker) -> None:
-    # The note ``primer.book.pages.placeholder`` writes, built as an element
-    # with atomic text: no inline pattern reads it, and Python-Markdown has no
-    # stashed HTML to put back (which costs more than the element, on every page).
-    note = etree.SubElement(parent, "p", {"class": OFF_CLASS})
-    note.text = AtomicString(off_note(marker))
 
 
 class TraceExtension(Extension):
@@ -225,7 +122,12 @@ class TraceExtension(Extension):
     """
 
     def __init__(
-        self, *, source: TraceSource | str | None = None, cache: HtmlCache | None = None, **kwargs: Any
+        self,
+        *,
+        source: TraceSource | str | None = None,
+        cache: HtmlCache | None = None,
+        options: RenderOptions | None = None,
+        **kwargs: Any,
     ) -> None:
         self.config = {
             # No default for a book (primer.variables.book_chapters); a plain Markdown instance runs primer.chapters.
@@ -237,6 +139,7 @@ class TraceExtension(Extension):
             ],
             "traces_off": [False, "Show a placeholder for each marker, load and run nothing (PRIMER_TRACES=off)."],
             "rules": [True, "Have the book's build check its rules (primer.book.rules); the hook reads it."],
+            "prices": [{}, "Prices per model over the package's own (primer.book.prices): costs of live runs."],
         }
         super().__init__(**kwargs)
         #: Whether traces are off: the option, or ``PRIMER_TRACES=off`` where no hook sets it (Zensical).
@@ -246,6 +149,8 @@ class TraceExtension(Extension):
 
             if not isinstance(cache, HtmlCache):
                 raise ConfigError(f"The trace extension's cache must be an HtmlCache, not {type(cache).__name__}.")
+        #: What the book's configuration changes in the HTML (the plugin's, or from the ``prices`` option).
+        self.options = options if options is not None else render_options(self.getConfig("prices"), "the extension")
         self._given = source
         self._source: TraceSource | None = None
         self._cache = cache
@@ -260,10 +165,19 @@ class TraceExtension(Extension):
         #: The page being rendered, its name and Markdown, as the plugin read it (``_unseen``).
         self.reading: tuple[str, str] | None = None
 
+    def setConfig(self, key: str, value: Any) -> None:
+        """Set an option; a name the extension has no option for is an error naming it (not a bare KeyError)."""
+        if key not in self.config:
+            raise ConfigError(
+                f"The trace extension (primer.book.markdown) has no option {key!r}. "
+                f"Its options are: {', '.join(self.config)}."
+            )
+        super().setConfig(key, value)
+
     def hold(self, html: str) -> AtomicString:
         """A token for ``html``, to stand as a paragraph's text until ``PutBack`` puts ``html`` there."""
         self.held.append(html)
-        return AtomicString(_token(str(len(self.held) - 1)))
+        return AtomicString(token(str(len(self.held) - 1)))
 
     @property
     def anchors(self) -> Anchors:
@@ -297,6 +211,7 @@ class TraceExtension(Extension):
                 else:
                     self._source = book.store
                     self._cache = self._cache or book.rendered
+                    book.prices = self.options.prices  # Zensical: the extension's prices are the book's
         return self._source
 
     @property
@@ -395,7 +310,8 @@ class TraceExtension(Extension):
             return None
         require_scenario(chapter, scenario, summary.names)
         cache.seconds += time.perf_counter() - started
-        return cache.cached(chapter, scenario, summary.html, anchors=self._ids, head=chapter not in self._headed)
+        key = summary.html + self.options.key
+        return cache.cached(chapter, scenario, key, anchors=self._ids, head=chapter not in self._headed)
 
     def html_for(self, chapter: str, scenario: str | None) -> str:
         """The HTML for one marker: the traces, or a visible error block."""
@@ -438,20 +354,27 @@ class TraceExtension(Extension):
         anchors = self.anchors
 
         def render() -> str:
-            return render_traces(traces, scenario, anchors=anchors, head=head)
+            return render_traces(traces, scenario, anchors=anchors, head=head, options=self.options)
 
         cache = self.cache
         if cache is None:
             return render()
         # Loading the renderer and the traces count with the cache's own time.
         cache.seconds += time.perf_counter() - started
-        return cache.html(traces, scenario, anchors=anchors, head=head, render=render)
+        return cache.html(traces, scenario, anchors=anchors, head=head, render=render, key=self.options.key)
 
 
 def _error(message: str, marker: str) -> str:
     from primer.book.render import render_error
 
     return render_error(message, marker=marker)
+
+
+def render_options(prices: Any, where: str) -> RenderOptions:
+    """The render options of a ``prices`` option (model → price, over the package's table); ``where`` names it."""
+    from primer.book.prices import default_prices
+
+    return RenderOptions(default_prices().extended(prices, where=f"the `prices` option of {where}"))
 
 
 def makeExtension(**kwargs: Any) -> TraceExtension:

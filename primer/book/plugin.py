@@ -1,20 +1,18 @@
 """The ``trace-book`` MkDocs plugin: the book's traces in its pages, and MkDocs' quirks kept here.
 
-The one module of the book machinery that knows MkDocs (and ProperDocs,
-through its twin, ``primer.book.properdocs_plugin``). A book names it as
-authors name mkdocstrings::
+The book machinery's front end for MkDocs (and ProperDocs, through its
+twin, ``primer.book.properdocs_plugin``): the one place its events are
+handled. A book names it as authors name mkdocstrings::
 
     plugins:
       - search
       - trace-book:
           chapters: mybook.chapters   # the chapters' package (PRIMER_CHAPTERS wins)
 
-Options (``TraceBookConfig``; an unknown or mistyped one fails the
-configuration, naming it): ``enabled`` (False: every marker shows a
-placeholder, nothing runs; ``PRIMER_TRACES`` wins), ``chapters``,
-``traces_dir`` (the frozen live traces, in the docs folder), ``cache_dir``
-(beside ``mkdocs.yml``) and ``live`` (``auto``, ``off``, ``refresh``;
-``PRIMER_LIVE`` wins). The plugin adds the Markdown extension itself, as
+Its options (``enabled``, ``chapters``, ``traces_dir``, ``cache_dir``,
+``live``, ``rules``) are ``primer.book.options``'s: an unknown or mistyped
+one fails the configuration, naming it; environment variables win over
+them. The plugin adds the Markdown extension itself, as
 mkdocstrings does: an instance that renders from this plugin's book. A
 ``primer.book.markdown`` entry of ``markdown_extensions`` (which Zensical,
 running no plugin, needs) is replaced by it, and its ``chapters`` option
@@ -35,32 +33,31 @@ Each event's docstring says what it does. From ``on_config`` to
 
 from __future__ import annotations
 
-import gc
 import os
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from mkdocs.config import base
-from mkdocs.config import config_options as c
-from mkdocs.config.base import ValidationError
 from mkdocs.config.config_options import ExtraScriptValue
 from mkdocs.exceptions import PluginError
 from mkdocs.plugins import BasePlugin, event_priority
 from mkdocs.structure.files import File, InclusionLevel
 
-from primer.book.links import PUBLISHED_DIR, page_relative
+from primer.book import options as plugin_options
+from primer.book.links import page_relative
 from primer.book.lock import BuildLock
 from primer.book.logs import book_logger
+from primer.book.options import TraceBookConfig
 from primer.book.pages import chapters_named, malformed, off_page
-from primer.book.session import CACHE_DIR, Session
+from primer.book.session import Session
 from primer.errors import ConfigError
-from primer.variables import VARIABLES, traces_off, unknown_variables
+from primer.variables import traces_off, unknown_variables
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
 
     from jinja2 import Environment
+    from mkdocs.config import base
     from mkdocs.config.defaults import MkDocsConfig
     from mkdocs.livereload import LiveReloadServer
     from mkdocs.structure.files import Files
@@ -70,6 +67,7 @@ if TYPE_CHECKING:
 
     from primer.book.build import Book
     from primer.book.markdown import TraceExtension
+    from primer.book.render_options import RenderOptions
 
 __all__ = ["EXTENSION", "TraceBookConfig", "TraceBookPlugin"]
 
@@ -77,27 +75,6 @@ __all__ = ["EXTENSION", "TraceBookConfig", "TraceBookPlugin"]
 EXTENSION = "primer.book.markdown"
 #: The book's logger (``primer.book.build.LOGGER_NAME``), for what the plugin says with traces off.
 log = book_logger("mkdocs.plugins.primer")
-# MkDocs' own words for a name no option reads: the plugin makes them an error.
-_UNKNOWN = "Unrecognised configuration name"
-
-
-# MkDocs' Config sets its options up in an untyped __init_subclass__.
-class TraceBookConfig(base.Config):  # type: ignore[no-untyped-call]
-    """The plugin's options, validated by MkDocs (an unknown one fails the configuration)."""
-
-    #: False: each marker shows a placeholder, nothing runs (``PRIMER_TRACES`` wins).
-    enabled = c.Type(bool, default=True)
-    #: The chapters' package; unset: the extension's ``chapters`` option, else ``primer.chapters``.
-    chapters = c.Optional(c.Type(str))
-    #: The frozen live traces' folder, in the docs folder.
-    traces_dir = c.Type(str, default=PUBLISHED_DIR)
-    #: The machinery's cache, relative to the folder of ``mkdocs.yml``.
-    cache_dir = c.Type(str, default=CACHE_DIR.as_posix())
-    #: Live runs when a key is set: ``auto``, ``off`` or ``refresh`` (``PRIMER_LIVE`` wins).
-    live = c.Optional(c.Choice(("auto", "off", "refresh")))
-    #: False: the build does not check the book's rules (``primer.book.rules``); a hook book
-    #: says so as the extension's ``rules`` option.
-    rules = c.Type(bool, default=True)
 
 
 class TraceBookPlugin(BasePlugin[TraceBookConfig]):  # type: ignore[no-untyped-call]
@@ -132,25 +109,15 @@ class TraceBookPlugin(BasePlugin[TraceBookConfig]):  # type: ignore[no-untyped-c
     ) -> tuple[base.ConfigErrors, base.ConfigWarnings]:
         """Validate the options; one no option reads is an error naming it (MkDocs only warns)."""
         errors, warnings = super().load_config(options, config_file_path)
-        names = ", ".join(name for name, _ in self.config_scheme)
-        for key, message in [w for w in warnings if isinstance(w[1], str) and w[1].startswith(_UNKNOWN)]:
-            warnings.remove((key, message))
-            errors.append((key, ValidationError(f"trace-book has no option {key!r}. Its options are: {names}.")))
-        return errors, warnings
+        return plugin_options.unknown_as_errors([name for name, _ in self.config_scheme], errors, warnings)
 
     def defaults(self) -> dict[str, str]:
-        """The ``PRIMER_*`` settings the options give (``enabled``, ``live``), which the environment overrides."""
-        defaults: dict[str, str] = {}
-        if not self.config.enabled:
-            defaults[VARIABLES["traces"]] = "off"
-        if self.config.live:
-            defaults[VARIABLES["live"]] = self.config.live
-        return defaults
+        """The ``PRIMER_*`` settings the options give, which the environment overrides (``primer.book.options``)."""
+        return plugin_options.defaults(self.config)
 
     def environ(self) -> Mapping[str, str]:
         """The ``PRIMER_*`` settings of this build: the options as defaults, the environment over them."""
-        defaults = self.defaults()
-        return {**defaults, **os.environ} if defaults else os.environ
+        return plugin_options.environ(self.config)
 
     def on_startup(self, *, command: str, dirty: bool) -> None:
         """Note what MkDocs runs: ``build`` or ``serve``, and ``--dirty``."""
@@ -159,7 +126,6 @@ class TraceBookPlugin(BasePlugin[TraceBookConfig]):  # type: ignore[no-untyped-c
     def on_config(self, config: MkDocsConfig) -> MkDocsConfig:
         """Prepare the book, put the extension in, and add the stylesheet and script."""
         # Traces off loads nothing of the engine (nor pydantic): benchmarks/scale.py.
-        gc.unfreeze()  # what an earlier build of this process froze
         session = self.session
         environ = self.environ()
         session.off = traces_off(environ)
@@ -200,9 +166,6 @@ class TraceBookPlugin(BasePlugin[TraceBookConfig]):  # type: ignore[no-untyped-c
         except BaseException:
             self.lock.release()
             raise
-        # What the book loaded outlives every page: the collector need not walk it
-        # (given back at the next build, or when a served one ends).
-        gc.freeze()
         book.clock.add("load", opened)
         session.payloads.clear()
         with book.clock("search"):
@@ -228,10 +191,26 @@ class TraceBookPlugin(BasePlugin[TraceBookConfig]):  # type: ignore[no-untyped-c
         }
         if book is not None:
             options.update(source=book.store, cache=book.rendered)
+        options["options"] = rendering = self._render_options(config)
+        if book is not None:
+            book.prices = rendering.prices  # the prose check finds the costs the pages show
         self.extension = TraceExtension(**options)
         if named:
             config.markdown_extensions.remove(EXTENSION)
         config.markdown_extensions.append(self.extension)  # type: ignore[arg-type]  # MkDocs takes instances
+
+    def _render_options(self, config: MkDocsConfig) -> RenderOptions:
+        """The prices of ``mkdocs.yml``: the extension's ``prices``, then the plugin's over them."""
+        from primer.book.markdown import render_options
+        from primer.book.render_options import RenderOptions
+
+        name = Path(config.config_file_path or "mkdocs.yml").name
+        named = dict(config.mdx_configs.get(EXTENSION, {})).get("prices") or {}
+        try:
+            table = render_options(named, f"{EXTENSION} in {name}").prices
+            return RenderOptions(table.extended(self.config.prices, where=f"{name}, the trace-book plugin's prices"))
+        except ConfigError as error:
+            raise PluginError(str(error)) from None
 
     def _leave(self, config: MkDocsConfig, *events: str) -> None:
         # Page events it has nothing to do in (traces off), out of this build's
@@ -331,8 +310,6 @@ class TraceBookPlugin(BasePlugin[TraceBookConfig]):  # type: ignore[no-untyped-c
 
     def on_post_build(self, *, config: MkDocsConfig) -> None:
         """Publish the trace JSON into the site, drop unused cached HTML, log the machinery's share."""
-        if self.session.serving:  # a build's process ends here: its last collection need not walk the book
-            gc.unfreeze()
         book = self.book
         if book is None:
             return
@@ -346,8 +323,7 @@ class TraceBookPlugin(BasePlugin[TraceBookConfig]):  # type: ignore[no-untyped-c
         self._release()
 
     def on_build_error(self, *, error: Exception) -> None:
-        """Give what on_config froze back to the garbage collector, and the cache to the next build."""
-        gc.unfreeze()
+        """Give the cache to the next build."""
         self._release()
 
     def on_shutdown(self) -> None:

@@ -28,8 +28,9 @@ from primer.book.atomic import write_if_changed
 from primer.book.markers import _lines_outside_code, find_markers
 
 if TYPE_CHECKING:
+    from primer.book.prices import PriceTable
     from primer.book.source import ChapterTraces, TraceSummary
-    from primer.trace import ScenarioRun
+    from primer.trace import ChapterRun, ScenarioRun
 
 __all__ = ["Fact", "ProseChecks", "corpus", "facts", "problems"]
 
@@ -126,11 +127,11 @@ def _payloads(run: ScenarioRun) -> str:
     return _ESCAPED_SPACE.sub(" ", _HEADER.sub(r"\1: \2", text))
 
 
-def _lines(run: ScenarioRun) -> Iterator[str]:
+def _lines(run: ScenarioRun, cost: str | None) -> Iterator[str]:
     from primer import summary
     from primer.book.stream_view import stream_view
 
-    yield summary.scenario_line(run)
+    yield summary.scenario_line(run, cost=cost)
     yield summary.scenario_story(run)
     yield summary.ending_line(run.ending)
     for turn in run.turns:
@@ -151,9 +152,22 @@ def _normal(text: str) -> str:
     return text.casefold()
 
 
-def corpus(run: ScenarioRun) -> str:
-    """What a run shows, as the check compares it: its pieces, normalised, kept apart."""
-    return _APART.join(_normal(piece) for piece in [*_lines(run), _payloads(run)])
+def corpus(run: ScenarioRun, prices: PriceTable | None = None) -> str:
+    """What a run shows, as the check compares it: its pieces, normalised, kept apart.
+
+    With ``prices``, its line shows what it cost, as the page does (a live run's, where its model's price is known).
+    """
+    cost = prices.cost([run]) if prices is not None else None
+    return _APART.join(_normal(piece) for piece in [*_lines(run, cost.text if cost else None), _payloads(run)])
+
+
+def _head(run: ChapterRun, prices: PriceTable | None) -> str:
+    """The chapter's totals line as its head shows it (``live turns=9 · ... · $0.0014 (prices read ...)``)."""
+    from primer import summary
+
+    cost = prices.cost(run.scenarios) if prices is not None else None
+    line = summary.chapter_line(run, cost=cost.text if cost else None)
+    return _normal(f"{line} ({cost.read})" if cost else line)
 
 
 def _pattern(fact: str) -> re.Pattern[str]:
@@ -164,17 +178,26 @@ def _pattern(fact: str) -> re.Pattern[str]:
 class _Shown:
     """What the page's runs show, per mode, made once per check."""
 
-    def __init__(self, traces: Callable[[str], ChapterTraces | None], markers: list[tuple[str, str | None]]) -> None:
+    def __init__(
+        self,
+        traces: Callable[[str], ChapterTraces | None],
+        markers: list[tuple[str, str | None]],
+        prices: PriceTable | None = None,
+    ) -> None:
         self.traces = traces
         self.markers = markers
+        self.prices = prices
         self.made: dict[str, list[str]] = {}
         self.read: dict[str, ChapterTraces | None] = {}
 
-    def _runs(self, chapter: str, scenario: str | None, mode: str) -> list[ScenarioRun]:
+    def _chapter(self, chapter: str, mode: str) -> ChapterRun | None:
         if chapter not in self.read:
             self.read[chapter] = self.traces(chapter)
         found = self.read[chapter]
-        run = None if found is None else found.mock if mode == "mock" else found.live
+        return None if found is None else found.mock if mode == "mock" else found.live
+
+    def _runs(self, chapter: str, scenario: str | None, mode: str) -> list[ScenarioRun]:
+        run = self._chapter(chapter, mode)
         return [s for s in run.scenarios if scenario in (None, s.name)] if run is not None else []
 
     def shows(self, places: tuple[tuple[str, str | None], ...], mode: str) -> bool:
@@ -185,17 +208,28 @@ class _Shown:
         """What every run of that mode on the page shows (a sentence may quote another scenario of it)."""
         if mode not in self.made:
             self.made[mode] = [
-                corpus(run) for chapter, scenario in self.markers for run in self._runs(chapter, scenario, mode)
+                corpus(run, self.prices)
+                for chapter, scenario in self.markers
+                for run in self._runs(chapter, scenario, mode)
             ]
+            # Each chapter's head: its totals (the first marker of a chapter on a page draws it).
+            chapters = [self._chapter(chapter, mode) for chapter in dict.fromkeys(c for c, _ in self.markers)]
+            self.made[mode] += [_head(run, self.prices) for run in chapters if run is not None]
         return self.made[mode]
 
 
-def problems(page: str, markdown: str, traces: Callable[[str], ChapterTraces | None]) -> list[str]:
-    """A warning for each quoted fact not found in a mode it shows in; ``traces(chapter)`` None: no traces."""
+def problems(
+    page: str, markdown: str, traces: Callable[[str], ChapterTraces | None], prices: PriceTable | None = None
+) -> list[str]:
+    """A warning for each quoted fact not found in a mode it shows in; ``traces(chapter)`` None: no traces.
+
+    ``prices``: the table the page's costs come from (a live run's cost is found where the page shows it).
+    """
     found = facts(markdown)
     if not found:
         return []
-    shown = _Shown(traces, list(dict.fromkeys((m.chapter, m.scenario) for m in find_markers(markdown))))
+    markers = list(dict.fromkeys((m.chapter, m.scenario) for m in find_markers(markdown)))
+    shown = _Shown(traces, markers, prices)
     warnings = []
     for fact in found:
         pattern = _pattern(fact.text)
@@ -237,8 +271,8 @@ class ProseChecks:
         self.folder = folder
         self._kept: dict[str, tuple[str, list[str]]] = {}
 
-    def problems(self, page: str, markdown: str, store: _Store) -> list[str]:
-        """``problems`` for a page of the book whose traces ``store`` holds."""
+    def problems(self, page: str, markdown: str, store: _Store, prices: PriceTable | None = None) -> list[str]:
+        """``problems`` for a page of the book whose traces ``store`` holds, its costs from ``prices``."""
         named = dict.fromkeys(m.chapter for m in find_markers(markdown))
         shown = set(store.chapters())
 
@@ -247,13 +281,14 @@ class ProseChecks:
 
         summaries = [store.summary(chapter) if chapter in shown else None for chapter in named]
         if not named or any(s is None for s in summaries):  # read anyway to be rendered: nothing to save
-            return problems(page, markdown, traces)
+            return problems(page, markdown, traces, prices)
         parts = [_code_digest(), markdown, *(f"{s.chapter}={s.html}" for s in summaries if s is not None)]
+        parts.append(f"prices={prices.key if prices is not None else None}")
         key = hashlib.sha256("\0".join(parts).encode()).hexdigest()
         kept = self._kept.get(page) or self._read(page)
         if kept is not None and kept[0] == key:
             return kept[1]
-        found = problems(page, markdown, traces)
+        found = problems(page, markdown, traces, prices)
         self._kept[page] = (key, found)
         self._write(page, key, found)
         return found
@@ -285,6 +320,6 @@ class ProseChecks:
 def _code_digest() -> str:
     # What decides a page's answer besides its Markdown and traces: this module and the summary lines.
     # Found, not imported: a warm build must not load the trace models (pydantic) for a file's path.
-    names = (__name__, "primer.summary", "primer.book.stream_view", live_prose.__name__)
+    names = (__name__, "primer.summary", "primer.book.stream_view", "primer.book.prices", live_prose.__name__)
     sources = [Path(getattr(importlib.util.find_spec(name), "origin", None) or "") for name in names]
     return hashlib.sha256(b"".join(path.read_bytes() for path in sources)).hexdigest()

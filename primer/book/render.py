@@ -46,6 +46,8 @@ from jinja2 import Environment, PackageLoader, StrictUndefined
 from primer import summary
 from primer.book.payloads import BLOCK_END, BLOCK_START
 from primer.book.render_compare import compare
+from primer.book.render_markdown import ReplyMarkdown
+from primer.book.render_options import RenderOptions
 from primer.book.render_prepare import scenarios
 from primer.book.render_text import Anchors, clean, json_block, json_inline, safe_url
 from primer.book.render_timeline import Segment
@@ -58,6 +60,7 @@ from primer.trace import Attempt, Backoff, ToolRun
 __all__ = [
     "Anchors",
     "Comparison",
+    "RenderOptions",
     "Segment",
     "compare",
     "json_block",
@@ -113,6 +116,7 @@ def render_traces(
     anchors: Anchors | None = None,
     head: bool = True,
     payloads: bool = True,
+    options: RenderOptions | None = None,
 ) -> str:
     """The HTML of a chapter's traces, or of one scenario's.
 
@@ -122,7 +126,10 @@ def render_traces(
     download link, for a page's second marker of the same chapter. When the
     traces name a ``payloads_url``, each payload block is a link into the
     chapter's payload page (``render_payloads``) unless ``payloads=False``.
+    ``options`` are what the book's configuration changes (the price table
+    the live runs' costs are worked out from; the package's own by default).
     """
+    options = options if options is not None else RenderOptions()
     anchors = anchors if anchors is not None else Anchors()
     anchor = anchors.make(traces.chapter, *([scenario] if scenario else []), "traces")
     failure_anchor = anchors.make(anchor, "failure") if head and traces.live_status.failure else ""
@@ -142,6 +149,8 @@ def render_traces(
             # Only where the book publishes it: the export needs the optional otel extra.
             otlp=otlp_available(),
             head=head,
+            prices=options.prices,
+            markdown=ReplyMarkdown(),
         )
     )
     # Marked, so a search plugin can be given the block's summary lines alone

@@ -103,6 +103,9 @@ class Session:
         self._prepared: dict[str, object] = {}
         self._lock = threading.Lock()
         self._payloads: PayloadStash | None = None
+        #: The configuration of the Zensical build the assets were last written for with traces off
+        #: (``primer.book.sources.assets_for_page``): Zensical makes a new extension for every page.
+        self.styled: object | None = None
 
     def start(self, command: str, *, dirty: bool) -> None:
         """Record what the front end runs (MkDocs says so once, in ``on_startup``)."""

@@ -139,27 +139,29 @@ def book_for_page(md: Markdown | None, chapters: str, docs_dir: str) -> Book | N
     return book
 
 
-#: The configuration (of a Zensical build) the assets were last written for with traces off.
-_styled: list[object] = []
-
-
 def assets_for_page(md: Markdown | None) -> None:
     """With traces off under Zensical: write the stylesheet and script into the docs and the site, once a build.
 
     A book built with Zensical names them in ``mkdocs.yml`` (it runs no
     hook), so its pages link them, traces off too, and they style the
     placeholder. With traces on, preparing the book writes them
-    (``Session.ready``); under MkDocs the hook serves them (``on_files``).
+    (``Session.ready``); under MkDocs the plugin serves them (``on_files``).
+    Zensical makes a new configuration object for every build, and the
+    session keeps the last one the assets were written for.
     """
     context = _context(md)
-    if context is None or (_styled and _styled[0] is context.config):
+    if context is None:
+        return
+    from primer.book.session import SESSION
+
+    if SESSION.styled is context.config:
         return
     from primer.book import assets
 
     root = Path(context.config["root_dir"])
     for folder in (context.config["docs_dir"], context.config["site_dir"]):
         assets.install(root / folder)
-    _styled[:] = [context.config]
+    SESSION.styled = context.config
 
 
 def page_source(md: Markdown | None) -> str | None:

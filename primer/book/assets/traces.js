@@ -356,8 +356,9 @@
   // bring in an element or an attribute that runs script (`on*`, a
   // javascript: link, <script>, <img>, <svg>). Made anew with createElement,
   // attribute by attribute; text stays text.
-  var TAGS = /^(a|br|code|dd|details|div|dl|dt|em|p|pre|span|strong|summary|table|tbody|td|th|thead|tr)$/;
-  var ATTRIBUTES = /^(class|id|href|title|scope|role|aria-label|data-search-exclude|data-tr-[a-z-]+)$/;
+  // A reply's Markdown (render_markdown.py) adds section, lists, quotes, rules, rel and start.
+  var TAGS = /^(a|blockquote|br|code|dd|details|div|dl|dt|em|hr|li|ol|p|pre|section|span|strong|summary|table|tbody|td|th|thead|tr|ul)$/;
+  var ATTRIBUTES = /^(class|id|href|rel|start|title|scope|role|aria-label|data-search-exclude|data-tr-[a-z-]+)$/;
 
   function copied(node) {
     if (node.nodeType === 3) return document.createTextNode(node.nodeValue);
