@@ -24,11 +24,8 @@ import contextlib
 import dataclasses
 import functools
 import json
-import os
 import re
 import shutil
-import subprocess
-import sys
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -39,8 +36,6 @@ from urllib.parse import urljoin
 
 import playwright.sync_api as playwright_api  # a test dependency: missing, the suite fails rather than skips
 import pytest
-
-from tests.books import copy_the_book
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -165,22 +160,8 @@ class Book:
 
 
 @pytest.fixture(scope="module")
-def book(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Book]:
-    site = tmp_path_factory.mktemp("published")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PRIMER_")}  # no key: the frozen live traces
-    env["NO_MKDOCS_2_WARNING"] = "1"
-    # A copy of the book: its build re-stamps live traces and writes caches there, never in the repository.
-    copy = copy_the_book(tmp_path_factory.mktemp("book_copy"))
-    done = subprocess.run(
-        [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(site)],
-        cwd=copy,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    assert done.returncode == 0, done.stdout + done.stderr
+def book(built_book: tuple[Path, str]) -> Iterator[Book]:
+    site, _ = built_book  # the book built once a session, no key: the frozen live traces (tests/conftest.py)
     pages = sorted(
         str(index.parent.relative_to(site)) + "/"
         for index in site.glob("*/index.html")

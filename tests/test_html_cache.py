@@ -6,12 +6,15 @@ import dataclasses
 from pathlib import Path
 
 import markdown
+import pytest
 
 from primer.book.html_cache import HtmlCache, renderer_fingerprint, traces_digest
 from primer.book.markdown import TraceExtension
 from primer.book.render import Anchors, render_traces
 from primer.book.source import ChapterTraces, LiveStatus
 from tests.test_render_data import HOSTILE, FixtureSource, hostile_chapter
+
+pytestmark = pytest.mark.slow  # a second or two of CPU each: the renderer's fingerprint and whole renders
 
 # Two markers of one chapter and one of another: heads, and ids made unique across markers.
 PAGE = """# Page

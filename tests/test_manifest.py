@@ -19,6 +19,8 @@ from primer.book.markdown import TraceExtension
 from primer.variables import VARIABLES
 from tests.books import ALPHA, BROKEN, PAGE, SmallBook, edit, make_book
 
+pytestmark = pytest.mark.slow  # every test here builds a book
+
 
 @pytest.fixture
 def book(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> SmallBook:
