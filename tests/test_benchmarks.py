@@ -148,7 +148,7 @@ def test_callgrind_counts_instructions(tmp_path: Path, started: Runs) -> None:
         pytest.param(
             "page_weight.py",
             ["--browser", "--quick"],
-            ["bytes raw", "DOMContentLoaded", "outside requests blocked", "growth"],
+            ["bytes raw", "DOMContentLoaded", "elements styled", "outside requests blocked", "growth"],
             marks=[slow, pytest.mark.browser],
             id="page_weight",
         ),

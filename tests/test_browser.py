@@ -352,6 +352,28 @@ def test_a_deep_link_followed_by_instant_navigation(browser: Any, site: str) -> 
     context.close()
 
 
+def test_a_scenario_off_screen_costs_nothing_until_the_reader_nears_it(browser: Any, site: str) -> None:
+    # On a phone the last scenario is far below the fold: the browser skips it
+    # (content-visibility) until it is scrolled near, and a link into it still lands.
+    rendered = "id => document.getElementById(id).checkVisibility({contentVisibilityAuto: true})"
+    page = open_page(browser, site, "/ch09/", width=390).page
+    page.set_viewport_size({"width": 390, "height": 300})  # a short screen: the last is far below
+    page.reload()
+    last = page.evaluate("[...document.querySelectorAll('.tr-scenario')].pop().id")
+    assert page.evaluate("id => document.getElementById(id).getBoundingClientRect().top", last) > 900
+    assert page.evaluate(rendered, f"{last}-mock") is False
+    page.locator(f"#{last}").scroll_into_view_if_needed()
+    page.wait_for_function(f"({rendered})('{last}-mock')")
+    page.context.close()
+    target = f"{last}-live-turn-1"
+    page = open_page(browser, site, f"/ch09/#{target}", width=390).page
+    page.wait_for_function(f"document.getElementById('{target}').open === true")
+    assert page.evaluate(rendered, target)
+    top = page.evaluate("id => document.getElementById(id).getBoundingClientRect().top", target)
+    assert 0 <= top < 1000  # in view, where the link said
+    page.context.close()
+
+
 def test_a_deep_link_into_a_hidden_run_shows_it(browser: Any, site: str) -> None:
     page = open_page(browser, site, "/ch09/").page
     page.locator(".tr-head .tr-mode[data-tr-mode='live']").click()
@@ -573,7 +595,17 @@ def test_every_trace_link_works_without_javascript(browser: Any, book: Book) -> 
         page.context.close()
 
 
+def rendered_in_full(page: Any) -> None:
+    """Every scenario drawn, as each is once the reader nears it.
+
+    Off screen, the browser skips a scenario (content-visibility: auto): it
+    has no colours or boxes for axe to measure until it is drawn.
+    """
+    page.add_style_tag(content=".md-typeset .tr-scenario { content-visibility: visible !important; }")
+
+
 def _axe(page: Any) -> list[str]:
+    rendered_in_full(page)
     page.add_script_tag(path=str(AXE))
     found = page.evaluate(
         """async () => {
@@ -622,6 +654,7 @@ def test_folded_ch09_scenarios_tell_their_story(browser: Any, book: Book) -> Non
     for name, story in CH09_STORIES.items():
         for mode, wait in (("mock", "1s"), ("live", "50ms")):
             summary = page.locator(f"#ch09_who_retries-{name}-{mode} > summary")
+            summary.scroll_into_view_if_needed()  # as a reader would: off screen, it is not drawn
             assert summary.is_visible()
             lines = summary.inner_text().split("\n")
             assert lines[0].startswith(f"{mode} scenario {name} · tools=place_order, price_of · "), lines
@@ -882,6 +915,7 @@ def test_axe_finds_nothing_in_the_trace_markup_at_any_impact(browser: Any, book:
         page = open_page(browser, book.url, f"/{path}").page
         if page.locator(".tr").count():
             open_everything(page)
+        rendered_in_full(page)
         page.add_script_tag(path=str(AXE))
         found = page.evaluate(
             """async () => {
