@@ -217,6 +217,52 @@ def generate(root: Path, chapters: int, *, form: str = MACHINERY, library: Path 
     return root
 
 
+#: A block markdown-exec runs in place of each trace marker (``generate_exec``).
+EXEC_BLOCK = """```python exec="on"
+prices = {{"milk": 1.20, "eggs": 2.50, "bread": 2.10}}
+print(f"Chapter {n}, {name}: milk is {{prices['milk']:.2f}}.")
+```"""
+
+EXEC_CONFIG = """site_name: Synthetic markdown-exec book
+site_url: http://127.0.0.1/
+theme:
+  name: material
+  features: [navigation.instant]
+plugins:
+  - search
+  - markdown-exec
+markdown_extensions:
+  - admonition
+  - toc:
+      permalink: true
+  - pymdownx.details
+  - pymdownx.superfences
+"""
+
+
+def generate_exec(root: Path, chapters: int) -> Path:
+    """``generate``'s book as markdown-exec would have it: the same pages, a Python block run per marker.
+
+    What the machinery is compared with (``dirty_serve.py``): markdown-exec
+    runs each block in the build that renders its page, and caches nothing.
+    """
+    (root / "docs").mkdir(parents=True, exist_ok=True)
+    filler = "Words about agents. " * 40
+    marker = re.compile(r"^::: trace (\S+) (\S+)$", re.MULTILINE)
+    for n in range(1, chapters + 1):
+        page = PAGE.format(n=n, name=chapter_name(n), filler=filler)
+        page = marker.sub(lambda m, n=n: EXEC_BLOCK.format(n=n, name=m[2]), page)
+        (root / "docs" / f"{chapter_name(n)}.md").write_text(page)
+    (root / "docs" / "index.md").write_text("# Synthetic\n\nA book generated to measure markdown-exec.\n")
+    (root / "mkdocs.yml").write_text(EXEC_CONFIG)
+    return root
+
+
+def has_markdown_exec() -> bool:
+    """Whether markdown-exec is installed (``pip install markdown-exec``: the test group has it)."""
+    return any(e.name == "markdown-exec" for e in importlib.metadata.entry_points(group="mkdocs.plugins"))
+
+
 # -- building ----------------------------------------------------------------
 
 
@@ -387,6 +433,19 @@ def _plain(n: int) -> str:
     return f" (edit {n})"
 
 
+def prose_edit(path: str, page: str) -> Edit:
+    """A sentence added to the page ``path`` (the book's ``page``): it renders that page, runs nothing."""
+    return Edit(
+        "prose",
+        path,
+        "\n\n",
+        lambda n: f"\n\nProse edit {n}.\n\n",
+        lambda n: f"Prose edit {n}.",
+        page,
+        "renders one page; runs nothing",
+    )
+
+
 def edits(book: Path, *, synthetic: bool) -> list[Edit]:
     """The after-edit builds of ``book`` (this book's copy, or a synthetic one)."""
     if synthetic:
@@ -396,15 +455,7 @@ def edits(book: Path, *, synthetic: bool) -> list[Edit]:
         page, prose = "ch05_loop_endings", "docs/ch05_loop_endings.md"
         module, reply = "primer/chapters/ch05_loop_endings.py", "there is only one left"
     return [
-        Edit(
-            "prose",
-            prose,
-            "\n\n",
-            lambda n: f"\n\nProse edit {n}.\n\n",
-            lambda n: f"Prose edit {n}.",
-            page,
-            "renders one page; runs nothing",
-        ),
+        prose_edit(prose, page),
         Edit(
             "comment",
             module,
@@ -443,3 +494,42 @@ def edits(book: Path, *, synthetic: bool) -> list[Edit]:
             "renders every trace again; runs nothing",
         ),
     ]
+
+
+# -- a diverged live trace ---------------------------------------------------
+
+#: The chapter whose frozen live trace a benchmark makes diverge: this book's,
+#: self-contained (it imports the library only), so a synthetic book can take it too.
+LIVE_CHAPTER = "ch09_who_retries"
+#: The prompt edited: the replayed request no longer matches the recorded one.
+LIVE_PROMPT = 'prompt="How much is milk?"'
+#: What the build that replays the edited chapter warns.
+DIVERGED = re.compile(r"traces: the live trace \S+ no longer matches the code")
+
+LIVE_PAGE = f"""# A chapter with a live trace
+
+Borrowed from the book, with its frozen live trace.
+
+::: trace {LIVE_CHAPTER}
+"""
+
+
+def add_live_chapter(book: Path, source: Path = ROOT) -> None:
+    """Give a synthetic book ``source``'s ``LIVE_CHAPTER``: its module, its frozen live trace, a page showing it."""
+    shutil.copy2(source / "primer" / "chapters" / f"{LIVE_CHAPTER}.py", book / "synth" / f"{LIVE_CHAPTER}.py")
+    (book / "docs" / "traces").mkdir(parents=True, exist_ok=True)
+    name = f"{LIVE_CHAPTER}.live.json"
+    shutil.copy2(source / "docs" / "traces" / name, book / "docs" / "traces" / name)
+    (book / "docs" / f"{LIVE_CHAPTER}.md").write_text(LIVE_PAGE, "utf-8")
+
+
+def diverge(book: Path) -> None:
+    """Edit ``LIVE_CHAPTER``'s first prompt in ``book``: its frozen live trace no longer matches the code."""
+    found = [p for p in (book / "synth", book / "primer" / "chapters") if (p / f"{LIVE_CHAPTER}.py").exists()]
+    if not found:
+        raise SystemExit(f"{book}: no {LIVE_CHAPTER}.py to make diverge (books.add_live_chapter gives one)")
+    module = found[0] / f"{LIVE_CHAPTER}.py"
+    text = module.read_text("utf-8")
+    if LIVE_PROMPT not in text:
+        raise SystemExit(f"{module}: the diverging edit looks for {LIVE_PROMPT!r}, which is not there")
+    module.write_text(text.replace(LIVE_PROMPT, 'prompt="How much is milk, please?"', 1), "utf-8")

@@ -29,7 +29,12 @@
    (Chromium's ``ThreadTime``, from one more load of each without the
    slowdown, whose pauses Chromium counts as the thread's time): the work
    the page costs, which other work on a shared machine stretches far less
-   than the wall-clock figures.
+   than the wall-clock figures. And the work itself, counted, which the
+   machine's load does not change: how many elements the browser styled
+   and how many layout objects it laid out until load and a second after
+   (Chromium's performance trace, ``UpdateLayoutTree`` and ``Layout``
+   events, from three more loads of each without the slowdown), the
+   median of each.
 
 ``--baseline DIR`` measures another checkout the same way (parts 1 and 3)
 and prints it in a second column: before and after a change in one run
@@ -231,6 +236,38 @@ class Load:
     cpu: float
 
 
+@dataclass
+class Work:
+    """What one load made the browser do, counted (the machine's load changes none of it)."""
+
+    #: Elements styled, summed over every style recalculation.
+    styled: int
+    #: Layout objects laid out, summed over every layout.
+    laid_out: int
+
+
+#: Chromium's trace events for style and layout, with their counts.
+TRACED = ["devtools.timeline", "disabled-by-default-devtools.timeline"]
+
+
+def counted(trace: bytes) -> Work:
+    """The style and layout work on the page's main thread, from a Chromium trace."""
+    import json
+
+    events = json.loads(trace)["traceEvents"]
+    main = next(
+        (e["pid"], e["tid"])
+        for e in reversed(events)
+        if e.get("name") == "thread_name" and e.get("args", {}).get("name") == "CrRendererMain"
+    )
+    own = [e for e in events if (e.get("pid"), e.get("tid")) == main]
+    styled = sum(e.get("args", {}).get("elementCount") or 0 for e in own if e.get("name") == "UpdateLayoutTree")
+    laid = sum(
+        (e.get("args", {}).get("beginData") or {}).get("dirtyObjects") or 0 for e in own if e.get("name") == "Layout"
+    )
+    return Work(styled, laid)
+
+
 class _Quiet(SimpleHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:
         pass
@@ -248,12 +285,15 @@ def _thread_time(cdp: CDPSession) -> float:
     return float(next(m["value"] for m in metrics if m["name"] == "ThreadTime"))
 
 
-def browse(sites: dict[str, Path], path: str, pairs: int) -> tuple[dict[str, list[Load]], Counter[str]]:
-    """``pairs`` interleaved loads of ``path`` from each site; and the outside hosts asked for (blocked)."""
+def browse(
+    sites: dict[str, Path], path: str, pairs: int
+) -> tuple[dict[str, list[Load]], dict[str, list[Work]], Counter[str]]:
+    """``pairs`` interleaved loads of ``path`` from each site, three counted ones; the outside hosts asked for."""
     from playwright.sync_api import Browser, Route, sync_playwright
 
     servers = {label: _serve(site) for label, site in sites.items()}
     results: dict[str, list[Load]] = {label: [] for label in sites}
+    work: dict[str, list[Work]] = {label: [] for label in sites}
     blocked: Counter[str] = Counter()
 
     def only_loopback(route: Route) -> None:
@@ -264,9 +304,10 @@ def browse(sites: dict[str, Path], path: str, pairs: int) -> tuple[dict[str, lis
             blocked[host] += 1
             route.abort("blockedbyclient")
 
-    def load(browser: Browser, label: str, rate: int) -> tuple[dict[str, float], float]:
+    def load(browser: Browser, label: str, rate: int, *, traced: bool = False) -> tuple[dict[str, float], float]:
         # One load in a new context (no cache) at a CPU slowdown of ``rate``: its figures, and
-        # the main thread's CPU milliseconds until load and a second after.
+        # the main thread's CPU milliseconds until load and a second after; ``traced``: the
+        # work it took, counted from Chromium's trace, is kept in ``work``.
         context = browser.new_context(viewport={"width": 390, "height": 844})
         context.route("**/*", only_loopback)
         page = context.new_page()
@@ -274,11 +315,15 @@ def browse(sites: dict[str, Path], path: str, pairs: int) -> tuple[dict[str, lis
         cdp = context.new_cdp_session(page)
         cdp.send("Emulation.setCPUThrottlingRate", {"rate": rate})
         cdp.send("Performance.enable")
+        if traced:
+            browser.start_tracing(page=page, categories=TRACED)
         before = _thread_time(cdp)
         page.goto(f"http://127.0.0.1:{servers[label].server_port}/{path}", wait_until="load")
         page.wait_for_timeout(1000)
         figures = page.evaluate(FIGURES)
         cpu = (_thread_time(cdp) - before) * 1000
+        if traced:
+            work[label].append(counted(browser.stop_tracing()))
         context.close()
         return figures, cpu
 
@@ -295,12 +340,15 @@ def browse(sites: dict[str, Path], path: str, pairs: int) -> tuple[dict[str, lis
                         Load(figures["elements"], figures["dcl"], figures["load"], figures["blocking"], cpu)
                     )
                 print(f"  browser: pair {n + 1}/{pairs}", file=sys.stderr)
+            for round_ in range(3):
+                for label in turns(list(sites), round_):
+                    load(browser, label, 1, traced=True)
             browser.close()
     finally:
         for server in servers.values():
             server.shutdown()
             server.server_close()
-    return results, blocked
+    return results, work, blocked
 
 
 @dataclass
@@ -309,6 +357,11 @@ class Compared:
 
     on: list[Load]
     off: list[Load]
+    #: The work counted on each (a few loads apiece).
+    work: dict[str, list[Work]] = field(default_factory=dict)
+
+    def counted(self, which: str, attribute: str) -> float:
+        return statistics.median(getattr(x, attribute) for x in self.work[which])
 
     def median(self, which: str, attribute: str) -> float:
         return statistics.median(getattr(x, attribute) for x in getattr(self, which))
@@ -352,6 +405,9 @@ def report_browser(compared: dict[str, Compared], blocked: Counter[str], pairs: 
         on, off = figures.median("on", "blocking"), figures.median("off", "blocking")
         print(f"    {'total blocking time':18} {on:8,.0f} / {off:8,.0f} ms (medians)")
         print(f"    {'':18} on - off, pairs: {figures.difference('blocking').text(0, ' ms')}")
+        for label, attribute in (("elements styled", "styled"), ("objects laid out", "laid_out")):
+            on, off = figures.counted("on", attribute), figures.counted("off", attribute)
+            print(f"    {label:18} {on:8,.0f} / {off:8,.0f}    (counted, medians of 3) on / off {on / off:.3f}")
 
 
 def main() -> None:
@@ -380,8 +436,8 @@ def main() -> None:
             payloads[name] = (len(data), gz(data))
             if args.browser:
                 off = build_book(source, Path(folder) / f"{name}_off".replace(" ", "_"), PRIMER_TRACES="off")
-                loads, asked = browse({"on": site, "off": off}, PAGE.removesuffix("index.html"), args.pairs)
-                compared[name] = Compared(loads["on"], loads["off"])
+                loads, work, asked = browse({"on": site, "off": off}, PAGE.removesuffix("index.html"), args.pairs)
+                compared[name] = Compared(loads["on"], loads["off"], work)
                 blocked += asked
 
     names = list(books)

@@ -11,9 +11,12 @@ suite does not install.)
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import signal
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -24,20 +27,95 @@ BENCHMARKS = REPO / "benchmarks"
 slow = pytest.mark.slow
 
 
-def run(script: str, *args: str, timeout: float = 300) -> str:
-    """Run ``benchmarks/SCRIPT`` with ``args``; its output, failing the test with it if the script fails."""
-    done = subprocess.run(
-        [sys.executable, str(BENCHMARKS / script), *args],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
+#: The test whose runs are started together (``started``).
+QUICK_TEST = "test_benchmark_runs_in_quick_mode"
+
+
+class Quick:
+    """One benchmark's quick run, started in the background; its output collected when the test asks."""
+
+    def __init__(self, script: str, args: list[str], folder: Path) -> None:
+        self.name = f"{script} {' '.join(args)}"
+        self.log = folder / f"{script}.log"
+        self.out = folder / f"{script}.out"
+        with self.out.open("w") as out, self.log.open("w") as log:
+            self.process = subprocess.Popen(
+                [sys.executable, str(BENCHMARKS / script), *args],
+                cwd=REPO,
+                stdout=out,
+                stderr=log,
+                text=True,
+                start_new_session=True,  # its own process group: stop() ends its servers and builds too
+            )
+
+    def result(self, timeout: float = 900) -> str:
+        """Its standard output once it ended, failing the test with its whole output if it failed."""
+        try:
+            self.process.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.stop()
+        output = self.out.read_text() + self.log.read_text()
+        print(output)  # the figures, in the test log (pytest -s or on failure)
+        assert self.process.returncode == 0, f"{self.name} failed ({self.process.returncode}):\n{output[-6000:]}"
+        return self.out.read_text()
+
+    def stop(self) -> None:
+        """End the run and what it started, if it is still going (a test failed or timed out first)."""
+        if self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGKILL)
+            self.process.wait()
+
+
+class Runs:
+    """The quick runs started, by script, their logs in ``folder``."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self.started: dict[str, Quick] = {}
+
+    def start(self, script: str, args: list[str]) -> Quick:
+        """The run of ``script``, started now unless it already was."""
+        if script not in self.started:
+            self.started[script] = Quick(script, args, self.folder)
+        return self.started[script]
+
+
+@pytest.fixture(scope="module")
+def started(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Runs]:
+    """Every selected quick run, started at once, so that they share the machine's cores.
+
+    Each is a chain of builds and servers, mostly one process at a time:
+    run one after another they took 130 s on two cores, run together they
+    take about half. Their figures mean nothing either way. Under pytest-xdist
+    (a worker collects every test but runs few) each starts when its test runs.
+    """
+    runs = Runs(tmp_path_factory.mktemp("quick"))
+    if not hasattr(request.config, "workerinput"):
+        for item in request.session.items:
+            if getattr(item, "originalname", "") == QUICK_TEST:
+                params = item.callspec.params  # type: ignore[attr-defined]
+                runs.start(params["script"], params["args"])
+    try:
+        yield runs
+    finally:
+        for run in runs.started.values():
+            run.stop()
+
+
+@pytest.mark.skipif(shutil.which("valgrind") is None, reason="valgrind is not installed")
+def test_callgrind_counts_instructions(tmp_path: Path, started: Runs) -> None:
+    """The instruction counts the fine ratios are checked with (``scale.py --callgrind``) come out as a number.
+
+    First, and with the quick runs started (``started``): its count goes on while they do.
+    """
+    code = (
+        f"import books; print(books.callgrind(__import__('pathlib').Path({str(tmp_path)!r}), 'platform').instructions)"
     )
-    output = done.stdout + done.stderr
-    assert done.returncode == 0, f"{script} {' '.join(args)} failed:\n{output[-6000:]}"
-    print(output)  # the figures, in the test log (pytest -s or on failure)
-    return done.stdout
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=BENCHMARKS, capture_output=True, text=True, timeout=300, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert int(done.stdout.strip()) > 1_000_000, "a Python start-up runs millions of instructions"
 
 
 @pytest.mark.parametrize(
@@ -57,33 +135,29 @@ def run(script: str, *args: str, timeout: float = 300) -> str:
         ),
         pytest.param("live_pool.py", ["--quick"], ["pool / sequential", "the bound"], marks=slow, id="live_pool"),
         pytest.param("scale.py", ["--quick"], ["warm / off", "off / bare", "zensical --clean"], marks=slow, id="scale"),
-        pytest.param("build.py", ["--quick"], ["cold", "after a template edit", "save prose"], marks=slow, id="build"),
+        pytest.param(
+            "build.py",
+            ["--quick"],
+            ["cold", "with a diverged live trace", "warned 1/1", "after a template edit", "save prose"],
+            marks=slow,
+            id="build",
+        ),
+        pytest.param(
+            "dirty_serve.py", ["--quick"], ["trace book", "ours / markdown-exec"], marks=slow, id="dirty_serve"
+        ),
         pytest.param(
             "page_weight.py",
             ["--browser", "--quick"],
-            ["bytes raw", "DOMContentLoaded", "outside requests blocked", "growth"],
+            ["bytes raw", "DOMContentLoaded", "elements styled", "outside requests blocked", "growth"],
             marks=[slow, pytest.mark.browser],
             id="page_weight",
         ),
     ],
 )
-def test_benchmark_runs_in_quick_mode(script: str, args: list[str], rows: list[str]) -> None:
-    output = run(script, *args)
+def test_benchmark_runs_in_quick_mode(script: str, args: list[str], rows: list[str], started: Runs) -> None:
+    output = started.start(script, args).result()
     missing = [row for row in rows if row not in output]
     assert not missing, f"{script} printed no {missing} row:\n{output}"
-
-
-@pytest.mark.skipif(shutil.which("valgrind") is None, reason="valgrind is not installed")
-def test_callgrind_counts_instructions(tmp_path: Path) -> None:
-    """The instruction counts the fine ratios are checked with (``scale.py --callgrind``) come out as a number."""
-    code = (
-        f"import books; print(books.callgrind(__import__('pathlib').Path({str(tmp_path)!r}), 'platform').instructions)"
-    )
-    done = subprocess.run(
-        [sys.executable, "-c", code], cwd=BENCHMARKS, capture_output=True, text=True, timeout=300, check=False
-    )
-    assert done.returncode == 0, done.stderr
-    assert int(done.stdout.strip()) > 1_000_000, "a Python start-up runs millions of instructions"
 
 
 def test_the_edits_of_this_book_find_their_text() -> None:

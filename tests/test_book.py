@@ -8,10 +8,7 @@ reads the built pages as a reader's browser would get them.
 from __future__ import annotations
 
 import html
-import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -21,7 +18,6 @@ from primer.book.source import find_markers
 from primer.chapters import chapter_names, scenarios_of
 from primer.cli import summary_lines
 from primer.runner import run_chapter
-from tests.books import copy_the_book
 from tests.test_chapters_cli import ENDINGS
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -115,26 +111,7 @@ def _visible_text(page: Path) -> str:
     return " ".join(html.unescape(re.sub(r"<[^>]+>", " ", source)).split())
 
 
-@pytest.fixture(scope="module")
-def built_book(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
-    # A copy: the build writes caches and may re-stamp frozen live traces, never in the repository.
-    book = copy_the_book(tmp_path_factory.mktemp("book"))
-    site = book / "site"
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PRIMER_")}
-    env["NO_MKDOCS_2_WARNING"] = "1"
-    env["PYTHONPATH"] = str(book)
-    result = subprocess.run(
-        [sys.executable, "-m", "mkdocs", "build", "--strict"],
-        capture_output=True,
-        text=True,
-        cwd=book,
-        env=env,
-        timeout=300,
-        check=False,
-    )
-    log = result.stdout + result.stderr
-    assert result.returncode == 0, log
-    return site, log
+# `built_book` (tests/conftest.py): the book copied and built once a session, shared with the browser tests.
 
 
 @pytest.mark.slow

@@ -24,11 +24,8 @@ import contextlib
 import dataclasses
 import functools
 import json
-import os
 import re
 import shutil
-import subprocess
-import sys
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -39,8 +36,6 @@ from urllib.parse import urljoin
 
 import playwright.sync_api as playwright_api  # a test dependency: missing, the suite fails rather than skips
 import pytest
-
-from tests.books import copy_the_book
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -165,22 +160,8 @@ class Book:
 
 
 @pytest.fixture(scope="module")
-def book(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Book]:
-    site = tmp_path_factory.mktemp("published")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PRIMER_")}  # no key: the frozen live traces
-    env["NO_MKDOCS_2_WARNING"] = "1"
-    # A copy of the book: its build re-stamps live traces and writes caches there, never in the repository.
-    copy = copy_the_book(tmp_path_factory.mktemp("book_copy"))
-    done = subprocess.run(
-        [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(site)],
-        cwd=copy,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    assert done.returncode == 0, done.stdout + done.stderr
+def book(built_book: tuple[Path, str]) -> Iterator[Book]:
+    site, _ = built_book  # the book built once a session, no key: the frozen live traces (tests/conftest.py)
     pages = sorted(
         str(index.parent.relative_to(site)) + "/"
         for index in site.glob("*/index.html")
@@ -369,6 +350,28 @@ def test_a_deep_link_followed_by_instant_navigation(browser: Any, site: str) -> 
     assert page.evaluate("window.__samePage") is True
     assert is_open(page, "ch09_who_retries-arguments_are_wrong-mock")
     context.close()
+
+
+def test_a_scenario_off_screen_costs_nothing_until_the_reader_nears_it(browser: Any, site: str) -> None:
+    # On a phone the last scenario is far below the fold: the browser skips it
+    # (content-visibility) until it is scrolled near, and a link into it still lands.
+    rendered = "id => document.getElementById(id).checkVisibility({contentVisibilityAuto: true})"
+    page = open_page(browser, site, "/ch09/", width=390).page
+    page.set_viewport_size({"width": 390, "height": 300})  # a short screen: the last is far below
+    page.reload()
+    last = page.evaluate("[...document.querySelectorAll('.tr-scenario')].pop().id")
+    assert page.evaluate("id => document.getElementById(id).getBoundingClientRect().top", last) > 900
+    assert page.evaluate(rendered, f"{last}-mock") is False
+    page.locator(f"#{last}").scroll_into_view_if_needed()
+    page.wait_for_function(f"({rendered})('{last}-mock')")
+    page.context.close()
+    target = f"{last}-live-turn-1"
+    page = open_page(browser, site, f"/ch09/#{target}", width=390).page
+    page.wait_for_function(f"document.getElementById('{target}').open === true")
+    assert page.evaluate(rendered, target)
+    top = page.evaluate("id => document.getElementById(id).getBoundingClientRect().top", target)
+    assert 0 <= top < 1000  # in view, where the link said
+    page.context.close()
 
 
 def test_a_deep_link_into_a_hidden_run_shows_it(browser: Any, site: str) -> None:
@@ -592,7 +595,17 @@ def test_every_trace_link_works_without_javascript(browser: Any, book: Book) -> 
         page.context.close()
 
 
+def rendered_in_full(page: Any) -> None:
+    """Every scenario drawn, as each is once the reader nears it.
+
+    Off screen, the browser skips a scenario (content-visibility: auto): it
+    has no colours or boxes for axe to measure until it is drawn.
+    """
+    page.add_style_tag(content=".md-typeset .tr-scenario { content-visibility: visible !important; }")
+
+
 def _axe(page: Any) -> list[str]:
+    rendered_in_full(page)
     page.add_script_tag(path=str(AXE))
     found = page.evaluate(
         """async () => {
@@ -641,6 +654,7 @@ def test_folded_ch09_scenarios_tell_their_story(browser: Any, book: Book) -> Non
     for name, story in CH09_STORIES.items():
         for mode, wait in (("mock", "1s"), ("live", "50ms")):
             summary = page.locator(f"#ch09_who_retries-{name}-{mode} > summary")
+            summary.scroll_into_view_if_needed()  # as a reader would: off screen, it is not drawn
             assert summary.is_visible()
             lines = summary.inner_text().split("\n")
             assert lines[0].startswith(f"{mode} scenario {name} · tools=place_order, price_of · "), lines
@@ -901,6 +915,7 @@ def test_axe_finds_nothing_in_the_trace_markup_at_any_impact(browser: Any, book:
         page = open_page(browser, book.url, f"/{path}").page
         if page.locator(".tr").count():
             open_everything(page)
+        rendered_in_full(page)
         page.add_script_tag(path=str(AXE))
         found = page.evaluate(
             """async () => {

@@ -35,6 +35,7 @@ def _first_request(run: ScenarioRun) -> dict[str, object]:
     return body
 
 
+@pytest.mark.slow
 def test_the_three_tell_the_same_story_in_mock_mode() -> None:
     runs = [run_scenario(s, "mock") for s in (own_loop, pydantic_ai, agents_sdk)]
     expected = [

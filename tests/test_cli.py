@@ -211,6 +211,7 @@ def test_python_dash_m_primer_runs_a_chapter() -> None:
     assert out.decode().splitlines()[:2] == ["ch05_loop_endings", "mock turns=4 · messages=10"]
 
 
+@pytest.mark.slow
 def test_a_closed_pipe_is_not_a_traceback() -> None:
     # As `python -m primer run ... --json | head -1` does: the reader goes away before the writer is done.
     read, write = os.pipe()

@@ -201,6 +201,7 @@ def test_an_evaluation_is_a_sample_per_scenario_an_epoch_per_trial_each_scored(s
     }
 
 
+@pytest.mark.slow
 def test_the_log_is_written_without_inspect_ai(tmp_path: Path) -> None:
     # inspect-ai cannot be imported in this process: the export needs none of it.
     out = tmp_path / "ch16.eval"

@@ -456,6 +456,7 @@ def test_no_key_in_the_export_of_the_frozen_traces(chapter: str) -> None:
 # -- the book --------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_the_book_publishes_the_otlp_json_beside_the_trace_json_and_links_it(tmp_path: Path) -> None:
     book = make_book(tmp_path)
     build = book.build("--strict")
@@ -470,6 +471,7 @@ def test_the_book_publishes_the_otlp_json_beside_the_trace_json_and_links_it(tmp
     assert 'href="traces/ch_alpha.otlp.json"' in page or 'data-tr-root-relative="traces/ch_alpha.otlp.json"' in page
 
 
+@pytest.mark.slow
 def test_the_book_builds_without_the_otel_packages_and_says_so(tmp_path: Path) -> None:
     # A package that cannot be imported stands first on the path, as if none were installed.
     blocker = tmp_path / "blocker" / "opentelemetry"
@@ -556,6 +558,7 @@ def _links(blocked: bool) -> str:
     return done.stdout
 
 
+@pytest.mark.slow
 def test_a_chapter_links_its_otlp_json_only_when_the_book_can_publish_it() -> None:
     with_extra = _links(blocked=False)
     assert 'class="tr-otlp" href="traces/ch09_who_retries.otlp.json"' in with_extra

@@ -217,6 +217,7 @@ def test_a_build_verify_and_the_exports_warn_about_hostile_files_and_rewrite_non
     assert {case: snapshot(path) for case, path in paths.items()} == before
 
 
+@pytest.mark.slow
 def test_the_recorder_keeps_no_more_events_than_a_reader_reads(replay_provider: ReplayProvider) -> None:
     piece = {"id": "c", "object": "chat.completion.chunk", "choices": [{"index": 0, "delta": {"content": "a"}}]}
     events: list[tuple[str | None, str]] = [(None, json.dumps(piece))] * (MAX_EVENTS + 50)

@@ -113,12 +113,14 @@ def test_the_library_outside_primer_book_never_imports_the_book() -> None:
     assert reached == {"primer.book.configuration", "primer.book.configuration.read_config"}
 
 
+@pytest.mark.slow
 def test_nothing_in_primer_but_the_plugin_imports_mkdocs() -> None:
     for forbidden in ("mkdocs", "properdocs"):
         assert violations(forbidden=forbidden, skip_book=False, allowed=ADAPTERS) == []
     assert all((PACKAGE / "book" / f"{name.rpartition('.')[2]}.py").is_file() for name in ADAPTERS)
 
 
+@pytest.mark.slow
 def test_only_the_hook_file_imports_the_adapters() -> None:
     # The engine never sees MkDocs: nothing of the package reaches the adapters.
     # (The package's public names include the plugin's, imported on first use: primer.book.__getattr__.)
@@ -185,6 +187,7 @@ def test_the_machinery_depends_on_the_trace_core_only() -> None:
     assert found == []
 
 
+@pytest.mark.slow
 def test_the_machinery_has_no_import_cycle_at_module_level() -> None:
     # Imports at the top of each module of primer.book (deferred ones inside functions are
     # how a module reaches one that needs it only on one path, and are not cycles at import time).

@@ -66,6 +66,7 @@ def test_the_locator_finds_a_packages_chapters_and_scenarios(altchapters: str) -
         ChapterLocator("no_such_package_here").names()
 
 
+@pytest.mark.slow
 def test_primer_chapters_is_honoured_by_the_command_line(altchapters: str, tmp_path: Path) -> None:
     listed = _cli(tmp_path, "list", PRIMER_CHAPTERS=altchapters)
     assert listed.stdout.splitlines() == ["ch_x: asks_price, answers_at_once", "ch_y: greets"], listed.stderr
@@ -139,6 +140,7 @@ def test_an_unknown_primer_variable_is_named_with_the_closest_known_one() -> Non
     assert far.endswith(f"The variables are: {', '.join(known)}.")
 
 
+@pytest.mark.slow
 def test_the_command_line_and_the_book_warn_about_an_unknown_variable(tmp_path: Path) -> None:
     cli = _cli(tmp_path, "list", PRIMER_LIVES="off")
     assert cli.returncode == 0

@@ -267,6 +267,7 @@ def _duplicate_message(module: str, path: Path) -> str:
     )
 
 
+@pytest.mark.slow
 def test_two_scenarios_of_one_name_are_an_error_naming_both_through_the_cli(tmp_path: Path) -> None:
     extra = tmp_path / "more_chapters"
     extra.mkdir()

@@ -14,12 +14,9 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import zipfile
 from pathlib import Path
 
 import pytest
-
-from tests.wheel import build_wheel
 
 pytestmark = pytest.mark.slow
 
@@ -85,14 +82,10 @@ and one that calls a tool first:
 """
 
 
-@pytest.fixture(scope="module")
-def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    wheel = build_wheel(tmp_path_factory.mktemp("wheels"))
-    target = tmp_path_factory.mktemp("site-packages")
-    # A pure-Python wheel installs by being unpacked.
-    with zipfile.ZipFile(wheel) as archive:
-        archive.extractall(target)
-    return target
+@pytest.fixture
+def installed(installed_wheel: Path) -> Path:
+    # The session's one wheel, unpacked (tests/conftest.py): a pure-Python wheel installs by being unpacked.
+    return installed_wheel
 
 
 def write_book(root: Path) -> Path:

@@ -211,6 +211,7 @@ def test_declared_tools_are_drawn_once_per_page_and_referred_to_after(ch09: Node
     }
 
 
+@pytest.mark.slow
 def test_tools_declared_in_an_earlier_marker_are_referred_to_alike_from_the_cache(tmp_path: Path) -> None:
     # The HTML cache hands back a marker's HTML and its ids without rendering
     # it: a later marker refers to its tools just the same.

@@ -16,7 +16,8 @@ def test_a_mock_stream_is_the_mock_models_time_not_the_librarys() -> None:
     timeline = [TurnTime(t.number, "x", t.timing.total_ms, segments(t)) for t in scenario.turns]
     spent = totals(timeline)
     assert spent["provider"] == 1150.0  # its last event, on the virtual clock
-    assert spent["library"] < 5
+    # The library's share is the run's real time: milliseconds, tens on a loaded machine; never the stream's 1150.
+    assert spent["library"] < 200
     assert abs(sum(spent.values()) - sum(t.timing.total_ms for t in scenario.turns)) < 0.2
     html = render_traces(ChapterTraces("ch11_streaming", run, None, LiveStatus("missing")))
     legend = re.search(r'<span class="tr-tl-legend">(.*?)</span>\n</div>', html, re.S)

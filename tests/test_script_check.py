@@ -86,6 +86,7 @@ def test_scripted_replies_are_described_as_written() -> None:
     assert describe(refuse("Not now.")) == "refuse('Not now.')"
 
 
+@pytest.mark.slow
 def test_the_command_line_warns_naming_chapter_and_scenario(tmp_path: Path) -> None:
     book = make_book(tmp_path, {"ch_leftover": LEFT_OVER}, {"index": PAGE})
     done = subprocess.run(

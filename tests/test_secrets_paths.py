@@ -446,6 +446,7 @@ def test_otlp_follows_no_redirect_and_any_answer_but_2xx_is_a_failure_naming_it(
     assert first.posts
 
 
+@pytest.mark.slow
 def test_otlp_never_shows_a_key_in_the_endpoint(collectors: tuple[str, type[Redirecting], type[Redirecting]]) -> None:
     url, first, _ = collectors
     first.status = 401

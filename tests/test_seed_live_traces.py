@@ -257,6 +257,7 @@ def test_no_service_request_lists_sampling_parameters(runs: dict[str, ChapterRun
 # -- the book reads them as current, and they do not drift from the seeds ------------
 
 
+@pytest.mark.slow
 def test_the_book_shows_them_as_current_or_says_they_are_from_earlier_code(tmp_path: Path) -> None:
     docs = tmp_path / "docs"
     for chapter in CHAPTERS:
@@ -276,6 +277,7 @@ def test_the_book_shows_them_as_current_or_says_they_are_from_earlier_code(tmp_p
             assert "earlier" in traces.live_status.reason
 
 
+@pytest.mark.slow
 def test_re_importing_the_seeds_gives_the_committed_files_byte_for_byte(tmp_path: Path) -> None:
     # The committed hashes are stamped again: a later code change is staleness, not drift.
     done = subprocess.run(

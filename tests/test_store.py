@@ -320,6 +320,7 @@ def test_a_rebuild_with_nothing_changed_reads_and_validates_nothing(package, tmp
     assert not report.failures
 
 
+@pytest.mark.slow
 def test_a_serve_session_sees_edited_chapters_and_library_code(package, tmp_path):
     name, root = package
     chapters = Chapters(f"{name}.chapters")

@@ -258,13 +258,15 @@ def test_each_event_is_timed_as_it_arrives(replay_provider: ReplayProvider, mode
     assert stream.first_byte_ms is not None
     times = [event.at_ms for event in stream.events]
     assert times == sorted(times)
-    assert times[0] >= 45  # the first event waited `first`
-    # Each later event waited `every` (less a little: the clock reads at the chunk's arrival).
-    assert all(later - earlier >= 15 for earlier, later in itertools.pairwise(times))
+    # On the recorder's clock, from the request's start, event N came no sooner than the server's
+    # waits before it (`first`, then `every` each): a loaded machine only makes events later, and
+    # may bring several in one read, so gaps between them are not measured here (that each event
+    # is stamped as it arrives, on a clock the test drives: the test after this one).
+    assert all(at >= 0.9 * (50 + 20 * number) for number, at in enumerate(times))
     assert stream.first_byte_ms < stream.events[0].at_ms
     assert stream.first_token_ms == stream.events[1].at_ms  # the role chunk brings no token
     assert stream.last_token_ms is not None
-    assert stream.last_token_ms < times[-1]
+    assert stream.last_token_ms <= times[-1]
     exchange = result.exchanges[0]
     assert exchange.timing.outside_ms is not None
     assert exchange.timing.outside_ms >= times[-1]  # the wire's time ends with the stream

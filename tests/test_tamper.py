@@ -93,6 +93,7 @@ def test_tampering_with_a_shown_field_diverges_naming_it(name: str) -> None:
     assert "recorded responses replayed give" in divergence.line()
 
 
+@pytest.mark.slow
 def test_verify_fails_on_a_tampered_trace_and_leaves_it_as_it_was(tmp_path: Path) -> None:
     path = tmp_path / f"{CH05}.live.json"
     path.write_text(tampered(_last_reply))

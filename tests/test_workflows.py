@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -224,12 +225,14 @@ def actionlint(folder: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run([str(ACTIONLINT)], capture_output=True, text=True, cwd=folder, timeout=120, check=False)
 
 
+@pytest.mark.slow
 def test_actionlint_finds_nothing() -> None:
     result = actionlint(ROOT)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "2 workflow file(s)" in result.stdout, result.stdout
 
 
+@pytest.mark.slow
 def test_actionlint_would_catch_a_broken_workflow(tmp_path: Path) -> None:
     workflows = tmp_path / ".github" / "workflows"
     workflows.mkdir(parents=True)
