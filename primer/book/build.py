@@ -151,7 +151,7 @@ class Book:
         self._renderer = ""
         self._options: dict[str, str] = {}
         self._warnings: dict[str, list[str]] = {}
-        #: The prices the pages' costs are worked out from (the front end sets the configuration's).
+        #: The prices the pages' costs are worked out from (the front end sets the configuration's); in every key.
         self.prices: PriceTable = default_prices()
 
     # -- the build ---------------------------------------------------------
@@ -190,9 +190,8 @@ class Book:
 
     def _prepare(self) -> Report:
         environ = self.environ if self.environ is not None else os.environ
-        self.cache.enabled = (
-            self.use_cache if self.use_cache is not None else environ.get(CACHE_VARIABLE, "").strip().lower() != "off"
-        )
+        off = environ.get(CACHE_VARIABLE, "").strip().lower() == "off"
+        self.cache.enabled = self.use_cache if self.use_cache is not None else not off
         self.store.clear_shown()
         self.scenario_names = {}
         self._warnings = {}
@@ -219,7 +218,7 @@ class Book:
         self._options = {
             **(settings_options(self.settings) if self.settings is not None else environ_options(environ)),
             **self.render_options,
-            "prices": self.prices.key,  # what the pages' costs are worked out from
+            "prices": self.prices.key,
         }
         with self.chapters.snapshot():
             codes = {name: self.chapters.fingerprint(name) for name in names}
