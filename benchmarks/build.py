@@ -303,7 +303,7 @@ def report(book: Book) -> None:
         print(f"    {kind + ' / warm':33} {text}")
         # CPU time (user + system): what other work on a shared machine stretches least.
         cpu = ratios([r.cpu for r in book.runs[kind]], [r.cpu for r in book.runs["warm"]])
-        print(f"    {'  in CPU time':33} {cpu.text()}")
+        print(f"    {'  in CPU time':33} {cpu.against(target) if target is not None else cpu.text()}")
     if "cold" in book.runs and "off" in book.runs:
         cost = differences([r.wall for r in book.runs["cold"]], [r.wall for r in book.runs["off"]])
         print(f"  cold - off (the machinery's cost in a cold build): {cost.text(3, ' s')}")
