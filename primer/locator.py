@@ -27,8 +27,10 @@ from __future__ import annotations
 
 import ast
 import importlib
+import importlib.util
 import inspect
 import re
+import sys
 from collections.abc import Iterable, Mapping, Sequence
 from types import ModuleType
 from typing import TYPE_CHECKING
@@ -151,8 +153,18 @@ class ChapterLocator:
         return module
 
     def names(self) -> list[str]:
-        """Every chapter module's name, sorted (the chapters are not imported)."""
-        return chapter_names_in(self._package().__path__)
+        """Every chapter module's name, sorted (neither the chapters nor their package are imported)."""
+        # Found, not imported: a warm build of the book imports none of its code.
+        imported = sys.modules.get(self.package)
+        if imported is not None and hasattr(imported, "__path__"):
+            return chapter_names_in(imported.__path__)
+        try:
+            spec = importlib.util.find_spec(self.package)
+        except (ImportError, ValueError):
+            spec = None
+        if spec is None or spec.submodule_search_locations is None:
+            return chapter_names_in(self._package().__path__)  # raises what is wrong, naming it
+        return chapter_names_in(spec.submodule_search_locations)
 
     def module_name(self, chapter: str) -> str:
         """The chapter's full module name."""

@@ -15,7 +15,7 @@ what must be known before the rest of the library is loaded:
 * ``chapters_package``: which package a book's chapters are, as
   ``Settings.without_live().chapters_package`` says it: a book is opened
   before anything tells whether the engine is needed at all
-  (``primer.book.manifest``), and ``package_name``, the check both use.
+  (``primer.book.cache``), and ``package_name``, the check both use.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from primer.errors import ConfigError
 from primer.locator import DEFAULT_PACKAGE
 
 __all__ = [
+    "BOOK_VARIABLES",
     "VARIABLES",
     "book_chapters",
     "chapters_package",
@@ -55,6 +56,10 @@ VARIABLES = {
 }
 
 
+#: Variables the book machinery reads besides the settings: ``PRIMER_CACHE=off`` turns its cache off.
+BOOK_VARIABLES = {"cache": "PRIMER_CACHE"}
+
+
 def traces_off(environ: Mapping[str, str] | None = None) -> bool:
     """Whether ``PRIMER_TRACES`` is ``off`` (as ``Settings.traces`` reads it: spaces and case aside)."""
     env = os.environ if environ is None else environ
@@ -63,7 +68,7 @@ def traces_off(environ: Mapping[str, str] | None = None) -> bool:
 
 def unknown_variables(environ: Mapping[str, str]) -> list[str]:
     """One sentence for each ``PRIMER_*`` name in ``environ`` that no setting reads, with the closest known one."""
-    known = sorted(VARIABLES.values())
+    known = sorted([*VARIABLES.values(), *BOOK_VARIABLES.values()])
     messages: list[str] = []
     if not any(name.startswith("PRIMER_") and name not in known for name in environ):
         return messages

@@ -138,6 +138,15 @@ class SmallBook:
         path.write_text(source)
         return path
 
+    def entry(self, chapter: str, cache: str = ".cache/trace-book") -> Path:
+        """The chapter's newest entry in the book's cache (``primer.book.cache``)."""
+        entries = (self.root / cache / "entries" / chapter).iterdir()
+        return max(entries, key=lambda path: path.stat().st_mtime_ns)
+
+    def mock_file(self, chapter: str, cache: str = ".cache/trace-book") -> Path:
+        """The chapter's mock trace, in its newest entry of the cache."""
+        return self.entry(chapter, cache) / "mock.json"
+
     def env(self, **extra: str) -> dict[str, str]:
         """The environment a build runs in: no key, this book's chapters."""
         env = {k: v for k, v in os.environ.items() if not k.startswith("PRIMER_")}

@@ -102,6 +102,22 @@ def started(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFac
             run.stop()
 
 
+@pytest.mark.skipif(shutil.which("valgrind") is None, reason="valgrind is not installed")
+def test_callgrind_counts_instructions(tmp_path: Path, started: Runs) -> None:
+    """The instruction counts the fine ratios are checked with (``scale.py --callgrind``) come out as a number.
+
+    First, and with the quick runs started (``started``): its count goes on while they do.
+    """
+    code = (
+        f"import books; print(books.callgrind(__import__('pathlib').Path({str(tmp_path)!r}), 'platform').instructions)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=BENCHMARKS, capture_output=True, text=True, timeout=300, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert int(done.stdout.strip()) > 1_000_000, "a Python start-up runs millions of instructions"
+
+
 @pytest.mark.parametrize(
     ("script", "args", "rows"),
     [
@@ -142,19 +158,6 @@ def test_benchmark_runs_in_quick_mode(script: str, args: list[str], rows: list[s
     output = started.start(script, args).result()
     missing = [row for row in rows if row not in output]
     assert not missing, f"{script} printed no {missing} row:\n{output}"
-
-
-@pytest.mark.skipif(shutil.which("valgrind") is None, reason="valgrind is not installed")
-def test_callgrind_counts_instructions(tmp_path: Path) -> None:
-    """The instruction counts the fine ratios are checked with (``scale.py --callgrind``) come out as a number."""
-    code = (
-        f"import books; print(books.callgrind(__import__('pathlib').Path({str(tmp_path)!r}), 'platform').instructions)"
-    )
-    done = subprocess.run(
-        [sys.executable, "-c", code], cwd=BENCHMARKS, capture_output=True, text=True, timeout=300, check=False
-    )
-    assert done.returncode == 0, done.stderr
-    assert int(done.stdout.strip()) > 1_000_000, "a Python start-up runs millions of instructions"
 
 
 def test_the_edits_of_this_book_find_their_text() -> None:

@@ -52,7 +52,7 @@ def test_rebuilds_run_only_what_changed(tmp_path, plugin):
     assert set(published) >= {"chapter", "mock", "live", "live_status"}
     assert published["live"] is None
     assert published["live_status"]["state"] == "missing"
-    cache = book.root / ".cache" / "trace-book" / "traces" / "ch_alpha.mock.json"
+    cache = book.mock_file("ch_alpha")
     assert ChapterRun.model_validate_json(cache.read_text()).source_hash == alpha.source_hash
     assert not list((book.root / "site").rglob("*.mock.json"))
     stamp = cache.stat().st_mtime_ns
@@ -165,10 +165,11 @@ def test_a_broken_marker_inside_an_admonition_or_a_list_item_fails_strict_naming
 def test_a_corrupt_trace_is_reported_and_replaced(tmp_path):
     book = make_book(tmp_path)
     assert book.build().returncode == 0
-    cache = book.root / ".cache" / "trace-book" / "traces" / "ch_alpha.mock.json"
+    cache = book.mock_file("ch_alpha")
     good = ChapterRun.model_validate_json(cache.read_text())
 
     cache.write_text('{"schema_version": 1, "chapter": "ch_alpha", "mo')
+    (cache.parent / "shown.json").unlink()  # a build that finds its entry whole reads no trace: this one must
     broken = book.build()
     assert broken.returncode == 0, broken.log
     [warning] = broken.lines("WARNING")
@@ -178,6 +179,7 @@ def test_a_corrupt_trace_is_reported_and_replaced(tmp_path):
     assert ChapterRun.model_validate_json(cache.read_text()).source_hash == good.source_hash
 
     cache.write_text(json.dumps({**good.model_dump(mode="json"), "schema_version": 99}))
+    (cache.parent / "shown.json").unlink()
     future = book.build("--strict")
     assert future.returncode != 0
     assert any(str(cache) in w and "schema version is 99" in w for w in future.lines("WARNING")), future.log

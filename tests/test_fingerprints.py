@@ -1,7 +1,6 @@
 """Fingerprints of normalised code: comments, docstrings and formatting change nothing a trace shows.
 
-A chapter's traces are keyed by ``CodeGraph.fingerprint`` and the rendered
-HTML by ``renderer_fingerprint``; both hash the code's syntax tree, not its
+A chapter's traces are keyed by ``CodeGraph.fingerprint``, which hashes the code's syntax tree, not its
 bytes. What can change a run (code, and class docstrings, which are the
 descriptions tools declare to the model) must change them.
 """
@@ -19,7 +18,7 @@ import pytest
 from primer.book.depends import CodeGraph, code_digest
 from primer.grocery import PriceOf
 from primer.tools import tool
-from tests.books import ALPHA, copy_library, edit, make_book
+from tests.books import copy_library, edit, make_book
 
 LIB = '''"""A library module."""
 
@@ -120,17 +119,14 @@ def test_a_new_process_takes_normalised_digests_from_the_cache(
     assert CodeGraph([name, "primer"], imports_cache=cache).fingerprint(module) == key
 
 
-# -- the rendered HTML's key ------------------------------------------------------------
+# -- the renderer's version, in every chapter's key --------------------------------------
 
 
-def fingerprint_of(root: Path, kept: Path | None = None) -> str:
-    """``renderer_fingerprint`` in a new process that imports the library copy in ``root``."""
-    code = (
-        "import sys; from pathlib import Path; from primer.book.html_cache import renderer_fingerprint as f; "
-        "print(f(*map(Path, sys.argv[1:])))"
-    )
+def version_of(root: Path) -> str:
+    """``renderer_version`` in a new process that imports the library copy in ``root``."""
+    code = "from primer.book.cache import renderer_version as v; print(v())"
     done = subprocess.run(
-        [sys.executable, "-c", code, *([str(kept)] if kept else [])],
+        [sys.executable, "-c", code],
         env={**os.environ, "PYTHONPATH": str(root)},
         cwd=root,  # `python -c` puts the working folder first on the path
         capture_output=True,
@@ -142,37 +138,14 @@ def fingerprint_of(root: Path, kept: Path | None = None) -> str:
 
 
 @pytest.mark.slow
-def test_the_renderers_fingerprint_ignores_comments_and_is_kept_between_processes(tmp_path: Path) -> None:
-    library = copy_library(tmp_path)
-    kept = tmp_path / "renderer.json"
-    key = fingerprint_of(tmp_path, kept)
-    assert kept.is_file()
-    assert fingerprint_of(tmp_path, kept) == key
-    edit(
-        library / "book" / "render.py",
-        "from __future__ import annotations\n",
-        "from __future__ import annotations\n\n# A note.\n",
-    )
-    assert fingerprint_of(tmp_path, kept) == key
-    assert fingerprint_of(tmp_path) == key, "the same without the kept file: it is a cache"
-    edit(library / "book" / "render.py", "# A note.\n", "NOTE = 1\n")
-    assert fingerprint_of(tmp_path, kept) != key
-
-
-@pytest.mark.slow
-def test_a_comment_in_the_renderer_re_renders_no_marker(tmp_path: Path) -> None:
-    book = make_book(tmp_path, {"ch_alpha": ALPHA}, {"index": "# A\n\n::: trace ch_alpha\n"})
-    library = copy_library(book.root)
-    assert book.build().returncode == 0
-    edit(
-        library / "book" / "render.py",
-        "from __future__ import annotations\n",
-        "from __future__ import annotations\n\n# A note.\n",
-    )
-    done = book.build("--verbose")
-    assert done.count() == "traces: ran 0, reused 2"
-    [share] = done.lines("the machinery's share")
-    assert "markers rendered 0, reused 1" in share
+def test_the_renderers_version_is_the_same_wherever_the_library_is_and_follows_its_bytes(tmp_path: Path) -> None:
+    first, second = copy_library(tmp_path / "a"), copy_library(tmp_path / "z" / "deeper")
+    version = version_of(first.parent)
+    assert version_of(second.parent) == version
+    edit(second / "book" / "templates" / "chapter.html.j2", "\n", "\n<!-- an edit -->\n")
+    assert version_of(second.parent) != version
+    edit(first / "book" / "assets" / "traces.css", "\n", "\n/* an edit */\n")
+    assert version_of(first.parent) != version
 
 
 def test_a_fingerprint_is_the_same_wherever_the_library_is_installed(tmp_path: Path) -> None:

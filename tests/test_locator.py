@@ -25,6 +25,7 @@ from primer.errors import ConfigError, NotFound
 from primer.locator import ChapterLocator, no_scenario, unknown
 from primer.runner import run_chapter
 from primer.settings import VARIABLES, Settings
+from primer.variables import BOOK_VARIABLES
 from tests.books import ALPHA, BETA, make_book
 
 REPO = Path(__file__).resolve().parents[1]
@@ -135,7 +136,8 @@ def test_an_unknown_primer_variable_is_named_with_the_closest_known_one() -> Non
         "PRIMER_TRACE is set, but no setting reads it, so it changes nothing. Did you mean PRIMER_TRACES?",
     ]
     [far] = Settings.unknown_variables({"PRIMER_ZZZ": "1"})
-    assert far.endswith(f"The variables are: {', '.join(sorted(VARIABLES.values()))}.")
+    known = sorted([*VARIABLES.values(), *BOOK_VARIABLES.values()])
+    assert far.endswith(f"The variables are: {', '.join(known)}.")
 
 
 @pytest.mark.slow

@@ -381,7 +381,7 @@ def _run_json(total: str) -> bytes:
 def test_a_non_finite_number_is_a_corrupt_file_naming_file_and_field(tmp_path: Path, token: str) -> None:
     store = TraceStore(tmp_path / "live", tmp_path / "cache")
     path = store.path("ch", "mock")
-    path.parent.mkdir()
+    path.parent.mkdir(parents=True)
     path.write_bytes(_run_json(token))
     with pytest.raises(CorruptTrace) as caught:
         store.load("ch", "mock")
@@ -395,7 +395,7 @@ def test_a_non_finite_number_anywhere_is_found(tmp_path: Path) -> None:
     # In a recorded body too, which the schema does not type; and an overflow is infinite.
     store = TraceStore(tmp_path / "live", tmp_path / "cache")
     path = store.path("ch", "mock")
-    path.parent.mkdir()
+    path.parent.mkdir(parents=True)
     path.write_bytes(_run_json("0").replace(b'"settings":{}', b'"settings":{"temperature":[1, NaN]}', 1))
     with pytest.raises(CorruptTrace, match=r"the field scenarios\.0\.settings\.temperature\.1 holds NaN"):
         store.load("ch", "mock")
@@ -408,10 +408,11 @@ def test_a_non_finite_number_anywhere_is_found(tmp_path: Path) -> None:
 def test_a_trace_file_with_nan_is_reported_and_run_again(tmp_path: Path) -> None:
     book = make_book(tmp_path)
     assert book.build().returncode == 0
-    cache = book.root / ".cache" / "trace-book" / "traces" / "ch_alpha.mock.json"
+    cache = book.mock_file("ch_alpha")
     raw = json.loads(cache.read_text())
     raw["scenarios"][1]["turns"][0]["timing"]["total_ms"] = float("nan")
     cache.write_text(json.dumps(raw))  # Python writes NaN, as a careless tool would
+    (cache.parent / "shown.json").unlink()  # a build that finds its entry whole reads no trace: this one must
 
     done = book.build("--strict")
     assert done.returncode != 0
@@ -554,7 +555,7 @@ def test_the_publish_workflow_unsets_repository_variables_it_does_not_have(tmp_p
 def test_corrupt_file_messages_read_correctly(tmp_path: Path, content: str, reason: str) -> None:
     store = TraceStore(tmp_path / "live", tmp_path / "cache")
     path = store.path("ch", "mock")
-    path.parent.mkdir()
+    path.parent.mkdir(parents=True)
     path.write_text(content)
     with pytest.raises(CorruptTrace) as caught:
         store.load("ch", "mock")

@@ -140,7 +140,7 @@ def test_a_new_book_shows_both_traces_from_the_installed_package(tmp_path: Path,
     served = book / "site" / "assets" / "trace-book" / "traces.css"
     assert served.read_bytes() == (installed / "primer" / "book" / "assets" / "traces.css").read_bytes()
     assert (book / "site" / "traces" / "ch01_hello.json").is_file()
-    assert (book / ".cache" / "trace-book" / "traces" / "ch01_hello.mock.json").is_file()
+    assert list((book / ".cache" / "trace-book" / "entries" / "ch01_hello").glob("*/mock.json"))
 
 
 PLUGIN_CONFIG = """\

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import logging
 
 import pytest
@@ -80,25 +79,3 @@ def test_blocks_lost_meanwhile_give_the_page_back_whole(caplog: pytest.LogCaptur
     with caplog.at_level(logging.WARNING, logger="mkdocs.plugins.primer"):
         assert stash.give_back("p.md", emptied.replace(BLOCK_END, "", 1)) == html
     assert "p.md" in caplog.text
-
-
-def test_search_texts_are_kept_between_processes_by_the_block(tmp_path):
-    html = f"<h1>Page</h1>\n{_pages()['ch09']}"
-    first = PayloadStash()
-    first.keep_in(tmp_path / "search.json")
-    emptied = first.take("page.md", html)
-    first.save(prune=True)
-    kept = json.loads((tmp_path / "search.json").read_text(encoding="utf-8"))["texts"]
-    assert len(kept) == html.count(BLOCK_START) > 0
-    # A new process reads the texts rather than walking the blocks again: the same page, the same text.
-    second = PayloadStash()
-    second.keep_in(tmp_path / "search.json")
-    assert second.take("page.md", html) == emptied
-    assert second.give_back("page.md", emptied) == html
-    second.save(prune=True)
-    # A build whose pages show none of those blocks leaves nothing behind once pruned.
-    third = PayloadStash()
-    third.keep_in(tmp_path / "search.json")
-    third.take("page.md", "<p>no traces</p>")
-    third.save(prune=True)
-    assert json.loads((tmp_path / "search.json").read_text(encoding="utf-8"))["texts"] == {}

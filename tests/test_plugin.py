@@ -120,7 +120,7 @@ def test_the_chapters_cache_and_enabled_options(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert "traces: ran 3, reused 0" in done.stderr
     assert "scenario asks_price" in book.page()
-    assert (book.root / "build-cache" / "traces" / "ch_alpha.mock.json").is_file()
+    assert book.mock_file("ch_alpha", "build-cache").is_file()
     assert not (book.root / ".cache").exists()
 
 

@@ -109,7 +109,7 @@ def test_a_fact_must_hold_in_every_mode_it_shows_in() -> None:
 
 
 def test_the_kept_answer_is_asked_again_only_when_the_page_or_its_traces_change(tmp_path: Path) -> None:
-    from primer.book.source import TraceSummary
+    from primer.book.source import Shown
 
     class Store:
         reads = 0
@@ -118,8 +118,8 @@ def test_the_kept_answer_is_asked_again_only_when_the_page_or_its_traces_change(
         def chapters(self) -> list[str]:
             return ["ch_a"]
 
-        def summary(self, chapter: str) -> TraceSummary:
-            return TraceSummary(chapter, ("asks",), ("asks",), LiveStatus("current"), self.key, None)
+        def summary(self, chapter: str) -> Shown:
+            return Shown(chapter, self.key, ("asks",), ("asks",), LiveStatus("current"))
 
         def traces(self, chapter: str) -> ChapterTraces:
             self.reads += 1

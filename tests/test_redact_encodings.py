@@ -410,8 +410,9 @@ def test_no_form_of_either_key_in_any_output_of_a_live_run_or_a_build(
     assert runs["refused"]["ending"]["reason"] == "provider_failure"
     assert build.lines("raises (live) failed")
     assert build.lines("refused (live) failed")
-    for name in ("docs/traces/ch_echo.live.json", ".cache/trace-book/traces/ch_echo.mock.json", "site/index.html"):
+    for name in ("docs/traces/ch_echo.live.json", "site/index.html"):
         assert name in outputs, sorted(outputs)
+    assert any(name.endswith("/mock.json") and "ch_echo" in name for name in outputs), sorted(outputs)
     for name in ("site/traces/ch_echo.json", "site/search/search_index.json"):
         assert SCRUBBED.encode() in outputs[name], name
 

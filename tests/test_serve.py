@@ -229,7 +229,7 @@ busy = Scenario(
 
 
 def _mock_trace(book: SmallBook) -> dict[str, object]:
-    data = json.loads((book.root / ".cache" / "trace-book" / "traces" / "ch_busy.mock.json").read_text())
+    data = json.loads(book.mock_file("ch_busy").read_text())
     return {"source_hash": data["source_hash"], "simulated": data["scenarios"][0]["simulated_seconds"]}
 
 

@@ -20,7 +20,8 @@ from primer.book.chapters import Chapters
 from primer.book.depends import CodeGraph
 from primer.book.pages import check, listing, replace
 from primer.book.pool import run_bounded
-from primer.book.source import ChapterTraces, LiveStatus, Marker, find_markers
+from primer.book.publish import Publisher
+from primer.book.source import ChapterTraces, LiveStatus, Marker, Shown, find_markers
 from primer.book.store import CorruptTrace, TraceStore
 from primer.errors import NotFound
 from primer.settings import Settings
@@ -39,6 +40,10 @@ def _run(chapter: str = "ch", mode: str = "mock", names: tuple[str, ...] = ("one
 
 
 # -- atomic writes ------------------------------------------------------------
+
+
+def _traces(url=None):
+    return ChapterTraces("ch", _run(), None, LiveStatus("missing", "no key"), "traces/ch.json", url)
 
 
 def test_write_if_changed_writes_only_changes(tmp_path):
@@ -96,15 +101,16 @@ def test_a_replaced_file_keeps_its_permissions(tmp_path):
 
 def test_the_store_round_trips_and_keeps_modes_apart(tmp_path):
     store = TraceStore(tmp_path / "docs" / "traces", tmp_path / ".cache")
-    assert store.load("ch", "mock") is None
-    assert store.save(_run()) is True
+    assert store.load("ch", "mock", "k1") is None
+    assert store.save(_run(), "k1") is True
     assert store.save(_run("ch", "live")) is True
     assert store.path("ch", "live").parent == tmp_path / "docs" / "traces"
-    assert store.path("ch", "mock").parent == tmp_path / ".cache"
-    # A new store reads what the first wrote.
+    assert (tmp_path / ".cache" / "ch" / "k1" / "mock.json").is_file()  # the mock run, in its entry
+    # A new store reads what the first wrote; a mock run under its own key only.
     again = TraceStore(tmp_path / "docs" / "traces", tmp_path / ".cache")
     assert again.load("ch", "live") == _run("ch", "live")
-    assert again.load("ch", "mock") == _run()
+    assert again.load("ch", "mock", "k1") == _run()
+    assert again.load("ch", "mock", "k2") is None
     assert again.save(_run("ch", "live")) is False
 
 
@@ -119,21 +125,21 @@ def test_the_store_round_trips_and_keeps_modes_apart(tmp_path):
 )
 def test_a_corrupt_file_is_an_error_naming_it(tmp_path, content, reason):
     store = TraceStore(tmp_path / "live", tmp_path / "cache")
-    path = store.path("ch", "mock")
-    path.parent.mkdir()
+    path = tmp_path / "cache" / "ch" / "k" / "mock.json"
+    path.parent.mkdir(parents=True)
     path.write_text(content)
     with pytest.raises(CorruptTrace) as caught:
-        store.load("ch", "mock")
+        store.load("ch", "mock", "k")
     assert str(path) in str(caught.value)
     assert reason in str(caught.value)
 
 
 def test_a_file_holding_another_chapter_is_corrupt(tmp_path):
     store = TraceStore(tmp_path / "live", tmp_path / "cache")
-    store.save(_run("other"))
-    store.path("other", "mock").rename(store.path("ch", "mock"))
+    store.save(_run("other", "live"))
+    store.path("other", "live").rename(store.path("ch", "live"))
     with pytest.raises(CorruptTrace, match="trace of other"):
-        TraceStore(tmp_path / "live", tmp_path / "cache").load("ch", "mock")
+        TraceStore(tmp_path / "live", tmp_path / "cache").load("ch", "live")
 
 
 def test_the_store_is_the_renderers_source_and_publishes_both_modes(tmp_path):
@@ -143,7 +149,7 @@ def test_the_store_is_the_renderers_source_and_publishes_both_modes(tmp_path):
     assert store.traces("ch") is traces
     with pytest.raises(NotFound, match="The chapters are: ch"):
         store.traces("nope")
-    published, otlp = store.publish(tmp_path / "site")
+    published, otlp = Publisher(store).publish(tmp_path / "site")
     assert published == tmp_path / "site" / "traces" / "ch.json"
     assert otlp == tmp_path / "site" / "traces" / "ch.otlp.json"  # beside it, for OpenTelemetry tools
     document = json.loads(published.read_text())
@@ -158,85 +164,65 @@ def test_the_store_publishes_each_chapters_payload_page_and_removes_a_gone_chapt
     store = TraceStore(tmp_path / "live", tmp_path / "cache")
     url = store.payloads_url("ch")
     assert url == "traces/ch.payloads.html"
-    store.show(ChapterTraces("ch", _run(), None, LiveStatus("missing", "no key"), "traces/ch.json", url))
+    store.show(Shown("ch", "k1", ("one",), None, LiveStatus("missing", "no key")), _traces(url))
     folder = tmp_path / "site" / "traces"
     folder.mkdir(parents=True)
     (folder / "gone.payloads.html").write_text(
         render_payloads(ChapterTraces("gone", _run("gone"), None, LiveStatus("missing")))
     )
     (folder / "mine.payloads.html").write_text("<p>an author's own page</p>")
-    written = store.publish(tmp_path / "site", lambda chapter: ("k1", lambda: render_payloads(store.traces(chapter))))
+    publisher = Publisher(store)
+    written = publisher.publish(tmp_path / "site", lambda c: ("p.html", lambda: render_payloads(store.traces(c))))
     page = folder / "ch.payloads.html"
     assert page in written
     assert page.read_text() == render_payloads(store.traces("ch"))
     assert not (folder / "gone.payloads.html").exists()  # a chapter no longer shown
     assert (folder / "mine.payloads.html").exists()  # not the book's
-    # Another site, the same key: the copy kept in the cache, linked, not made again.
-    kept = store.publish(tmp_path / "site2", lambda chapter: ("k1", lambda: pytest.fail("made again")))
+    # Another site, the same key: the copy kept in the entry, not made again.
+    kept = publisher.publish(tmp_path / "site2", lambda chapter: ("p.html", lambda: pytest.fail("made again")))
     assert kept[-1].read_bytes() == page.read_bytes()
-    assert kept[-1].stat().st_ino == (tmp_path / "cache" / "payloads" / "ch.k1.html").stat().st_ino
-    # A new key: made again, and the older copy dropped.
-    store.publish(tmp_path / "site3", lambda chapter: ("k2", lambda: "<p>new</p>"))
+    # Another key is another entry: made again.
+    store.show(Shown("ch", "k2", ("one",), None, LiveStatus("missing", "no key")), _traces(url))
+    publisher.publish(tmp_path / "site3", lambda chapter: ("p.html", lambda: "<p>new</p>"))
     assert (tmp_path / "site3" / "traces" / "ch.payloads.html").read_text() == "<p>new</p>"
-    assert [p.name for p in (tmp_path / "cache" / "payloads").iterdir()] == ["ch.k2.html"]
     # Without a way to render them, none is written.
     page.unlink()
-    store.publish(tmp_path / "site")
+    publisher.publish(tmp_path / "site")
     assert not page.exists()
 
 
-def test_the_otlp_json_is_the_same_in_every_build_and_made_once_per_version(tmp_path):
+def test_the_otlp_json_is_the_same_in_every_build_and_kept_in_the_entry(tmp_path):
     traces = ChapterTraces("ch", _run(), _run("ch", "live"), LiveStatus("current"), "traces/ch.json")
     first = TraceStore(tmp_path / "live", tmp_path / "cache")
-    first.show(traces)
-    (_, otlp) = first.publish(tmp_path / "site1")
+    first.show(Shown.of(traces, "k1"), traces)
+    (_, otlp) = Publisher(first).publish(tmp_path / "site1")
     made = otlp.read_bytes()
     assert b'"startTimeUnixNano":"946684800' in made  # the mock scenario, at the fixed MOCK_EPOCH (2000-01-01)
-    (cached,) = (tmp_path / "cache" / "otlp").glob("ch.*.json")
+    cached = tmp_path / "cache" / "ch" / "k1" / "otlp.json"
     assert cached.read_bytes() == made
-    # A new process (a new store) reads the cached file instead of encoding the spans again...
+    # A new process (a new store) reads the entry instead of encoding the spans again...
     cached.write_text("from the cache\n", encoding="utf-8")
     second = TraceStore(tmp_path / "live", tmp_path / "cache")
-    second.show(traces)
-    assert second.publish(tmp_path / "site2")[1].read_text(encoding="utf-8") == "from the cache\n"
-    # ...and other traces are another version: made anew, the old cached file gone.
-    changed = ChapterTraces("ch", _run(), None, LiveStatus("missing"), "traces/ch.json")
+    second.show(Shown.of(traces, "k1"), traces)
+    assert Publisher(second).publish(tmp_path / "site2")[1].read_text(encoding="utf-8") == "from the cache\n"
+    # ...and without its entry, made again, byte for byte.
+    cached.unlink()
     third = TraceStore(tmp_path / "live", tmp_path / "cache")
-    third.show(changed)
-    remade = third.publish(tmp_path / "site3")[1].read_bytes()
-    assert remade != made
-    assert remade.startswith(b'{"resourceSpans"')
-    assert [p.read_bytes() for p in (tmp_path / "cache" / "otlp").glob("ch.*.json")] == [remade]
-    cached.unlink(missing_ok=True)
-    fourth = TraceStore(tmp_path / "live", tmp_path / "cache")
-    fourth.show(traces)
-    assert fourth.publish(tmp_path / "site4")[1].read_bytes() == made
+    third.show(Shown.of(traces, "k1"), traces)
+    assert Publisher(third).publish(tmp_path / "site3")[1].read_bytes() == made
 
 
-def test_the_published_json_of_stored_runs_is_kept_by_their_files_and_read_back(tmp_path):
+def test_a_chapter_shown_from_its_entry_reads_its_runs_only_when_asked(tmp_path):
     first = TraceStore(tmp_path / "live", tmp_path / "cache")
-    first.save(_run())
+    first.save(_run(), "k1")
     first.save(_run("ch", "live"))
-    shown = ChapterTraces("ch", first.load("ch", "mock"), first.load("ch", "live"), LiveStatus("current"), None)
-    first.show(shown)
-    made = first.publish(tmp_path / "site1")[0].read_bytes()
-    (cached,) = (tmp_path / "cache" / "published").glob("ch.*.json")
-    assert cached.read_bytes() == made
-    # A new process knows the runs by their files' bytes: it serialises no run, it reads the document back.
-    cached.write_text('{"chapter": "from the cache"}\n', encoding="utf-8")
+    shown = Shown("ch", "k1", ("one",), ("one",), LiveStatus("current"))
     second = TraceStore(tmp_path / "live", tmp_path / "cache")
-    mock, live = second.load("ch", "mock"), second.load("ch", "live")
-    assert mock is not None
-    assert second.digest(mock) is not None
-    assert second.digest(_run()) is None  # a run the store did not read or write
-    second.show(ChapterTraces("ch", mock, live, LiveStatus("current"), None))
-    assert second.publish(tmp_path / "site2")[0].read_text(encoding="utf-8") == '{"chapter": "from the cache"}\n'
-    # Another status is another document: made anew, the older one dropped from the cache.
-    third = TraceStore(tmp_path / "live", tmp_path / "cache")
-    third.show(ChapterTraces("ch", third.load("ch", "mock"), None, LiveStatus("missing"), None))
-    remade = third.publish(tmp_path / "site3")[0].read_bytes()
-    assert json.loads(remade)["live"] is None
-    assert [p.read_bytes() for p in (tmp_path / "cache" / "published").glob("ch.*.json")] == [remade]
+    second.show(shown)
+    assert second.summary("ch") == shown
+    traces = second.traces("ch")
+    assert (traces.mock, traces.live) == (_run(), _run("ch", "live"))
+    assert traces.download_url == "traces/ch.json"
 
 
 # -- what a chapter depends on ------------------------------------------------

@@ -16,9 +16,9 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from primer.book.build import Book
+    from primer.book.cache import TraceCache
     from primer.book.chapters import Chapters
     from primer.book.configuration import BookConfig, read_config
-    from primer.book.html_cache import HtmlCache
     from primer.book.lock import BuildLock
     from primer.book.markdown import TraceExtension
     from primer.book.options import TraceBookConfig
@@ -36,12 +36,12 @@ __all__ = [
     "BuildLock",
     "ChapterTraces",
     "Chapters",
-    "HtmlCache",
     "LiveStatus",
     "MockRunSource",
     "Report",
     "TraceBookConfig",
     "TraceBookPlugin",
+    "TraceCache",
     "TraceExtension",
     "TraceSource",
     "TraceStore",
@@ -58,12 +58,12 @@ _HOMES = {
     "BuildLock": "primer.book.lock",
     "ChapterTraces": "primer.book.source",
     "Chapters": "primer.book.chapters",
-    "HtmlCache": "primer.book.html_cache",
     "LiveStatus": "primer.book.source",
     "MockRunSource": "primer.book.sources",
     "Report": "primer.book.report",
     "TraceBookConfig": "primer.book.options",
     "TraceBookPlugin": "primer.book.plugin",
+    "TraceCache": "primer.book.cache",
     "TraceExtension": "primer.book.markdown",
     "TraceSource": "primer.book.source",
     "TraceStore": "primer.book.store",

@@ -3,6 +3,10 @@
 Before the pages render, ``Book.prepare`` goes through every chapter, along
 the data's way::
 
+    key      the chapter's one key (primer.book.cache): its code's fingerprint,
+             its frozen live trace's bytes, the options, the renderer's
+             version. A chapter whose entry is in the cache is shown from it;
+             the others go on (primer.book.full_build)
     store    the cached mock trace and the frozen live trace (primer.book.store)
     plan     what is current, what to run, what to verify (primer.book.plan, pure)
     execute  mock in this process, or in a new one when library code changed
@@ -32,27 +36,39 @@ nothing a scenario does stops the build.
 
 from __future__ import annotations
 
+import hashlib
 import logging
+import os
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 
-from primer.book import live_prose, manifest, prose_check
+from primer.book import live_prose, prose_check
+from primer.book.cache import (
+    CACHE_VARIABLE,
+    Entry,
+    TraceCache,
+    chapter_key,
+    environ_options,
+    renderer_version,
+    settings_options,
+)
 from primer.book.chapters import Chapters
-from primer.book.html_cache import HtmlCache
 from primer.book.logs import book_logger
 from primer.book.markers import find_markers
 from primer.book.pages import check, listing, off_page, replace
 from primer.book.prices import PriceTable, default_prices
+from primer.book.publish import Publisher
+from primer.book.rendered import Rendered
 from primer.book.report import Report, anomalies, failed
-from primer.book.source import ChapterTraces, TraceSummary
+from primer.book.source import Shown
 from primer.book.stopwatch import Stopwatch
 from primer.book.store import PUBLISHED_DIR, CorruptTrace, TraceStore
-from primer.variables import chapters_package
+from primer.variables import VARIABLES, chapters_package, traces_off, unknown_variables
 
 # The engine proper (pydantic, the trace models, the runner) is imported by
-# the methods that run or read traces: a warm build that finds everything
-# current (``primer.book.manifest``) loads none of it.
+# the methods that run or read traces: a warm build that finds every chapter's
+# entry in the cache (``primer.book.cache``) loads none of it.
 if TYPE_CHECKING:
     from primer.book.execute import LiveRunner
     from primer.settings import Settings
@@ -68,16 +84,6 @@ DEFAULT_WORKERS = 4
 DEFAULT_TIME_LIMIT = 300.0
 
 
-def _differ(before: ChapterTraces | TraceSummary | None, after: ChapterTraces | TraceSummary | None) -> bool:
-    # The store hands out one object per version of a trace, so identity
-    # says "unchanged" cheaply; a false "changed" only rebuilds a page more.
-    if isinstance(before, TraceSummary) or isinstance(after, TraceSummary):
-        return not (isinstance(before, TraceSummary) and isinstance(after, TraceSummary) and before.html == after.html)
-    if before is None or after is None:
-        return before is not after
-    return before.mock is not after.mock or before.live is not after.live or before.live_status != after.live_status
-
-
 class Book:
     """One book: its chapters, its trace store, and how its runs go.
 
@@ -85,6 +91,8 @@ class Book:
     environment) at every ``prepare``;
     ``live_runner`` None runs live scenarios over one shared SDK client
     (``primer.book.shared_live``); tests give one that stands in for the network.
+    ``cache_dir`` holds the one cache (``primer.book.cache``); ``use_cache``
+    False turns it off (None: on unless ``PRIMER_CACHE=off``).
     """
 
     def __init__(
@@ -98,20 +106,25 @@ class Book:
         workers: int = DEFAULT_WORKERS,
         time_limit: float = DEFAULT_TIME_LIMIT,
         logger: logging.Logger | None = None,
-        html_dir: Path | None = None,
         live_dir: Path | None = None,
         environ: Mapping[str, str] | None = None,
+        use_cache: bool | None = None,
     ) -> None:
-        # Parsed imports are kept beside the mock traces, so a new process
+        # Parsed imports are kept in the cache folder, so a new process
         # parses only the modules edited since.
         package = settings.chapters_package() if settings is not None else chapters_package()
         self.chapters = chapters or Chapters(package, imports_cache=cache_dir / "imports.json")
         self.docs_dir = docs_dir
-        self.store = TraceStore(live_dir or docs_dir / PUBLISHED_DIR, cache_dir)
+        self.cache = TraceCache(cache_dir / "entries")
+        self.use_cache = use_cache
+        self.store = TraceStore(live_dir or docs_dir / PUBLISHED_DIR, self.cache)
+        self.publisher = Publisher(self.store)
         #: The ``PRIMER_*`` settings read at every ``prepare`` (None: the process's environment).
         self.environ = environ
-        #: Rendered markers, for the Markdown extension (on disk in ``html_dir``, if given).
-        self.rendered = HtmlCache(html_dir, fingerprint_file=cache_dir / "renderer.json", run_digest=self.store.digest)
+        #: Inputs of the renderer besides the traces and its own files (a front end's), part of every key.
+        self.render_options: dict[str, str] = {}
+        #: Rendered markers, for the Markdown extension, in each chapter's entry.
+        self.rendered = Rendered(self.cache, self._key_of)
         #: The page each chapter is first shown on (its URL), which its payload page links back to.
         self.chapter_pages: dict[str, str] = {}
         #: The check of every page's quoted trace facts, its answers kept by what they depend on.
@@ -126,7 +139,6 @@ class Book:
         self.time_limit = time_limit
         self.log = book_logger(logger or LOGGER_NAME)
         self.enabled = True
-        self._unknown = 0
         #: Chapter -> scenario names (None if the chapter cannot be imported).
         self.scenario_names: dict[str, list[str] | None] = {}
         #: Page -> its Markdown, as this build read it (for ``check_rules``).
@@ -135,6 +147,10 @@ class Book:
         self._pages_found: dict[str, PurePosixPath] | None = None
         #: Whether ``check_rules`` checks (the configuration's ``rules`` option).
         self.rules = True
+        # This build's: the renderer's version, the options in every key, each chapter's warnings.
+        self._renderer = ""
+        self._options: dict[str, str] = {}
+        self._warnings: dict[str, list[str]] = {}
         #: The prices the pages' costs are worked out from (the front end sets the configuration's).
         self.prices: PriceTable = default_prices()
 
@@ -148,56 +164,108 @@ class Book:
         if self.settings is not None:
             return self.settings
         try:
-            return Settings.from_env(self.environ, warn=self._unknown_variable)
+            return Settings.from_env(self.environ, warn=lambda message: self.log.warning(f"traces: {message}"))
         except ConfigError as error:
             self.log.warning(f"traces: {error} Live runs are off for this build.")
             return Settings.without_live(self.environ)
 
-    def _unknown_variable(self, message: str) -> None:
-        self.log.warning(f"traces: {message}")
-        self._unknown += 1  # said by every build alike: it does not make this one unclean
-
     def prepare(self) -> Report:
-        """Run what is needed and hand every chapter's traces to the store.
+        """Find every chapter's entry in the cache by its key; make those not found; hand what each shows to the store.
 
-        When the record of the last build shows nothing changed since, it
-        hands them over as they were (``primer.book.manifest``), and
-        nothing is run, read or imported.
+        A chapter whose entry is found is shown from it: nothing is run,
+        read or imported for it, and the warnings its build gave are said
+        again. The others take the full way (``primer.book.full_build``).
         """
         self.clock.reset()
         self.rendered.reset()
+        self.cache.reset()
         self.pages = {}
         self._pages_found = None
         with self.clock("prepare"):
-            before = {chapter: self.store.shown(chapter) for chapter in self.store.chapters()}
-            report = manifest.reuse(self) if self.settings is None else None
-            if report is None:
-                report = self._run_and_show()
-            after = {chapter: self.store.shown(chapter) for chapter in self.store.chapters()}
-        self.changed = {c for c in before.keys() | after.keys() if _differ(before.get(c), after.get(c))}
+            before = {chapter: self.store.summary(chapter) for chapter in self.store.chapters()}
+            report = self._prepare()
+            after = {chapter: self.store.summary(chapter) for chapter in self.store.chapters()}
+        self.changed = {c for c in before.keys() | after.keys() if before.get(c) != after.get(c)}
         return report
 
-    def _run_and_show(self) -> Report:
-        # The inputs as they are before anything reads them: a file saved
-        # during the build makes the record stale, never wrong.
-        inputs = manifest.code_inputs(self) if self.settings is None else None
-        self.rendered.fingerprint = None  # computed from the code this process runs, as it always was
-        warnings = manifest.Warnings()
-        self._unknown = 0
-        self.log.addFilter(warnings)
+    def _prepare(self) -> Report:
+        environ = self.environ if self.environ is not None else os.environ
+        self.cache.enabled = (
+            self.use_cache if self.use_cache is not None else environ.get(CACHE_VARIABLE, "").strip().lower() != "off"
+        )
+        self.store.clear_shown()
+        self.scenario_names = {}
+        self._warnings = {}
+        # Settings (and pydantic) only when they decide more than the key: a given one, or a secret to validate.
+        secrets = (VARIABLES["api_key"], VARIABLES["service_key"])
+        settings = self.settings_now() if self.settings is not None or any(environ.get(s) for s in secrets) else None
+        if (settings.traces == "off") if settings is not None else traces_off(environ):
+            self.enabled = False
+            report = Report(off=True)
+            self.log.info(report.line())
+            return report
+        self.enabled = True
+        if settings is None:
+            for message in unknown_variables(environ):
+                self.log.warning(f"traces: {message}")
+        report = Report(live=0 if settings is not None and settings.live_enabled else None)
         try:
+            names = self.chapters.names()
+        except Exception as error:  # noqa: BLE001 - a broken package is reported, not fatal
+            why = (settings or self.settings_now()).redactor().text(str(error))
+            self.log.warning(f"traces: the chapters' package {self.chapters.package} could not be imported: {why}")
+            return report
+        self._renderer = renderer_version()
+        self._options = {
+            **(settings_options(self.settings) if self.settings is not None else environ_options(environ)),
+            **self.render_options,
+            "prices": self.prices.key,  # what the pages' costs are worked out from
+        }
+        with self.chapters.snapshot():
+            codes = {name: self.chapters.fingerprint(name) for name in names}
+        todo = [name for name in names if not self._from_entry(name, codes[name], report)]
+        if todo:
             from primer.book import full_build  # the engine: only on the full way
 
-            report = full_build.run(self)
-        finally:
-            self.log.removeFilter(warnings)
-        manifest.record(self, inputs if warnings.count == self._unknown else None)
+            full_build.run(self, {name: codes[name] for name in todo}, settings or self.settings_now(), report)
+        self.log.info(report.line())
         return report
 
-    def stored(self, chapter: str, mode: Mode) -> ChapterRun | None:
+    def key(self, chapter: str, code: str) -> str:
+        """The chapter's key in the cache now, for the code of fingerprint ``code`` (``primer.book.cache``)."""
+        return chapter_key(chapter, code, self.store.frozen_bytes(chapter), self._options, self._renderer)
+
+    def _key_of(self, chapter: str) -> str | None:
+        shown = self.store.summary(chapter)
+        return shown.key if shown is not None else None
+
+    def _from_entry(self, chapter: str, code: str, report: Report) -> bool:
+        """Show a chapter from its entry, saying its warnings again; False if it has none."""
+        entry = self.cache.entry(chapter, self.key(chapter, code))
+        kept = Shown.read(entry)
+        if kept is None:
+            return False
+        shown, warnings, reused = kept
+        for warning in warnings:
+            self.log.warning(warning)
+        self.store.show(shown)
+        self.scenario_names[chapter] = list(shown.mock)
+        report.reused += reused
+        return True
+
+    def warn(self, chapter: str, message: str) -> None:
+        """Say a warning about a chapter; its entry keeps it, to be said again by every build that reuses it."""
+        self._warnings.setdefault(chapter, []).append(message)
+        self.log.warning(message)
+
+    def keep(self, entry: Entry, shown: Shown) -> None:
+        """Keep what a chapter shows in its entry, with this build's warnings about it (``_from_entry``)."""
+        shown.write(entry, self._warnings.get(shown.chapter, []))
+
+    def stored(self, chapter: str, mode: Mode, key: str) -> ChapterRun | None:
         """The stored run of a chapter, or None (a corrupt file is warned about and replaced later)."""
         try:
-            return self.store.load(chapter, mode)
+            return self.store.load(chapter, mode, key)
         except CorruptTrace as error:
             if mode == "mock":  # the build's own cache: what to do about it is the build's to say
                 self.log.warning(
@@ -207,10 +275,10 @@ class Book:
                 self.log.warning(f"traces: {error} The live trace of {chapter} is refreshed when a key is set.")
             return None
 
-    def save(self, run: ChapterRun) -> None:
-        """Write a run to the store; one that cannot be written is warned about, and still shown."""
+    def save(self, run: ChapterRun, key: str = "") -> None:
+        """Write a run to the store (a mock one under ``key``); one not written is warned about, and still shown."""
         try:
-            self.store.save(run)
+            self.store.save(run, key)
         except OSError as error:
             # The run still shows: the store kept it in memory.
             self.log.warning(f"traces: the {run.mode} trace of {run.chapter} could not be written: {error}")
@@ -267,10 +335,8 @@ class Book:
 
     def has_live(self, chapter: str, scenario: str | None) -> bool:
         """Whether the chapter (or that scenario of it) has a live run on the page."""
-        if chapter not in self.store.chapters():
-            return False
-        live = self.store.traces(chapter).live
-        return live is not None and (scenario is None or any(s.name == scenario for s in live.scenarios))
+        shown = self.store.summary(chapter)
+        return shown is not None and shown.live is not None and (scenario is None or scenario in shown.live)
 
     def publish(self, root: Path) -> list[Path]:
         """Write each chapter's trace JSON (both modes) to ``root/traces/CHAPTER.json``, for download.
@@ -280,7 +346,11 @@ class Book:
         which every front end copies it as a static file.
         """
         with self.clock("publish"):
-            return self.store.publish(root, self._payloads) if self.enabled else []
+            return self.publisher.publish(root, self._payloads) if self.enabled else []
+
+    def prune(self) -> None:
+        """Drop the cache's entries this build did not use (but the last few of each chapter): after a full build."""
+        self.cache.prune(self.store.chapters())
 
     def _chapter_page(self, chapter: str) -> str | None:
         """The URL a chapter's payload page links back to: its own page (named after it), else the first showing it.
@@ -306,25 +376,18 @@ class Book:
         return self._pages_found
 
     def _payloads(self, chapter: str) -> tuple[str, Callable[[], str]]:
-        # The chapter's payload page: its key (a chapter shown by its summary
-        # is not read for it), and how to make it, which publishing asks only
-        # when no copy of that key is kept. Rendered only when its traces (or
-        # the renderer) changed.
-        summary = self.store.summary(chapter)
-        traces_key = summary.html if summary is not None else self.rendered.traces_key(self.store.traces(chapter))
-        # The page it links back to is part of what it shows.
+        # The chapter's payload page: its name in the chapter's entry (the
+        # page it links back to is part of what it shows), and how to make it,
+        # which publishing asks only when the entry does not have it.
         page = self._chapter_page(chapter)
-        on = f" page={page}"
+        name = f"payloads-{hashlib.sha256(str(page).encode()).hexdigest()[:12]}.html"
 
         def make() -> str:
-            if summary is not None and (kept := self.rendered.cached_payloads(chapter, summary.html + on)) is not None:
-                return kept
             from primer.book.render import render_payloads
 
-            traces = self.store.traces(chapter)
-            return self.rendered.payloads(traces, lambda: render_payloads(traces, page_url=page), key=on)
+            return render_payloads(self.store.traces(chapter), page_url=page)
 
-        return self.rendered.payloads_key(chapter, traces_key + on), make
+        return name, make
 
     def log_share(self) -> None:
         """Log this build's own share of the time, per part, at DEBUG."""

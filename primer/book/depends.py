@@ -39,6 +39,7 @@ import hashlib
 import importlib.util
 import json
 import os
+import re
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -57,6 +58,21 @@ def _package_dir(top: str) -> Path | None:
     if spec is None or not spec.submodule_search_locations:
         return None
     return Path(next(iter(spec.submodule_search_locations))).resolve()
+
+
+#: The trace schema's version as ``primer.trace`` states it, read from its source.
+_SCHEMA = re.compile(rb"^SCHEMA_VERSION = (\d+)$", re.MULTILINE)
+
+
+def _schema_version() -> str:
+    """``primer.trace.SCHEMA_VERSION``, read from the file: a warm build must not import the models (pydantic)."""
+    spec = importlib.util.find_spec("primer.trace")
+    found = _SCHEMA.search(Path(spec.origin).read_bytes()) if spec is not None and spec.origin else None
+    if found is None:  # laid out otherwise: imported, then
+        from primer.trace import SCHEMA_VERSION
+
+        return str(SCHEMA_VERSION)
+    return found.group(1).decode()
 
 
 def _statements(tree: ast.AST) -> Iterator[ast.AST]:
@@ -328,9 +344,7 @@ class CodeGraph:
         book's chapters beside ``mkdocs.yml``, the library in a venv that
         sorts before or after them).
         """
-        from primer.trace import SCHEMA_VERSION  # the models: only when a chapter is fingerprinted
-
-        digest = hashlib.sha256(f"schema {SCHEMA_VERSION} code {_FORMAT}\n".encode())
+        digest = hashlib.sha256(f"schema {_schema_version()} code {_FORMAT}\n".encode())
         found = self._modules(*modules)
         for relative, path in sorted((self._relative(path), path) for path in found):
             digest.update(f"{relative} {self.code_of(found[path], path)}\n".encode())

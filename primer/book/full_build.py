@@ -1,17 +1,19 @@
-"""The full way of ``Book.prepare``: fingerprint, reuse or run, verify, record, show.
+"""The full way of ``Book.prepare``: reuse or run, verify, record, show, keep.
 
-Taken when the record of the last build (``primer.book.manifest``) does not
-show that nothing changed; this module, and the engine it imports (pydantic,
-the trace models, the runner), are loaded only then. For each chapter, along
-the data's way (``primer.book.build``'s docstring has the whole picture)::
+Taken for the chapters whose entry is not in the cache (``primer.book.cache``);
+this module, and the engine it imports (pydantic, the trace models, the
+runner), are loaded only then. For each such chapter, along the data's way
+(``primer.book.build``'s docstring has the whole picture)::
 
-    fingerprint  the chapter's normalised code and the library code it uses
-    mock         the cached trace if made by that code (``is_current``), else
+    mock         the trace in the chapter's entry (or another of its entries)
+                 if made by its code (``is_current``), else
                  run in this process, or in a new one when library code
                  changed under a long-lived process (``mkdocs serve``)
     live         verify, plan, record, settle (``primer.book.live_build``)
     show         what the page shows is handed to the store; every failed
                  scenario and every mock script not used up is a warning
+    keep         what the page shows and the warnings, in the chapter's entry
+                 under its key as it is now (a refresh rewrote the frozen file)
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from primer.book import live_build
 from primer.book.execute import error_run, in_worker, run_mock_chapter
 from primer.book.plan import is_current
 from primer.book.report import Report, failed
-from primer.book.source import ChapterTraces
+from primer.book.source import ChapterTraces, Shown
 from primer.book.state import ChapterState
 from primer.script_check import unused_warnings
 from primer.trace import ChapterRun
@@ -35,27 +37,10 @@ if TYPE_CHECKING:
 __all__ = ["run"]
 
 
-def run(book: Book) -> Report:
-    """Go through every chapter the full way (the module's docstring), hand what each shows to the store."""
-    settings = book.settings_now()
-    book.store.clear_shown()
-    book.scenario_names = {}
-    if settings.traces == "off":
-        book.enabled = False
-        report = Report(off=True)
-        book.log.info(report.line())
-        return report
-    book.enabled = True
-    report = Report(live=0 if settings.live_enabled else None)
-    try:
-        names = book.chapters.names()
-    except Exception as error:  # noqa: BLE001 - a broken package is reported, not fatal
-        why = settings.redactor().text(str(error))
-        book.log.warning(f"traces: the chapters' package {book.chapters.package} could not be imported: {why}")
-        return report
-    with book.chapters.snapshot():
-        keys = {name: book.chapters.fingerprint(name) for name in names}
-    states = [_mock(book, ChapterState(name, keys[name]), settings, report) for name in names]
+def run(book: Book, codes: dict[str, str], settings: Settings, report: Report) -> None:
+    """Go through the chapters of ``codes`` (name -> fingerprint) the full way; hand what each shows to the store."""
+    states = [ChapterState(name, code, book.key(name, code)) for name, code in codes.items()]
+    states = [_mock(book, state, settings, report) for state in states]
     _fresh_mock(book, [s for s in states if s.stale_library], settings, report)
     jobs: list[tuple[ChapterState, Scenario]] = []
     for state in states:
@@ -64,17 +49,16 @@ def run(book: Book) -> Report:
     live_build.record(book, states, jobs, settings, report)
     for state in states:
         _show(book, state, report)
-    book.log.info(report.line())
-    return report
 
 
 def _mock(book: Book, state: ChapterState, settings: Settings, report: Report) -> ChapterState:
-    stored = book.stored(state.name, "mock")
+    stored = book.stored(state.name, "mock", state.entry)
+    if not is_current(stored, state.key):
+        stored = book.store.earlier_mock(state.name, state.entry, state.key)
     if is_current(stored, state.key):
         state.mock = stored
         report.reused += len(stored.scenarios) if stored else 0
         return state
-    book.store.forget(state.name)
     state.stale_library = bool(book.chapters.stale_library(state.name))
     if not state.stale_library and state.load(book.chapters, settings):  # else: in a new interpreter, below
         _keep(book, state, run_mock_chapter(book.chapters, state.name, settings), report)
@@ -85,7 +69,7 @@ def _keep(book: Book, state: ChapterState, run: ChapterRun, report: Report) -> N
     run.source_hash = state.key
     state.mock = run
     report.ran += len(run.scenarios)
-    book.save(run)
+    book.save(run, state.entry)
 
 
 def _fresh_mock(book: Book, fresh: list[ChapterState], settings: Settings, report: Report) -> None:
@@ -110,12 +94,20 @@ def _show(book: Book, state: ChapterState, report: Report) -> None:
         # trace must not outlive the broken file.
         mock = ChapterRun(chapter=state.name, mode="mock", model="mock", scenarios=[state.import_error])
     shown = mock.scenarios if mock else []
-    book.scenario_names[state.name] = None if state.import_error else [s.name for s in shown]
+    name = state.name
+    book.scenario_names[name] = None if state.import_error else [s.name for s in shown]
     for run in [*shown, *(state.live.scenarios if state.live else [])]:
-        if failed(run) and (warning := report.failure(state.name, run)) is not None:
-            book.log.warning(warning)
+        if failed(run) and (warning := report.failure(name, run)) is not None:
+            book.warn(name, warning)
     for unused in [warning for run in shown for warning in unused_warnings(run)]:
-        book.log.warning(f"traces: {state.name} / {unused}")  # a mock script the run did not use up
-    store, name = book.store, state.name
-    traces = ChapterTraces(name, mock, state.live, state.status, store.download_url(name), store.payloads_url(name))
-    book.store.show(traces)
+        book.warn(name, f"traces: {name} / {unused}")  # a mock script the run did not use up
+    # Kept under the key as it is now: a refresh may have rewritten the frozen file.
+    key = book.key(name, state.key)
+    store, live = book.store, state.live
+    traces = ChapterTraces(name, mock, live, state.status, store.download_url(name), store.payloads_url(name))
+    summary = Shown.of(traces, key)
+    store.show(summary, traces)
+    if state.import_error is None and mock is not None:
+        if key != state.entry:
+            book.save(mock, key)
+        book.keep(store.entry(name, key), summary)

@@ -48,7 +48,7 @@ Jobs = list[tuple[ChapterState, "Scenario"]]
 
 def verify(book: Book, state: ChapterState, settings: Settings, report: Report) -> None:
     """Replay a frozen live trace whose code changed; re-stamp it if every request is the same."""
-    state.frozen = frozen = book.stored(state.name, "live")
+    state.frozen = frozen = book.stored(state.name, "live", state.entry)
     if frozen is None or not wants_verify(frozen, state.key, settings):
         return
     if not state.load(book.chapters, settings) or state.scenarios is None:
@@ -58,11 +58,11 @@ def verify(book: Book, state: ChapterState, settings: Settings, report: Report) 
     from primer.replay import IncompleteRecording, verify_chapter
 
     path = book.store.path(state.name, "live")
-    kept = book.store.verdict(frozen, state.key)
+    kept = book.store.verdict(state.name, state.entry, state.key)
     if kept is not None:
         # Not replayed now: a verified trace counts as reused, as a current one does
         # (its stamped copy is current); a diverged one keeps its check, for its status and warning.
-        check, day = kept
+        check, day, _ = kept
         state.check = None if check.verified else check
     else:
         try:
@@ -77,17 +77,15 @@ def verify(book: Book, state: ChapterState, settings: Settings, report: Report) 
             if settings.live_enabled:  # recorded again now: a note, not a failed --strict build
                 book.log.info(f"traces: the live trace {path} could not be verified by replay: {why}")
             else:
-                book.log.warning(
+                book.warn(
+                    state.name,
                     f"traces: the live trace {path} could not be verified by replay: {why} "
-                    "It is shown as recorded from earlier code; record it again with PRIMER_API_KEY set."
+                    "It is shown as recorded from earlier code; record it again with PRIMER_API_KEY set.",
                 )
             return
         report.verified = (report.verified or 0) + sum(c.verified for c in check.scenarios)
         state.check, day = check, datetime.now(UTC).date().isoformat()
-        try:
-            book.store.keep_verdict(frozen, state.key, check, day)
-        except OSError as error:  # a cache: the next build replays again
-            book.log.debug(f"traces: the verdict on {path} could not be kept: {error}")
+        book.store.keep_verdict(state.name, state.entry, state.key, check, day)  # a cache: never fails
     if check.verified:
         # Shown current with the day it verified; the committed file is written only by
         # `python -m primer.book build --stamp` (or a refresh), so a build leaves a checkout clean.
@@ -108,7 +106,10 @@ def plan(book: Book, state: ChapterState, settings: Settings, report: Report) ->
     report.reused += decided.reused
     if decided.divergence is not None:
         # Recorded again at once, it will be current: worth a note, not a failed --strict build.
-        (book.log.info if settings.live_enabled else book.log.warning)(decided.divergence)
+        if settings.live_enabled:
+            book.log.info(decided.divergence)
+        else:
+            book.warn(state.name, decided.divergence)
     if not decided.record or not state.load(book.chapters, settings) or state.scenarios is None:
         return []
     return [(state, scenario) for scenario in state.scenarios]
@@ -143,11 +144,11 @@ def record(book: Book, states: list[ChapterState], jobs: Jobs, settings: Setting
         )
         for run in mine:
             if failed(run) and (warning := report.failure(state.name, run)) is not None:
-                book.log.warning(warning)
+                book.warn(state.name, warning)
         settled = settle_live(state.frozen, new)
         state.live, state.status = settled.shown, settled.status
         if settled.save:
-            book.save(new)
+            book.save(new, state.entry)
             if state.frozen is not None:
                 _warn_anomalies(book, state.name, state.frozen, new)
 
@@ -159,6 +160,7 @@ def _warn_anomalies(book: Book, chapter: str, frozen: ChapterRun, new: ChapterRu
     for run in new.scenarios:
         found = [what for what in anomalies(run) if what not in before.get(run.name, set())]
         if found:
+            # Said once, by the build that refreshed: not kept with the new entry.
             book.log.warning(
                 f"traces: {chapter} / {run.name} (live): in the refreshed trace the model {'; '.join(found)}, "
                 f"which the frozen trace did not show. The refresh replaced "

@@ -39,8 +39,8 @@ nothing is loaded or run. ``PRIMER_TRACES=off`` does the same where no hook
 sets the option (Zensical, a plain ``markdown.Markdown``). The note is built as elements, never parsed
 (as raw HTML, or as Markdown): the build then costs what it costs without
 the machinery (``benchmarks/scale.py``). A book's
-rendered markers are kept in its ``HtmlCache`` (``primer.book.html_cache``);
-a ``cache`` may also be given to the constructor.
+rendered markers are kept in its ``Rendered`` (``primer.book.rendered``), in
+each chapter's entry of the one cache; a ``cache`` may also be given to the constructor.
 
 The trace JSON link a block carries is written relative to the site root.
 The MkDocs hook makes it relative to the page (``primer.book.links``);
@@ -81,9 +81,9 @@ from primer.variables import enable_with, traces_off
 if TYPE_CHECKING:  # loaded on first use: MkDocs loads the extension with traces off too
     from collections.abc import Callable
 
-    from primer.book.html_cache import HtmlCache
     from primer.book.render import Anchors
-    from primer.book.source import TraceSource, TraceSummary
+    from primer.book.rendered import Rendered
+    from primer.book.source import Shown, TraceSource
 
 __all__ = ["NO_KEY", "MockRunSource", "PutBack", "TraceExtension", "TraceProcessor", "collect", "makeExtension"]
 
@@ -110,7 +110,7 @@ class TraceExtension(Extension):
     """``::: trace CHAPTER [SCENARIO]`` → the rendered traces.
 
     Constructor only: ``source``, a ``TraceSource`` (or ``"module:name"``);
-    ``cache``, an ``HtmlCache`` asked before rendering. Options (from
+    ``cache``, a ``Rendered`` asked before rendering. Options (from
     ``mkdocs.yml``): ``chapters``, the chapters' package; ``docs_dir``, the
     book's docs folder (set by the MkDocs hook; Zensical gives it in the
     page's rendering context); ``warn_missing`` (default True): log markers
@@ -125,7 +125,7 @@ class TraceExtension(Extension):
         self,
         *,
         source: TraceSource | str | None = None,
-        cache: HtmlCache | None = None,
+        cache: Rendered | None = None,
         options: RenderOptions | None = None,
         **kwargs: Any,
     ) -> None:
@@ -145,10 +145,10 @@ class TraceExtension(Extension):
         #: Whether traces are off: the option, or ``PRIMER_TRACES=off`` where no hook sets it (Zensical).
         self.off = bool(self.getConfig("traces_off")) or traces_off()
         if cache is not None:
-            from primer.book.html_cache import HtmlCache
+            from primer.book.rendered import Rendered
 
-            if not isinstance(cache, HtmlCache):
-                raise ConfigError(f"The trace extension's cache must be an HtmlCache, not {type(cache).__name__}.")
+            if not isinstance(cache, Rendered):
+                raise ConfigError(f"The trace extension's cache must be a Rendered, not {type(cache).__name__}.")
         #: What the book's configuration changes in the HTML (the plugin's, or from the ``prices`` option).
         self.options = options if options is not None else render_options(self.getConfig("prices"), "the extension")
         self._given = source
@@ -215,7 +215,7 @@ class TraceExtension(Extension):
         return self._source
 
     @property
-    def cache(self) -> HtmlCache | None:
+    def cache(self) -> Rendered | None:
         """The cache of rendered HTML: the one given, or the book's."""
         _ = self.source  # the book's, once it is known
         return self._cache
@@ -281,9 +281,9 @@ class TraceExtension(Extension):
         """What a shown mode block's two lines become: tokens for its labelled element, opened and closed."""
         return self.hold(opening_html(block)), self.hold("</div>")
 
-    def _summary(self, chapter: str) -> TraceSummary | None:
-        # A book's store shows a chapter by its summary when the build found
-        # it unchanged (primer.book.manifest): its runs are then read only on a miss.
+    def _summary(self, chapter: str) -> Shown | None:
+        # A book's store shows every chapter by its ``Shown`` (names, status,
+        # its key in the cache): its runs are read only on a miss.
         summary = getattr(self.source, "summary", None)
         return summary(chapter) if summary is not None else None
 
@@ -303,15 +303,15 @@ class TraceExtension(Extension):
         return live is not None and (scenario is None or any(s.name == scenario for s in live.scenarios))
 
     def _kept(self, chapter: str, scenario: str | None, started: float) -> str | None:
-        """The marker's HTML from the cache by the chapter's summary, its runs unread; None: render it."""
+        """The marker's HTML from the chapter's entry in the cache, its runs unread; None: render it."""
         summary = self._summary(chapter)
         cache = self.cache
         if summary is None or cache is None:
             return None
         require_scenario(chapter, scenario, summary.names)
         cache.seconds += time.perf_counter() - started
-        key = summary.html + self.options.key
-        return cache.cached(chapter, scenario, key, anchors=self._ids, head=chapter not in self._headed)
+        head = chapter not in self._headed
+        return cache.cached(chapter, scenario, summary.key, anchors=self._ids, head=head, variant=self.options.key)
 
     def html_for(self, chapter: str, scenario: str | None) -> str:
         """The HTML for one marker: the traces, or a visible error block."""
@@ -344,7 +344,7 @@ class TraceExtension(Extension):
             )
 
     def _rendered(self, chapter: str, scenario: str | None, started: float) -> str:
-        """The marker's HTML from its traces: rendered, or from the cache by their digest."""
+        """The marker's HTML rendered from its traces (and kept in the chapter's entry)."""
         from primer.book.render import render_traces  # the first marker's: its share too
 
         traces = collect(self.source, chapter, scenario)
@@ -361,7 +361,7 @@ class TraceExtension(Extension):
             return render()
         # Loading the renderer and the traces count with the cache's own time.
         cache.seconds += time.perf_counter() - started
-        return cache.html(traces, scenario, anchors=anchors, head=head, render=render, key=self.options.key)
+        return cache.html(traces, scenario, anchors=anchors, head=head, render=render, variant=self.options.key)
 
 
 def _error(message: str, marker: str) -> str:

@@ -18,7 +18,6 @@ from primer.book.plugin import TraceBookPlugin
 __all__ = [
     "on_build_error",
     "on_config",
-    "on_env",
     "on_files",
     "on_page_content",
     "on_page_context",
@@ -31,7 +30,6 @@ __all__ = [
 _events = TraceBookPlugin.hook().events()
 on_build_error = _events["on_build_error"]
 on_config = _events["on_config"]
-on_env = _events["on_env"]
 on_files = _events["on_files"]
 on_page_content = _events["on_page_content"]
 on_page_context = _events["on_page_context"]

@@ -21,10 +21,8 @@ The index holds the same words as before (the summary lines, never a
 payload); the page's final HTML is the same, every payload block included
 (in a book's page, a payload block is a link to the chapter's payload page).
 
-A block's text is kept by a digest of the block: a warm build shows the
-same cached blocks again, and with ``keep_in`` (the hook's, in the book's
-cache folder) a new process reads their texts rather than walking each
-block again.
+A block's text is made at every build (some milliseconds for a whole
+book's blocks).
 
 Blocks come back in order, one per marked paragraph. If another plugin
 changed the number of marked paragraphs in between, the page gets its HTML
@@ -34,13 +32,9 @@ warning says so.
 
 from __future__ import annotations
 
-import hashlib
 import html as htmllib
-import json
 import re
-from pathlib import Path
 
-from primer.book.atomic import write_if_changed
 from primer.book.logs import book_logger
 
 __all__ = ["BLOCK_END", "BLOCK_START", "OPENINGS", "PAYLOAD", "PayloadStash", "search_text"]
@@ -86,60 +80,12 @@ def _blocks(page: str) -> list[tuple[int, int]]:
     return found
 
 
-def _code() -> str:
-    # What a kept text depends on besides its block: this module's code.
-    return hashlib.sha256(Path(__file__).read_bytes()).hexdigest()
-
-
 class PayloadStash:
     """Trace blocks set aside, by page, between ``take`` and ``give_back``."""
 
     def __init__(self) -> None:
         # page -> (the HTML before, the blocks in order)
         self._pages: dict[str, tuple[str, list[str]]] = {}
-        # digest of a block -> its search text; the digests used since ``saved``.
-        self._texts: dict[str, str] = {}
-        self._used: set[str] = set()
-        self._file: Path | None = None
-        self._changed = False
-
-    def keep_in(self, path: Path) -> None:
-        """Keep the blocks' search texts in ``path`` between processes (read now, written by ``save``)."""
-        if path == self._file:
-            return
-        self._file = path
-        try:
-            data = json.loads(path.read_bytes())
-        except (OSError, ValueError):
-            return  # none kept, or unreadable: made again, and the file replaced
-        if isinstance(data, dict) and data.get("code") == _code() and isinstance(data.get("texts"), dict):
-            self._texts.update({k: v for k, v in data["texts"].items() if isinstance(v, str)})
-
-    def save(self, *, prune: bool) -> None:
-        """Write the texts to the ``keep_in`` file if any is new (``prune``: only those used since the last save)."""
-        if prune:
-            unused = self._texts.keys() - self._used
-            self._changed |= bool(unused)
-            for key in unused:
-                del self._texts[key]
-        self._used = set()
-        if self._file is None or not self._changed:
-            return
-        try:
-            write_if_changed(self._file, json.dumps({"code": _code(), "texts": self._texts}), durable=False)
-        except OSError as error:
-            log.debug("traces: the search texts could not be kept in %s (%s)", self._file, error)
-            return
-        self._changed = False
-
-    def _search_text(self, block: str) -> str:
-        key = hashlib.blake2b(block.encode(), digest_size=16).hexdigest()
-        self._used.add(key)
-        text = self._texts.get(key)
-        if text is None:
-            text = self._texts[key] = search_text(block)
-            self._changed = True
-        return text
 
     def take(self, page: str, html: str) -> str:
         """The page's HTML with every trace block swapped for its summary text; the blocks are kept."""
@@ -149,7 +95,7 @@ class PayloadStash:
         pieces, kept, position = [], [], 0
         for start, end in blocks:
             block = html[start:end]
-            pieces += [html[position:start], f"{BLOCK_START}<p>{self._search_text(block)}</p>{BLOCK_END}"]
+            pieces += [html[position:start], f"{BLOCK_START}<p>{search_text(block)}</p>{BLOCK_END}"]
             kept.append(block)
             position = end
         pieces.append(html[position:])

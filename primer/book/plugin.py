@@ -56,7 +56,6 @@ from primer.variables import traces_off, unknown_variables
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
 
-    from jinja2 import Environment
     from mkdocs.config import base
     from mkdocs.config.defaults import MkDocsConfig
     from mkdocs.livereload import LiveReloadServer
@@ -168,8 +167,6 @@ class TraceBookPlugin(BasePlugin[TraceBookConfig]):  # type: ignore[no-untyped-c
             raise
         book.clock.add("load", opened)
         session.payloads.clear()
-        with book.clock("search"):
-            session.payloads.keep_in(root / self.config.cache_dir / "search.json")
         self._put_extension(config, off=False, chapters=chapters)
         if book.enabled:
             _add_assets(config, scripts=True)
@@ -277,12 +274,6 @@ class TraceBookPlugin(BasePlugin[TraceBookConfig]):  # type: ignore[no-untyped-c
         self.session.page_chapters[name] = chapters_named(markdown)
         return book.page(name, markdown, renderer=self.extension is not None, url=page.url)
 
-    def on_env(self, env: Environment, *, config: MkDocsConfig, files: Files) -> Environment:
-        """While serving, keep the theme's compiled templates between rebuilds."""
-        if self.session.serving:
-            env.bytecode_cache = self.session.theme_bytecode
-        return env
-
     # Last, so every other plugin's on_page_content sees the whole page.
     @event_priority(-100)
     def on_page_content(self, html: str, *, page: Page, config: MkDocsConfig, files: Files) -> str:
@@ -316,9 +307,7 @@ class TraceBookPlugin(BasePlugin[TraceBookConfig]):  # type: ignore[no-untyped-c
         book.publish(Path(config.site_dir))
         if not self.session.dirty:  # every page was read: the rules can be checked, and unused cached HTML is stale
             book.check_rules()
-            book.rendered.prune()
-        with book.clock("search"):
-            self.session.payloads.save(prune=not self.session.dirty)
+            book.prune()
         book.log_share()
         self._release()
 

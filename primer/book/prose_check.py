@@ -29,7 +29,7 @@ from primer.book.markers import _lines_outside_code, find_markers
 
 if TYPE_CHECKING:
     from primer.book.prices import PriceTable
-    from primer.book.source import ChapterTraces, TraceSummary
+    from primer.book.source import ChapterTraces, Shown
     from primer.trace import ChapterRun, ScenarioRun
 
 __all__ = ["Fact", "ProseChecks", "corpus", "facts", "problems"]
@@ -255,14 +255,14 @@ class _Store(Protocol):
     """What the check asks of a book's trace store (``primer.book.store.TraceStore``)."""
 
     def chapters(self) -> list[str]: ...
-    def summary(self, chapter: str) -> TraceSummary | None: ...
+    def summary(self, chapter: str) -> Shown | None: ...
     def traces(self, chapter: str) -> ChapterTraces: ...
 
 
 class ProseChecks:
     """The check as a book's build runs it on every page, its answers kept while nothing changed.
 
-    A warm build reads no run (``primer.book.manifest``), and the check would read them all: so a
+    A warm build reads no run (``primer.book.cache``), and the check would read them all: so a
     page's answer is kept (in memory, and with a ``folder`` in a file per page) by a digest of its
     Markdown, its chapters' trace keys and this code. A file that cannot be read or written is a miss.
     """
@@ -282,7 +282,7 @@ class ProseChecks:
         summaries = [store.summary(chapter) if chapter in shown else None for chapter in named]
         if not named or any(s is None for s in summaries):  # read anyway to be rendered: nothing to save
             return problems(page, markdown, traces, prices)
-        parts = [_code_digest(), markdown, *(f"{s.chapter}={s.html}" for s in summaries if s is not None)]
+        parts = [_code_digest(), markdown, *(f"{s.chapter}={s.key}" for s in summaries if s is not None)]
         parts.append(f"prices={prices.key if prices is not None else None}")
         key = hashlib.sha256("\0".join(parts).encode()).hexdigest()
         kept = self._kept.get(page) or self._read(page)

@@ -11,8 +11,7 @@ must outlive one build is kept here, in ``SESSION``, and nowhere else:
 
       ROOT/mkdocs.yml
       ROOT/docs/traces/CHAPTER.live.json     frozen live traces (committed)
-      ROOT/.cache/trace-book/traces/         mock traces, parsed imports
-      ROOT/.cache/trace-book/html/           rendered markers
+      ROOT/.cache/trace-book/                the one cache (primer.book.cache)
 
 * **which build the traces were prepared for** (``ready``). The MkDocs hook
   prepares its book itself, once per build, before any page renders. The
@@ -22,9 +21,8 @@ must outlive one build is kept here, in ``SESSION``, and nowhere else:
   page of a build prepares the book and publishes its trace JSON and the
   assets, the others find it ready.
 * **what the front end said about this process**: whether it serves (with
-  ``--dirty``), and, for a serving MkDocs, the theme's compiled templates,
-  the trace payloads set aside while the search plugin reads a page, and
-  which chapters each page shows (``primer.book.mkdocs_hook`` uses them).
+  ``--dirty``), and, for a serving MkDocs, the trace payloads set aside while the search plugin reads a page, and
+  which chapters each page shows (``primer.book.plugin`` uses them).
 
     SESSION.start("serve", dirty=True)           # the hook's on_startup
     book = SESSION.book(root, root / "docs", chapters="mybook.chapters")
@@ -38,47 +36,16 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from jinja2.bccache import Bucket, BytecodeCache
-
 if TYPE_CHECKING:  # the engine is loaded when a book is opened: not with traces off
     from collections.abc import Mapping
 
     from primer.book.build import Book
     from primer.book.payloads import PayloadStash
 
-__all__ = ["CACHE_DIR", "SESSION", "MemoryBytecodeCache", "Session"]
+__all__ = ["CACHE_DIR", "SESSION", "Session"]
 
 #: The machinery's caches, relative to the book's root (the folder of mkdocs.yml).
 CACHE_DIR = Path(".cache") / "trace-book"
-# Absolute docs folders as spelled -> resolved (``Session.key``).
-_RESOLVED: dict[str, str] = {}
-
-
-class MemoryBytecodeCache(BytecodeCache):
-    """Compiled templates, in memory, for the life of the process.
-
-    MkDocs makes a new Jinja2 environment for every rebuild of a serve
-    session, and compiling Material's templates again is about 0.2 s of
-    each. Jinja2 keys the cache by the template's name and a checksum of its
-    source, so an edited template (``--watch-theme``) is compiled again.
-    """
-
-    def __init__(self) -> None:
-        self._code: dict[str, bytes] = {}
-
-    def load_bytecode(self, bucket: Bucket) -> None:
-        """Fill the bucket if its template was compiled before (Jinja2 checks the checksum)."""
-        code = self._code.get(bucket.key)
-        if code is not None:
-            bucket.bytecode_from_string(code)
-
-    def dump_bytecode(self, bucket: Bucket) -> None:
-        """Keep a freshly compiled template."""
-        self._code[bucket.key] = bucket.bytecode_to_string()
-
-    def clear(self) -> None:
-        """Forget every compiled template."""
-        self._code.clear()
 
 
 class Session:
@@ -95,13 +62,13 @@ class Session:
         self.dirty = False
         #: Whether this build runs with ``PRIMER_TRACES=off`` (the hook then opens no book).
         self.off = False
-        #: The theme's compiled templates, shared by every rebuild of a serve session.
-        self.theme_bytecode = MemoryBytecodeCache()
         #: Page -> the chapters its markers and live blocks name, as last rendered (for ``--dirty``).
         self.page_chapters: dict[str, set[str]] = {}
         # Book key -> the token of the build its traces were prepared for.
         self._prepared: dict[str, object] = {}
         self._lock = threading.Lock()
+        # Absolute docs folders as spelled -> resolved (``key``).
+        self._resolved: dict[str, str] = {}
         self._payloads: PayloadStash | None = None
         #: The configuration of the Zensical build the assets were last written for with traces off
         #: (``primer.book.sources.assets_for_page``): Zensical makes a new extension for every page.
@@ -126,16 +93,15 @@ class Session:
         """Whether this process serves the book (rebuilds follow)."""
         return self.command == "serve"
 
-    @staticmethod
-    def key(docs_dir: Path) -> str:
+    def key(self, docs_dir: Path) -> str:
         """How a book is known: its docs folder, resolved."""
         if not docs_dir.is_absolute():
             return str(docs_dir.resolve())
         # Asked for by every event of every page: an absolute path is resolved once.
         spelled = str(docs_dir)
-        known = _RESOLVED.get(spelled)
+        known = self._resolved.get(spelled)
         if known is None:
-            known = _RESOLVED[spelled] = str(docs_dir.resolve())
+            known = self._resolved[spelled] = str(docs_dir.resolve())
         return known
 
     def book(
@@ -175,9 +141,8 @@ class Session:
                 package = book_chapters(chapters, environ)
                 self.books[key] = Book(
                     docs_dir,
-                    cache / "traces",
-                    chapters=Chapters(package, imports_cache=cache / "traces" / "imports.json"),
-                    html_dir=cache / "html",
+                    cache,
+                    chapters=Chapters(package, imports_cache=cache / "imports.json"),
                     live_dir=live_dir,
                     environ=environ,
                 )

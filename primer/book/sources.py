@@ -12,7 +12,7 @@ The Markdown extension (``primer.book.markdown``) asks, in order:
 
 ``collect`` loads a marker's traces from a source, checking the scenario
 asked for exists (``require_scenario``, which a page also uses with a
-``TraceSummary``'s names); ``page_source`` is the Markdown file being rendered, when
+``Shown``'s names); ``page_source`` is the Markdown file being rendered, when
 the generator says (Zensical does).
 """
 

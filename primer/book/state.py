@@ -32,6 +32,8 @@ class ChapterState:
     name: str
     #: The fingerprint of the chapter's code now (its traces' ``source_hash``).
     key: str
+    #: The chapter's key in the cache as the build found it (``primer.book.cache``): its entry.
+    entry: str
     mock: ChapterRun | None = None
     #: The frozen live trace as stored (re-stamped when a replay verified it).
     frozen: ChapterRun | None = None

@@ -1,0 +1,102 @@
+"""The one cache: one key per chapter, an entry per key, and a build without it that gives the same site."""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+from primer.book.cache import KEEP, TraceCache, chapter_key, environ_options
+
+from .books import make_book
+
+
+def _site(root: Path, *, numbers: bool = True) -> dict[str, bytes]:
+    """The built pages and published files, but the date MkDocs writes into every page.
+
+    ``numbers`` False: every number as 0. A mock run measures the library's
+    own time, so runs made again differ in their durations only.
+    """
+    site = root / "site"
+    return {
+        path.relative_to(site).as_posix(): _numbers(
+            re.sub(rb"Build Date UTC : [^\n]*", b"", path.read_bytes()), numbers
+        )
+        for path in sorted(site.rglob("*"))
+        if path.is_file() and path.suffix in {".html", ".json"} and "sitemap" not in path.name
+    }
+
+
+def _numbers(data: bytes, keep: bool) -> bytes:
+    return data if keep else re.sub(rb"[0-9]+", b"0", data)
+
+
+def test_the_key_changes_with_each_of_its_inputs_and_nothing_else() -> None:
+    base = {"chapter": "ch", "code": "c1", "frozen": b"{}", "options": {"PRIMER_LIVE": "off"}, "renderer": "r1"}
+    key = chapter_key(**base)  # type: ignore[arg-type]
+    assert chapter_key(**base) == key  # type: ignore[arg-type]
+    for name, other in [
+        ("chapter", "ch2"),
+        ("code", "c2"),
+        ("frozen", b"{ }"),
+        ("frozen", None),
+        ("options", {"PRIMER_LIVE": "auto"}),
+        ("options", {"PRIMER_LIVE": "off", "price table": "2026-12"}),
+        ("renderer", "r2"),
+    ]:
+        assert chapter_key(**{**base, name: other}) != key, name  # type: ignore[arg-type]
+
+
+def test_the_options_name_a_secret_only_as_set() -> None:
+    options = environ_options({"PRIMER_API_KEY": "sk-secret-1234567890", "PRIMER_MODEL": "m", "HOME": "/root"})
+    assert options == {"PRIMER_API_KEY": "set", "PRIMER_MODEL": "m"}
+    assert "sk-secret" not in repr(options)
+
+
+def test_prune_keeps_what_the_build_used_and_the_last_few_of_each_chapter(tmp_path: Path) -> None:
+    cache = TraceCache(tmp_path)
+    for number in range(KEEP + 3):
+        entry = cache.entry("ch", f"k{number}")
+        entry.write("shown.json", "{}")
+        os.utime(tmp_path / "ch" / f"k{number}", ns=(number * 10**9, number * 10**9))
+    cache.entry("gone", "g1").write("shown.json", "{}")
+    cache.reset()
+    cache.entry("ch", "k0")  # the oldest, used by this build
+    cache.prune(["ch"])
+    left = sorted(path.name for path in (tmp_path / "ch").iterdir())
+    assert left == sorted(["k0", *(f"k{n}" for n in range(3, KEEP + 3))])
+    assert not (tmp_path / "gone").exists(), "a chapter no longer shown"
+
+
+def test_a_cache_that_is_off_keeps_nothing(tmp_path: Path) -> None:
+    cache = TraceCache(tmp_path / "c", enabled=False)
+    entry = cache.entry("ch", "k")
+    entry.write("shown.json", "{}")
+    assert entry.read("shown.json") is None
+    assert not (tmp_path / "c").exists()
+
+
+def test_a_warm_build_serves_every_page_from_the_entries_and_a_build_without_the_cache_gives_the_same(
+    tmp_path: Path,
+) -> None:
+    book = make_book(tmp_path)
+    cold = book.build()
+    assert cold.returncode == 0, cold.log
+    made = _site(book.root)
+    entries = book.root / ".cache" / "trace-book" / "entries"
+    assert sorted(p.name for p in entries.iterdir()) == ["ch_alpha", "ch_beta"]
+    warm = book.build("--verbose")
+    assert warm.returncode == 0, warm.log
+    assert warm.count() == "traces: ran 0, reused 3"
+    [share] = warm.lines("the machinery's share")
+    assert "markers rendered 0" in share
+    assert _site(book.root) == made
+    # Off: everything computed (run again, so only the measured durations differ), nothing read or kept.
+    done = book.build("--verbose", PRIMER_CACHE="off")
+    assert done.returncode == 0, done.log
+    assert done.count() == "traces: ran 3, reused 0"
+    [share] = done.lines("the machinery's share")
+    assert "reused 0" in share
+    # (Its OTLP span ids are made from the runs' times: left out.)
+    again = {name: data for name, data in _site(book.root, numbers=False).items() if "otlp" not in name}
+    assert again == {name: _numbers(data, False) for name, data in made.items() if "otlp" not in name}
