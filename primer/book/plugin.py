@@ -324,7 +324,7 @@ class TraceBookPlugin(BasePlugin[TraceBookConfig]):  # type: ignore[no-untyped-c
             self.lock.release()
 
     def on_serve(self, server: LiveReloadServer, *, config: MkDocsConfig, builder: Any) -> LiveReloadServer:
-        """Watch the library's and the chapters' folders, each on its own."""
+        """Watch the library's and the chapters' folders, each on its own, and the machinery's templates and assets."""
         book = self.book
         if book is None:
             return server
@@ -335,7 +335,11 @@ class TraceBookPlugin(BasePlugin[TraceBookConfig]):  # type: ignore[no-untyped-c
         config.watch[:] = [
             entry for entry in config.watch if not any(Path(entry).resolve() in (f, *f.parents) for f in folders)
         ]
-        for folder in folders:
+        # The machinery's templates and assets too: an edit to them changes every page
+        # (the cache key holds their bytes), so it must start a rebuild like a chapter's.
+        from primer.book import assets
+
+        for folder in (*folders, assets.FOLDER, assets.FOLDER.parent / "templates"):
             server.watch(str(folder), recursive=False)
         return server
 
