@@ -39,8 +39,12 @@ npm ci --prefix tests --no-audit --no-fund --loglevel=error >/dev/null
 .venv/bin/mypy
 
 # pytest exits 5 when it collected nothing: that is a broken suite, not a pass.
+# Two workers (pytest-xdist): the suite spends much of its time waiting on
+# builds, servers and the browser. `--dist loadfile` keeps a file's tests on
+# one worker, so its module fixtures (a built book, a browser) are made once;
+# `-n 0` after it runs everything in this process.
 set +e
-.venv/bin/python -m pytest "$@"
+.venv/bin/python -m pytest -n 2 --dist loadfile "$@"
 status=$?
 set -e
 if [ "$status" -eq 5 ]; then
