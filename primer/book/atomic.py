@@ -31,7 +31,7 @@ import time
 from collections.abc import Iterable
 from pathlib import Path
 
-__all__ = ["TEMP_SUFFIX", "write_if_changed"]
+__all__ = ["TEMP_SUFFIX", "remove_stale", "write_if_changed"]
 
 #: Temporary files are dotfiles ending in this, so MkDocs (which leaves out
 #: dotfiles) never publishes one left behind by a killed process.
@@ -59,9 +59,14 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def _remove_stale(path: Path) -> None:
-    """Remove temporary files of ``path`` left by writers that were killed."""
-    prefix = f".{path.name}."
+def remove_stale(folder: Path) -> None:
+    """Remove the temporary files in ``folder`` left by writers that were killed (of any target)."""
+    _remove_stale(folder / "x", prefix=".")
+
+
+def _remove_stale(path: Path, prefix: str | None = None) -> None:
+    """Remove temporary files of ``path`` (or, with ``prefix``, of every name so starting) left by killed writers."""
+    prefix = prefix or f".{path.name}."
     now = time.time()
     try:
         entries = list(os.scandir(path.parent))
@@ -70,7 +75,10 @@ def _remove_stale(path: Path) -> None:
     for entry in entries:
         if not (entry.name.startswith(prefix) and entry.name.endswith(TEMP_SUFFIX)):
             continue
-        writer = _WRITER.fullmatch(entry.name[len(prefix) : -len(TEMP_SUFFIX)])
+        # The writer's part follows the target's name: the last ".PID-RANDOM" before the suffix.
+        writer = _WRITER.fullmatch(entry.name[: -len(TEMP_SUFFIX)].rpartition(".")[2])
+        if writer is None and prefix == ".":
+            continue  # sweeping a folder: only what this module names is surely ours
         try:
             old = now - entry.stat(follow_symlinks=False).st_mtime > STALE_AFTER
         except OSError:
@@ -90,7 +98,9 @@ def _same(path: Path, data: bytes) -> bool:
         return False
 
 
-def write_if_changed(path: Path, data: bytes | str | Iterable[bytes], *, durable: bool = True) -> bool:
+def write_if_changed(
+    path: Path, data: bytes | str | Iterable[bytes], *, durable: bool = True, sweep: bool = True
+) -> bool:
     """Replace ``path`` with ``data`` unless it already holds exactly that.
 
     ``data`` may be bytes, text (written as UTF-8) or an iterable of byte
@@ -99,6 +109,9 @@ def write_if_changed(path: Path, data: bytes | str | Iterable[bytes], *, durable
     the file was written. ``durable=False`` skips flushing to the disk
     before the rename, for output that is made again at will (the site):
     still never half a file to a reader, but a power cut may leave it empty.
+    ``sweep=False`` leaves stale temporary files to the caller, who writes
+    many files into one folder and sweeps it once (``remove_stale``): each
+    sweep reads the whole folder.
     """
     if isinstance(data, str):
         data = data.encode()
@@ -109,7 +122,8 @@ def write_if_changed(path: Path, data: bytes | str | Iterable[bytes], *, durable
     else:
         chunks = data
     path.parent.mkdir(parents=True, exist_ok=True)
-    _remove_stale(path)
+    if sweep:
+        _remove_stale(path)
     # The writer's pid in the name tells a later write whether it is still under way.
     fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.{os.getpid()}-", suffix=TEMP_SUFFIX)
     try:

@@ -28,7 +28,7 @@ import math
 import tomllib
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass
-from functools import cache
+from functools import cache, cached_property
 from importlib.resources import files
 from typing import TYPE_CHECKING, Any
 
@@ -124,9 +124,9 @@ class PriceTable:
         """The model's price, or None if it is not in the table."""
         return next((p for p in self.prices if p.model == model), None)
 
-    @property
+    @cached_property
     def key(self) -> str:
-        """A digest of every figure, so a changed price renders the pages again."""
+        """A digest of every figure, so a changed price renders the pages again (made once: every marker asks)."""
         data = json.dumps([asdict(p) for p in self.prices], sort_keys=True)
         return hashlib.sha256(data.encode()).hexdigest()[:16]
 

@@ -24,7 +24,7 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from primer.book.atomic import write_if_changed
+from primer.book.atomic import remove_stale, write_if_changed
 from primer.book.links import PAYLOADS_HEAD, PAYLOADS_SUFFIX, PUBLISHED_DIR
 from primer.book.logs import book_logger
 from primer.errors import MissingExtra
@@ -122,6 +122,7 @@ class Publisher:
         store = self.store
         shown = store.chapters()
         folder = root / PUBLISHED_DIR
+        remove_stale(folder)  # once, not at each of its files' writes
         for chapter in shown:
             summary = store.summary(chapter)
             if summary is None:
@@ -168,5 +169,5 @@ class Publisher:
 def _write(path: Path, text: str | None) -> Path:
     # Made again at will: atomic, but not flushed to disk.
     path.parent.mkdir(parents=True, exist_ok=True)
-    write_if_changed(path, text or "", durable=False)
+    write_if_changed(path, text or "", durable=False, sweep=False)
     return path
