@@ -297,6 +297,7 @@ def test_with_traces_off_the_hook_leaves_the_markers_to_the_extension(monkeypatc
     monkeypatch.setenv("PRIMER_TRACES", "off")
     hook = TraceBookPlugin.hook()
     config = SimpleNamespace(
+        config_file_path=None,
         docs_dir="/book/docs",
         markdown_extensions=["toc", EXTENSION],
         mdx_configs={},

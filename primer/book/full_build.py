@@ -48,7 +48,7 @@ def run(book: Book, codes: dict[str, str], settings: Settings, report: Report) -
         jobs += live_build.plan(book, state, settings, report)
     live_build.record(book, states, jobs, settings, report)
     for state in states:
-        _show(book, state, report)
+        _show(book, state, report, retried=settings.live_enabled)
 
 
 def _mock(book: Book, state: ChapterState, settings: Settings, report: Report) -> ChapterState:
@@ -87,7 +87,7 @@ def _fresh_mock(book: Book, fresh: list[ChapterState], settings: Settings, repor
             state.import_error = error_run("import", "mock", RuntimeError(why), settings.redactor())
 
 
-def _show(book: Book, state: ChapterState, report: Report) -> None:
+def _show(book: Book, state: ChapterState, report: Report, *, retried: bool) -> None:
     mock = state.mock
     if mock is None and state.import_error is not None:
         # Not stored: the import is tried again next build, and the
@@ -107,7 +107,10 @@ def _show(book: Book, state: ChapterState, report: Report) -> None:
     traces = ChapterTraces(name, mock, live, state.status, store.download_url(name), store.payloads_url(name))
     summary = Shown.of(traces, key)
     store.show(summary, traces)
-    if state.import_error is None and mock is not None:
+    # A live run with a failed scenario is recorded again by the next build with a key
+    # (``plan.plan_live``): with live runs on, it is not kept, so that build takes the full way.
+    retry = retried and live is not None and any(failed(run) for run in live.scenarios)
+    if state.import_error is None and mock is not None and not retry:
         if key != state.entry:
             book.save(mock, key)
         book.keep(store.entry(name, key), summary)
