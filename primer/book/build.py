@@ -270,8 +270,8 @@ class Book:
                 self.log.warning(
                     f"traces: {error.problem} The mock trace of {chapter} runs again and the file is replaced."
                 )
-            else:
-                self.log.warning(f"traces: {error} The live trace of {chapter} is refreshed when a key is set.")
+            else:  # said again by every build that reuses the entry, for as long as the file stays so
+                self.warn(chapter, f"traces: {error} The live trace of {chapter} is refreshed when a key is set.")
             return None
 
     def save(self, run: ChapterRun, key: str = "") -> None:

@@ -71,9 +71,12 @@ class TraceStore:
     def frozen_bytes(self, chapter: str) -> bytes | None:
         """The bytes of the chapter's frozen live trace (part of its key), or None if it has none."""
         try:
-            return self.path(chapter).read_bytes()
-        except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+            # Through the reader's guard: a pipe, a device or a link to one must not be read (or block) for a key.
+            return read(self.path(chapter))
+        except FileNotFoundError:
             return None
+        except CorruptTrace as refused:
+            return f"refused: {refused.problem}".encode()  # the full way warns about it
 
     def entry(self, chapter: str, key: str) -> Entry:
         """The chapter's entry in the cache under ``key``."""
