@@ -9,7 +9,7 @@ provider would. Each run is a new interpreter (``--child``), so the SDK's
 import and set-up are counted as a book build pays them:
 
 * ``sequential``: one scenario after the other, each with its own client
-  (``primer.book.execute.run_live``);
+  (``primer.book._execute.run_live``);
 * ``pool``: the build's live pool (``run_live_jobs``: 4 at a time, the SDK
   imported and the connections opened once, shared by the threads);
 * ``pool of one NAME``: the same pool given one scenario only, for each
@@ -86,7 +86,7 @@ def delaying_proxy(upstream: str, delay: float) -> ThreadingHTTPServer:
 
 def child(mode: str) -> None:
     """Run the chapter's scenarios live, as ``mode`` says; print the seconds since this process started."""
-    from primer.book.execute import run_live, run_live_jobs
+    from primer.book._execute import run_live, run_live_jobs
     from primer.locator import ChapterLocator
     from primer.settings import Settings
 

@@ -177,10 +177,10 @@ def growth_sizes(lengths: tuple[int, ...]) -> tuple[dict[int, Weight], dict[int,
     from mkdocs.commands.build import build
     from mkdocs.config import load_config
 
-    from primer.book.assets import install
-    from primer.book.render import render_payloads
-    from primer.book.source import ChapterTraces, LiveStatus
-    from primer.book.store import TraceStore
+    from primer.book._assets import install
+    from primer.book._render import render_payloads
+    from primer.book._source import ChapterTraces, LiveStatus
+    from primer.book._store import TraceStore
     from primer.trace import ChapterRun
     from tests.test_render_data import long_run
 

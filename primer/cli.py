@@ -148,14 +148,14 @@ def _book_here() -> tuple[str | None, str]:
     """The chapters' package and frozen traces' folder of the book in this folder, as its ``mkdocs.yml`` names them.
 
     Read through MkDocs' own loader (``INHERIT``, ``!ENV``), as a build reads
-    it (``primer.book.configuration``), and only where there is one: the
+    it (``primer.book._configuration``), and only where there is one: the
     library alone never loads MkDocs. ``PRIMER_CHAPTERS`` wins over the
     package named there; no book here: ``primer.chapters``, ``docs/traces``.
     """
     path = Path("mkdocs.yml")
     if not path.is_file():
         return None, "docs/traces"
-    from primer.book.configuration import read_config  # a front end's: the library's own code never imports it
+    from primer.book._configuration import read_config  # a front end's: the library's own code never imports it
 
     book = read_config(path)
     traces = book.traces_dir

@@ -15,7 +15,7 @@ what must be known before the rest of the library is loaded:
 * ``chapters_package``: which package a book's chapters are, as
   ``Settings.without_live().chapters_package`` says it: a book is opened
   before anything tells whether the engine is needed at all
-  (``primer.book.cache``), and ``package_name``, the check both use.
+  (``primer.book._cache``), and ``package_name``, the check both use.
 """
 
 from __future__ import annotations

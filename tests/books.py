@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from primer.book.session import Session
+    from primer.book._session import Session
 
 REPO = Path(__file__).resolve().parents[1]
 HOOK = REPO / "hooks" / "traces.py"
@@ -139,7 +139,7 @@ class SmallBook:
         return path
 
     def entry(self, chapter: str, cache: str = ".cache/trace-book") -> Path:
-        """The chapter's newest entry in the book's cache (``primer.book.cache``)."""
+        """The chapter's newest entry in the book's cache (``primer.book._cache``)."""
         entries = (self.root / cache / "entries" / chapter).iterdir()
         return max(entries, key=lambda path: path.stat().st_mtime_ns)
 
@@ -217,7 +217,7 @@ def make_book(
     for name, text in (pages or {"index": PAGE}).items():
         (book.docs / f"{name}.md").write_text(text)
     # Its chapters and pages are laid out as no author's book is (ch_alpha's traces on
-    # index.md): the book's rules (primer.book.rules) are turned off.
+    # index.md): the book's rules (primer.book._rules) are turned off.
     extensions = f"\nmarkdown_extensions:\n  - {RENDERER}:\n      rules: false\n" if renderer else ""
     front = f"hooks:\n  - {HOOK}\n{extensions}"
     if plugin is not None:

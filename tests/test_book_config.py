@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from primer.book.configuration import read_config
+from primer.book._configuration import read_config
 from primer.errors import ConfigError
 from tests.books import make_book
 

@@ -113,9 +113,9 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     from mkdocs.commands.build import build
     from mkdocs.config import load_config
 
-    from primer.book.render import render_payloads
-    from primer.book.source import ChapterTraces
-    from primer.book.store import TraceStore
+    from primer.book._render import render_payloads
+    from primer.book._source import ChapterTraces
+    from primer.book._store import TraceStore
     from tests.test_render_data import FixtureSource
 
     class Published(FixtureSource):

@@ -13,10 +13,10 @@ from types import SimpleNamespace
 
 import pytest
 
+from primer.book._markers import Marker
+from primer.book._pages import placeholder
+from primer.book._plugin import EXTENSION, TraceBookPlugin
 from primer.book.markdown import TraceExtension
-from primer.book.markers import Marker
-from primer.book.pages import placeholder
-from primer.book.plugin import EXTENSION, TraceBookPlugin
 from primer.summary import chapter_line, scenario_line
 from primer.trace import SCHEMA_VERSION, ChapterRun
 from tests.books import ALPHA, BETA, BROKEN, PAGE, edit, make_book
@@ -342,7 +342,14 @@ def test_traces_off_loads_neither_the_engine_nor_pydantic(tmp_path):
     assert done.returncode == 0, done.stderr
     imported = {line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines() if line.startswith("import time:")}
     assert "primer.book.mkdocs_hook" in imported
-    loaded = {"pydantic", "primer.trace", "primer.settings", "primer.book.build", "primer.book.render", "primer.agent"}
+    loaded = {
+        "pydantic",
+        "primer.trace",
+        "primer.settings",
+        "primer.book._build",
+        "primer.book._render",
+        "primer.agent",
+    }
     assert not loaded & imported
     # Nor is the hook called on the events of each page it has nothing to do in (MkDocs logs each call).
     called = re.findall(r"Running `(\w+)` event from plugin '[^']*traces\.py'", done.stderr)

@@ -19,8 +19,8 @@ from mkdocs.config import load_config
 from mkdocs.exceptions import Abort
 from pydantic import SecretStr
 
-from primer.book.build import Book
-from primer.book.chapters import Chapters
+from primer.book._build import Book
+from primer.book._chapters import Chapters
 from primer.runner import run_scenario
 from primer.scenario import Scenario
 from primer.settings import Settings

@@ -6,7 +6,7 @@ import os
 import re
 from pathlib import Path
 
-from primer.book.cache import KEEP, TraceCache, chapter_key, environ_options
+from primer.book._cache import KEEP, TraceCache, chapter_key, environ_options
 
 from .books import make_book
 

@@ -19,8 +19,8 @@ import pytest
 import primer.untrusted
 from primer.agent import Agent
 from primer.approval import NO_APPROVER, ScriptedApprover, approve, refuse
-from primer.book.render import render_traces
-from primer.book.source import ChapterTraces, LiveStatus
+from primer.book._render import render_traces
+from primer.book._source import ChapterTraces, LiveStatus
 from primer.chapters.ch14_untrusted_output import (
     instruction_in_a_review,
     order_approved,

@@ -32,9 +32,9 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 from opentelemetry.semconv._incubating.attributes import gen_ai_attributes as gen_ai
 
-from primer.book.publish import Publisher
-from primer.book.source import ChapterTraces, LiveStatus
-from primer.book.store import TraceStore
+from primer.book._publish import Publisher
+from primer.book._source import ChapterTraces, LiveStatus
+from primer.book._store import TraceStore
 from primer.chapters import scenarios_of
 from primer.cli import main
 from primer.errors import ExportFailed, MissingExtra
@@ -548,7 +548,7 @@ def _links(blocked: bool) -> str:
     # A process of its own: whether the otel extra is there is decided once per process.
     script = (
         ("import sys; sys.modules['opentelemetry'] = None\n" if blocked else "")
-        + "from primer.book.render import render_traces\n"
+        + "from primer.book._render import render_traces\n"
         + "from tests.test_render_data import FixtureSource\n"
         + "print(render_traces(FixtureSource().traces('ch09_who_retries')))\n"
     )
@@ -698,7 +698,7 @@ def test_at_moves_a_recorded_run_and_keeps_when_it_was_recorded(runs: dict[str, 
 
 def published(runs: dict[str, ChapterRun], folder: Path) -> Path:
     """The chapter's OTLP JSON as the book publishes it: mock and live runs, the mock ones at MOCK_EPOCH."""
-    from primer.book.publish import MOCK_EPOCH
+    from primer.book._publish import MOCK_EPOCH
 
     path = folder / f"{CHAPTER}.otlp.json"
     path.write_text(chapter_json(runs["mock"], runs["live"], start=MOCK_EPOCH), encoding="utf-8")
@@ -803,7 +803,7 @@ def test_an_endpoint_that_wants_a_key_gets_it_from_the_environment_as_openteleme
 def test_the_exports_version_is_in_every_chapters_key(monkeypatch: pytest.MonkeyPatch) -> None:
     # A new export (its code, its packages) is a new key: a warm cache never publishes the old file.
     import primer.export
-    from primer.book.cache import renderer_version
+    from primer.book._cache import renderer_version
 
     before = renderer_version()
     monkeypatch.setattr(primer.export, "otlp_version", lambda: "0123456789abcdef")

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from primer.book.depends import CodeGraph, code_digest
+from primer.book._depends import CodeGraph, code_digest
 from primer.grocery import PriceOf
 from primer.tools import tool
 from tests.books import copy_library, edit, make_book
@@ -124,7 +124,7 @@ def test_a_new_process_takes_normalised_digests_from_the_cache(
 
 def version_of(root: Path) -> str:
     """``renderer_version`` in a new process that imports the library copy in ``root``."""
-    code = "from primer.book.cache import renderer_version as v; print(v())"
+    code = "from primer.book._cache import renderer_version as v; print(v())"
     done = subprocess.run(
         [sys.executable, "-c", code],
         env={**os.environ, "PYTHONPATH": str(root)},
@@ -154,7 +154,7 @@ def test_a_fingerprint_is_the_same_wherever_the_library_is_installed(tmp_path: P
     book = make_book(tmp_path / "m_book")
     script = (
         "import sys, primer\n"
-        "from primer.book.depends import CodeGraph\n"
+        "from primer.book._depends import CodeGraph\n"
         "graph = CodeGraph(['primer', sys.argv[1]])\n"
         "files = graph.files(sys.argv[1] + '.ch_alpha')\n"
         "print(primer.__file__, len({f.parts[:-2] for f in files}), graph.fingerprint(sys.argv[1] + '.ch_alpha'))\n"

@@ -1,6 +1,6 @@
 """Untrusted text is inert in a terminal and in a log: no control character, no forged line.
 
-``primer.inert.inert`` on its own; the book's log filter (``primer.book.logs``);
+``primer.inert.inert`` on its own; the book's log filter (``primer.book._logs``);
 and end to end, with hostile text in a model's reply, its tool calls, a
 service's answer and an exception's message: the real command line
 (``python -m primer``) against the loopback provider and httpbin, and a real
@@ -23,8 +23,8 @@ from pathlib import Path
 import markdown
 import pytest
 
-from primer.book.build import Book
-from primer.book.logs import InertRecords, book_logger
+from primer.book._build import Book
+from primer.book._logs import InertRecords, book_logger
 from primer.book.markdown import TraceExtension
 from primer.inert import _UNSAFE, inert
 from tests.books import REPO, make_book
@@ -213,9 +213,6 @@ def test_a_malformed_call_is_left_to_logging() -> None:
 def test_every_logger_the_book_uses_has_the_filter(tmp_path: Path) -> None:
     # Those the modules log on, once imported (here: the file may run alone,
     # and the library loads some of them only on first use), and the one a Book is handed.
-    import primer.book.markdown
-    import primer.book.mkdocs_hook
-    import primer.book.payloads  # noqa: F401
 
     for name in ("mkdocs.plugins.primer", "mkdocs.plugins.primer.book"):
         assert [f for f in logging.getLogger(name).filters if isinstance(f, InertRecords)], name

@@ -3,7 +3,7 @@
 ``primer`` is what a reader opens next to a chapter; ``primer.book`` (the
 engine and the renderer) and the MkDocs plugin are built on it, never the other
 way round. Only the plugin imports MkDocs (and ProperDocs): the adapters
-``primer.book.plugin``, its ProperDocs twin and the hook form the book's
+``primer.book._plugin``, its ProperDocs twin and the hook form the book's
 ``hooks/traces.py`` re-exports, which nothing else in the package imports,
 and beside them the plugin's options and the reader of a book's configuration.
 Checked two ways: every import statement in the source (so a deferred import
@@ -67,7 +67,7 @@ def within(name: str, top: str) -> bool:
 
 
 def library_files() -> list[Path]:
-    # The scaffold is a new book's files, which the package ships as data (primer.book.new_book): not its code.
+    # The scaffold is a new book's files, which the package ships as data (primer.book._new_book): not its code.
     return sorted(path for path in PACKAGE.rglob("*.py") if "scaffold" not in path.relative_to(PACKAGE).parts)
 
 
@@ -76,11 +76,11 @@ ADAPTER = "primer.book.mkdocs_hook"
 #: The modules of the package that may import MkDocs and ProperDocs: the plugin, its twin, its hook form,
 #: its options, and the reader of a book's configuration through MkDocs' loader (the commands').
 ADAPTERS = (
-    "primer.book.plugin",
-    "primer.book.properdocs_plugin",
+    "primer.book._plugin",
+    "primer.book._properdocs_plugin",
     ADAPTER,
-    "primer.book.options",
-    "primer.book.configuration",
+    "primer.book._options",
+    "primer.book._configuration",
 )
 #: The one module outside the machinery that reaches into it: the command line, run in a book's folder,
 #: reads the book's configuration (deferred, only where there is a mkdocs.yml).
@@ -102,7 +102,7 @@ def violations(*, forbidden: str, skip_book: bool, allowed: tuple[str, ...] = ()
 
 def test_the_scan_sees_the_whole_library() -> None:
     modules = {module_name(path) for path in library_files()}
-    assert {"primer", "primer.agent", "primer.service", "primer.models.mock", "primer.book.source"} <= modules
+    assert {"primer", "primer.agent", "primer.service", "primer.models.mock", "primer.book._source"} <= modules
 
 
 def test_the_library_outside_primer_book_never_imports_the_book() -> None:
@@ -110,7 +110,7 @@ def test_the_library_outside_primer_book_never_imports_the_book() -> None:
     # The command line imports the configuration reader, and nothing else of the machinery.
     cli = PACKAGE / "cli.py"
     reached = {name for _, name in imports(cli.read_text(encoding="utf-8"), CLI) if within(name, "primer.book")}
-    assert reached == {"primer.book.configuration", "primer.book.configuration.read_config"}
+    assert reached == {"primer.book._configuration", "primer.book._configuration.read_config"}
 
 
 @pytest.mark.slow
@@ -137,9 +137,9 @@ def test_only_the_hook_file_imports_the_adapters() -> None:
         ("from mkdocs.plugins import get_plugin_logger", "primer.agent", "mkdocs.plugins"),
         ("def f():\n    import mkdocs.config\n", "primer.agent", "mkdocs.config"),
         ("from primer import book", "primer.agent", "primer.book"),
-        ("from primer.book.source import MARKER", "primer.agent", "primer.book.source"),
+        ("from primer.book._source import MARKER", "primer.agent", "primer.book._source"),
         ("from .book import source", "primer.agent", "primer.book"),
-        ("from ..book.source import MARKER", "primer.models.mock", "primer.book.source"),
+        ("from ..book._source import MARKER", "primer.models.mock", "primer.book._source"),
         ("from . import book", "primer", "primer.book"),
         (
             "import importlib\nimportlib.import_module('mkdocs.commands.build')",
@@ -202,7 +202,7 @@ def test_the_machinery_has_no_import_cycle_at_module_level() -> None:
         )
         names = {name for _, name in imports(ast.unparse(top), module, is_package=path.name == "__init__.py")}
         graph[module] = {name for name in names if name in {module_name(p) for p in library_files()}} - {module}
-    assert "primer.book.session" in graph["primer.book.plugin"], "the scan sees the imports"
+    assert "primer.book._session" in graph["primer.book._plugin"], "the scan sees the imports"
     cycles = []
     for start, reached in graph.items():
         todo, seen = list(reached), set()
@@ -225,3 +225,14 @@ def test_the_public_api_is_curated() -> None:
         assert getattr(primer.book, name).__name__ == name
     with pytest.raises(AttributeError):
         _ = primer.book.no_such_name
+
+
+def test_the_implementation_modules_are_private() -> None:
+    # The public modules are what an author names: the package's curated names, the Markdown
+    # extension (`markdown_extensions: [primer.book.markdown]`), the hook file's one line and
+    # `python -m primer.book`. Everything else is implementation, named with a leading underscore
+    # as httpx names its own, so that moving code between modules breaks no author's book.
+    public = {"__init__", "__main__", "markdown", "mkdocs_hook"}
+    names = {path.stem for path in (PACKAGE / "book").glob("*.py")}
+    assert public <= names
+    assert sorted(name for name in names - public if not name.startswith("_")) == []

@@ -9,9 +9,9 @@ from pathlib import Path
 import markdown
 import pytest
 
-from primer.book.live_prose import blocks, problems, select
+from primer.book._live_prose import blocks, problems, select
+from primer.book._source import ChapterTraces, LiveStatus
 from primer.book.markdown import TraceExtension
-from primer.book.source import ChapterTraces, LiveStatus
 from primer.errors import NotFound
 from primer.trace import ChapterRun, Ending, ScenarioRun
 from tests.books import BETA, make_book
@@ -158,7 +158,7 @@ LIVE-PROSE: compare the live run.
 @pytest.mark.slow
 @pytest.mark.parametrize("renderer", [True, False], ids=["extension", "hook-listing"])
 def test_a_book_shows_live_prose_once_its_chapter_has_a_live_trace(tmp_path: Path, renderer: bool) -> None:
-    # Laid out as the book's rules ask (primer.book.rules): a hook-only book (no extension)
+    # Laid out as the book's rules ask (primer.book._rules): a hook-only book (no extension)
     # has no option to turn them off.
     book = make_book(
         tmp_path, {"ch01_beta": BETA}, {"index": BOOK_PAGE.replace("ch_beta", "ch01_beta")}, renderer=renderer

@@ -19,8 +19,8 @@ from pathlib import Path
 import markdown
 import pytest
 
+from primer.book._pages import check
 from primer.book.markdown import TraceExtension
-from primer.book.pages import check
 from primer.errors import ConfigError, NotFound
 from primer.locator import ChapterLocator, no_scenario, unknown
 from primer.runner import run_chapter

@@ -27,12 +27,12 @@ from mkdocs.commands.build import build
 from mkdocs.config import load_config
 from mkdocs.exceptions import Abort
 
-from primer.book.atomic import STALE_AFTER, TEMP_SUFFIX, remove_stale, write_if_changed
-from primer.book.build import Book, anomalies
-from primer.book.chapters import Chapters
-from primer.book.markers import find_near_misses, scan
-from primer.book.source import MARKER_FORM, Marker, NearMiss, find_markers, parse_line
-from primer.book.store import CorruptTrace, TraceStore
+from primer.book._atomic import STALE_AFTER, TEMP_SUFFIX, remove_stale, write_if_changed
+from primer.book._build import Book, anomalies
+from primer.book._chapters import Chapters
+from primer.book._markers import find_near_misses, scan
+from primer.book._source import MARKER_FORM, Marker, NearMiss, find_markers, parse_line
+from primer.book._store import CorruptTrace, TraceStore
 from primer.errors import ChapterError
 from primer.locator import chapter_names_in
 from primer.settings import VARIABLES

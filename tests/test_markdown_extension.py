@@ -11,9 +11,9 @@ import markdown
 import pytest
 
 from primer.book import markdown as extension_module
+from primer.book._markers import Marker
+from primer.book._pages import placeholder
 from primer.book.markdown import NO_KEY, MockRunSource, TraceExtension, makeExtension
-from primer.book.markers import Marker
-from primer.book.pages import placeholder
 from primer.chapters import chapter_names
 from primer.errors import ConfigError
 from tests.test_render_data import FixtureSource, mock_chapter, parse

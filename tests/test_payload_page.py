@@ -5,7 +5,7 @@ from __future__ import annotations
 import posixpath
 import re
 
-from primer.book.render import render_payloads, render_traces
+from primer.book._render import render_payloads, render_traces
 from tests.test_render_data import FixtureSource, parse
 
 _HREF = re.compile(r'href="([^"]*)"')

@@ -6,8 +6,8 @@ import logging
 
 import pytest
 
-from primer.book.payloads import BLOCK_END, BLOCK_START, PAYLOAD, PayloadStash
-from primer.book.render import render_traces
+from primer.book._payloads import BLOCK_END, BLOCK_START, PAYLOAD, PayloadStash
+from primer.book._render import render_traces
 from tests.test_render_data import FixtureSource, hostile_chapter, parse
 
 

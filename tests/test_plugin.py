@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from primer.book.options import SETTINGS
-from primer.book.plugin import TraceBookPlugin
+from primer.book._options import SETTINGS
+from primer.book._plugin import TraceBookPlugin
 from primer.variables import VARIABLES
 from tests.books import make_book
 
@@ -163,7 +163,7 @@ def test_properdocs_builds_the_plugin_form(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_a_second_build_of_one_cache_waits_for_the_first_and_says_so(tmp_path: Path) -> None:
-    from primer.book.lock import BuildLock
+    from primer.book._lock import BuildLock
 
     book = make_book(tmp_path / "book", plugin="")
     held = BuildLock(book.root / ".cache" / "trace-book")

@@ -16,11 +16,11 @@ from pathlib import Path
 
 import pytest
 
-from primer.book.payloads import BLOCK_END, BLOCK_START
-from primer.book.prices import PriceTable, default_prices, dollars
-from primer.book.prose_check import problems
-from primer.book.render import RenderOptions, render_traces
-from primer.book.source import ChapterTraces, LiveStatus
+from primer.book._payloads import BLOCK_END, BLOCK_START
+from primer.book._prices import PriceTable, default_prices, dollars
+from primer.book._prose_check import problems
+from primer.book._render import RenderOptions, render_traces
+from primer.book._source import ChapterTraces, LiveStatus
 from primer.errors import ConfigError
 from primer.replay import read_trace
 from primer.runner import run_chapter

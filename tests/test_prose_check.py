@@ -1,4 +1,4 @@
-"""Prose says what the traces show, in each mode it shows in: ``primer.book.prose_check`` and mode blocks."""
+"""Prose says what the traces show, in each mode it shows in: ``primer.book._prose_check`` and mode blocks."""
 
 from __future__ import annotations
 
@@ -7,10 +7,10 @@ from pathlib import Path
 import markdown
 import pytest
 
-from primer.book import live_prose
+from primer.book import _live_prose as live_prose
+from primer.book._prose_check import ProseChecks, facts, problems
+from primer.book._source import ChapterTraces, LiveStatus
 from primer.book.markdown import TraceExtension
-from primer.book.prose_check import ProseChecks, facts, problems
-from primer.book.source import ChapterTraces, LiveStatus
 from primer.chapters import chapter_names
 from primer.errors import NotFound
 from primer.replay import read_trace
@@ -109,7 +109,7 @@ def test_a_fact_must_hold_in_every_mode_it_shows_in() -> None:
 
 
 def test_the_kept_answer_is_asked_again_only_when_the_page_or_its_traces_change(tmp_path: Path) -> None:
-    from primer.book.source import Shown
+    from primer.book._source import Shown
 
     class Store:
         reads = 0

@@ -14,10 +14,10 @@ import markdown
 import pytest
 
 from primer import summary
-from primer.book.links import page_relative
+from primer.book._links import page_relative
+from primer.book._render import Anchors, json_block, render_payloads, render_traces
+from primer.book._source import ChapterTraces, LiveStatus
 from primer.book.markdown import TraceExtension
-from primer.book.render import Anchors, json_block, render_payloads, render_traces
-from primer.book.source import ChapterTraces, LiveStatus
 from primer.trace import Backoff, ChapterRun, ErrorInfo
 from tests.servers.provider import ReplayProvider
 from tests.servers.service import LocalHttpbin
@@ -215,8 +215,8 @@ def test_declared_tools_are_drawn_once_per_page_and_referred_to_after(ch09: Node
 def test_tools_declared_in_an_earlier_marker_are_referred_to_alike_from_the_cache(tmp_path: Path) -> None:
     # The HTML cache hands back a marker's HTML and its ids without rendering
     # it: a later marker refers to its tools just the same.
-    from primer.book.cache import TraceCache
-    from primer.book.rendered import Rendered
+    from primer.book._cache import TraceCache
+    from primer.book._rendered import Rendered
 
     first = "::: trace ch09_who_retries service_is_busy\n"
     text = first + "\n::: trace ch09_who_retries service_says_no\n"
@@ -534,7 +534,7 @@ def test_anchors_stay_unique_when_a_page_shows_a_run_twice() -> None:
 
 
 def test_the_timeline_agrees_with_the_tool_line_when_attempt_times_are_unknown():
-    from primer.book.render_timeline import segments as _segments
+    from primer.book._render_timeline import segments as _segments
     from primer.trace import Attempt, Backoff, ModelCall, Timing, ToolRun, Turn
 
     tool_run = ToolRun(
@@ -647,7 +647,7 @@ def test_a_service_that_did_not_answer_is_service_time_on_the_timeline() -> None
 
 
 def _by_kind(turn: object) -> dict[str, float]:
-    from primer.book.render_timeline import segments as _segments
+    from primer.book._render_timeline import segments as _segments
 
     kinds: dict[str, float] = {"provider": 0.0, "service": 0.0, "setup": 0.0, "waited": 0.0, "library": 0.0}
     for segment in _segments(turn):  # type: ignore[arg-type]

@@ -26,7 +26,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from primer.book.source import ChapterTraces, LiveStatus
+from primer.book._source import ChapterTraces, LiveStatus
 from primer.errors import NotFound
 from primer.models.mock import ask, call, say
 from primer.runner import run_chapter, run_scenario

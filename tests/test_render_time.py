@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import re
 
-from primer.book.render import render_traces
-from primer.book.render_timeline import TurnTime, segments, totals
-from primer.book.source import ChapterTraces, LiveStatus
+from primer.book._render import render_traces
+from primer.book._render_timeline import TurnTime, segments, totals
+from primer.book._source import ChapterTraces, LiveStatus
 from primer.runner import run_chapter
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import markdown
 
+from primer.book._source import ChapterTraces, LiveStatus
 from primer.book.markdown import TraceExtension
-from primer.book.source import ChapterTraces, LiveStatus
 from primer.trace import ChapterRun
 from tests.test_render_data import long_run, parse
 

@@ -11,9 +11,9 @@ import re
 
 import pytest
 
-from primer.book.render import render_payloads, render_traces
-from primer.book.render_markdown import ReplyMarkdown
-from primer.book.source import ChapterTraces, LiveStatus
+from primer.book._render import render_payloads, render_traces
+from primer.book._render_markdown import ReplyMarkdown
+from primer.book._source import ChapterTraces, LiveStatus
 from primer.redact import Redactor
 from primer.trace import ChapterRun
 from tests.test_render_data import Node, live_chapter, mock_chapter, parse

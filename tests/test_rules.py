@@ -1,10 +1,10 @@
-"""A book's rules (``primer.book.rules``): each broken one named, with what to do; this book keeps them all."""
+"""A book's rules (``primer.book._rules``): each broken one named, with what to do; this book keeps them all."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from primer.book.rules import check
+from primer.book._rules import check
 from primer.locator import ChapterLocator
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -18,9 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from primer.book.build import Book
-from primer.book.chapters import Chapters
-from primer.book.store import PUBLISHED_DIR
+from primer.book._build import Book
+from primer.book._chapters import Chapters
+from primer.book._store import PUBLISHED_DIR
 from primer.settings import Settings
 from primer.summary import chapter_line, model_line, scenario_line, timing_text, tool_line, turn_line
 from primer.trace import Attempt, ChapterRun, ToolRun

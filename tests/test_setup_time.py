@@ -22,9 +22,9 @@ import httpx
 import pytest
 import trustme
 
-from primer.book.render import render_traces
-from primer.book.render_timeline import TurnTime, segments, totals
-from primer.book.source import ChapterTraces, LiveStatus
+from primer.book._render import render_traces
+from primer.book._render_timeline import TurnTime, segments, totals
+from primer.book._source import ChapterTraces, LiveStatus
 from primer.http_record import SetUp
 from primer.runner import run_chapter
 from primer.seam import Seam

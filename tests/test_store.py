@@ -13,16 +13,16 @@ import time
 
 import pytest
 
-from primer.book import store as store_module
-from primer.book.atomic import TEMP_SUFFIX, write_if_changed
-from primer.book.build import Book
-from primer.book.chapters import Chapters
-from primer.book.depends import CodeGraph
-from primer.book.pages import check, listing, replace
-from primer.book.pool import run_bounded
-from primer.book.publish import Publisher
-from primer.book.source import ChapterTraces, LiveStatus, Marker, Shown, find_markers
-from primer.book.store import CorruptTrace, TraceStore
+from primer.book import _store as store_module
+from primer.book._atomic import TEMP_SUFFIX, write_if_changed
+from primer.book._build import Book
+from primer.book._chapters import Chapters
+from primer.book._depends import CodeGraph
+from primer.book._pages import check, listing, replace
+from primer.book._pool import run_bounded
+from primer.book._publish import Publisher
+from primer.book._source import ChapterTraces, LiveStatus, Marker, Shown, find_markers
+from primer.book._store import CorruptTrace, TraceStore
 from primer.errors import NotFound
 from primer.settings import Settings
 from primer.trace import ChapterRun, Ending, ScenarioRun
@@ -159,7 +159,7 @@ def test_the_store_is_the_renderers_source_and_publishes_both_modes(tmp_path):
 
 
 def test_the_store_publishes_each_chapters_payload_page_and_removes_a_gone_chapters_own(tmp_path):
-    from primer.book.render import render_payloads
+    from primer.book._render import render_payloads
 
     store = TraceStore(tmp_path / "live", tmp_path / "cache")
     url = store.payloads_url("ch")
@@ -242,7 +242,7 @@ def package(tmp_path, monkeypatch):
     (root / "chapters" / "ch_one.py").write_text(
         "from primer.models.mock import say\nfrom primer.scenario import Scenario\n"
         "from . import _helper\n\n"
-        "def later():\n    from primer.book import source  # the book machinery is no dependency\n\n"
+        "def later():\n    from primer.book import _source  # the book machinery is no dependency\n\n"
         "greets = Scenario(name='greets', prompt='Hi', tools=[], mock=[say(f'value {_helper.HELP}')])\n"
     )
     monkeypatch.syspath_prepend(str(tmp_path))

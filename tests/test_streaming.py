@@ -21,11 +21,11 @@ import httpx2
 import markdown
 import pytest
 
+from primer.book._render import render_traces
+from primer.book._source import ChapterTraces, LiveStatus
+from primer.book._store import CorruptTrace, parse
+from primer.book._stream_view import stream_view
 from primer.book.markdown import TraceExtension
-from primer.book.render import render_traces
-from primer.book.source import ChapterTraces, LiveStatus
-from primer.book.store import CorruptTrace, parse
-from primer.book.stream_view import stream_view
 from primer.chapters import scenarios_of
 from primer.clock import VirtualClock
 from primer.errors import ChapterError

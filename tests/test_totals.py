@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from primer.book.render import render_traces
-from primer.book.source import ChapterTraces, LiveStatus
+from primer.book._render import render_traces
+from primer.book._source import ChapterTraces, LiveStatus
 from primer.replay import read_trace
 from primer.runner import run_chapter
 from primer.summary import chapter_line, scenario_line, tokens_text

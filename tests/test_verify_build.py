@@ -20,8 +20,8 @@ from typing import Any
 import pytest
 from pydantic import SecretStr
 
-from primer.book.build import Book
-from primer.book.chapters import Chapters
+from primer.book._build import Book
+from primer.book._chapters import Chapters
 from primer.chapters import chapter_names, scenarios_of
 from primer.scenario import Scenario
 from primer.settings import Settings
@@ -323,7 +323,7 @@ def test_a_library_edit_while_serving_is_replayed_with_the_new_code(tmp_path: Pa
 
     book, library = live_book(tmp_path)
     before = settled(book)
-    # A first build that finds every chapter's entry in the cache (primer.book.cache)
+    # A first build that finds every chapter's entry in the cache (primer.book._cache)
     # imports none of the library, and an edit is then read fresh in the server itself.
     # This server must have imported it: its first build takes the full way.
     for shown in (book.root / ".cache" / "trace-book" / "entries").glob("*/*/shown.json"):

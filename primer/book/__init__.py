@@ -15,19 +15,19 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from primer.book.build import Book
-    from primer.book.cache import TraceCache
-    from primer.book.chapters import Chapters
-    from primer.book.configuration import BookConfig, read_config
-    from primer.book.lock import BuildLock
+    from primer.book._build import Book
+    from primer.book._cache import TraceCache
+    from primer.book._chapters import Chapters
+    from primer.book._configuration import BookConfig, read_config
+    from primer.book._lock import BuildLock
+    from primer.book._options import TraceBookConfig
+    from primer.book._plugin import TraceBookPlugin
+    from primer.book._render import render_payloads, render_traces
+    from primer.book._report import Report
+    from primer.book._source import ChapterTraces, LiveStatus, TraceSource
+    from primer.book._sources import MockRunSource
+    from primer.book._store import TraceStore
     from primer.book.markdown import TraceExtension
-    from primer.book.options import TraceBookConfig
-    from primer.book.plugin import TraceBookPlugin
-    from primer.book.render import render_payloads, render_traces
-    from primer.book.report import Report
-    from primer.book.source import ChapterTraces, LiveStatus, TraceSource
-    from primer.book.sources import MockRunSource
-    from primer.book.store import TraceStore
     from primer.trace_file import UnreadableTrace
 
 __all__ = [
@@ -53,24 +53,24 @@ __all__ = [
 
 # Each public name's module.
 _HOMES = {
-    "Book": "primer.book.build",
-    "BookConfig": "primer.book.configuration",
-    "BuildLock": "primer.book.lock",
-    "ChapterTraces": "primer.book.source",
-    "Chapters": "primer.book.chapters",
-    "LiveStatus": "primer.book.source",
-    "MockRunSource": "primer.book.sources",
-    "Report": "primer.book.report",
-    "TraceBookConfig": "primer.book.options",
-    "TraceBookPlugin": "primer.book.plugin",
-    "TraceCache": "primer.book.cache",
+    "Book": "primer.book._build",
+    "BookConfig": "primer.book._configuration",
+    "BuildLock": "primer.book._lock",
+    "ChapterTraces": "primer.book._source",
+    "Chapters": "primer.book._chapters",
+    "LiveStatus": "primer.book._source",
+    "MockRunSource": "primer.book._sources",
+    "Report": "primer.book._report",
+    "TraceBookConfig": "primer.book._options",
+    "TraceBookPlugin": "primer.book._plugin",
+    "TraceCache": "primer.book._cache",
     "TraceExtension": "primer.book.markdown",
-    "TraceSource": "primer.book.source",
-    "TraceStore": "primer.book.store",
+    "TraceSource": "primer.book._source",
+    "TraceStore": "primer.book._store",
     "UnreadableTrace": "primer.trace_file",
-    "read_config": "primer.book.configuration",
-    "render_payloads": "primer.book.render",
-    "render_traces": "primer.book.render",
+    "read_config": "primer.book._configuration",
+    "render_payloads": "primer.book._render",
+    "render_traces": "primer.book._render",
 }
 
 

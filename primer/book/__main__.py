@@ -1,5 +1,5 @@
-"""``python -m primer.book build [--strict]``: the book's run step (``primer.book.command``)."""
+"""``python -m primer.book build [--strict]``: the book's run step (``primer.book._command``)."""
 
-from primer.book.command import main
+from primer.book._command import main
 
 raise SystemExit(main())

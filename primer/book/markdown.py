@@ -10,7 +10,7 @@ does, and finds its traces in the first of these that applies:
    sets the ``docs_dir`` option to its own (and has prepared the book);
    Zensical, which runs no MkDocs hook, names it in the page's rendering
    context, and the extension then prepares the book itself, once per build
-   (``primer.book.session``): frozen live traces from ``docs/traces``, cached
+   (``primer.book._session``): frozen live traces from ``docs/traces``, cached
    mock traces, what is missing run, the trace JSON published into the docs;
 3. otherwise the chapter's mock scenarios, run in-process; the live run is
    reported missing::
@@ -21,12 +21,12 @@ does, and finds its traces in the first of these that applies:
 The chapters are those of the ``chapters`` option's package (``primer.chapters``
 by default; ``PRIMER_CHAPTERS`` wins over it). Like mkdocstrings, it *loads*
 (asks the source for the chapter's traces) and then *renders*
-(``primer.book.render``); a trace that cannot be loaded is shown as an
+(``primer.book._render``); a trace that cannot be loaded is shown as an
 error block naming what exists, and logged as a warning, so
 ``mkdocs build --strict`` fails but the rest of the page still renders.
 
 A line meant as a marker that is not a valid one (``:::trace x``,
-``::: traces x``, ``::: trace``: see ``primer.book.source``) is shown as an
+``::: traces x``, ``::: trace``: see ``primer.book._source``) is shown as an
 error block with the valid form, and logged, rather than left as text.
 
 Three more options serve the book's hook, which sets them: ``docs_dir``;
@@ -34,16 +34,16 @@ Three more options serve the book's hook, which sets them: ``docs_dir``;
 or a malformed one, still shows its error block but is not logged here,
 because the hook warns about it already, naming the page and line; and
 ``traces_off``: with True, each marker shows the short note
-``primer.book.pages.placeholder`` writes, no live block's prose shows, and
+``primer.book._pages.placeholder`` writes, no live block's prose shows, and
 nothing is loaded or run. ``PRIMER_TRACES=off`` does the same where no hook
 sets the option (Zensical, a plain ``markdown.Markdown``). The note is built as elements, never parsed
 (as raw HTML, or as Markdown): the build then costs what it costs without
 the machinery (``benchmarks/scale.py``). A book's
-rendered markers are kept in its ``Rendered`` (``primer.book.rendered``), in
+rendered markers are kept in its ``Rendered`` (``primer.book._rendered``), in
 each chapter's entry of the one cache; a ``cache`` may also be given to the constructor.
 
 The trace JSON link a block carries is written relative to the site root.
-The MkDocs hook makes it relative to the page (``primer.book.links``);
+The MkDocs hook makes it relative to the page (``primer.book._links``);
 Zensical resolves the links of a page's HTML as links of its Markdown file,
 so when it names the file being rendered the link is made relative to that
 file here, and Zensical makes it relative to the page: the same link either
@@ -59,13 +59,13 @@ from markdown import Markdown
 from markdown.extensions import Extension
 from markdown.util import AtomicString
 
-from primer.book.links import page_relative
-from primer.book.live_prose import LiveProse, ModeBlock, opening_html
-from primer.book.logs import book_logger
-from primer.book.markers import Marker, NearMiss, parse_line
-from primer.book.placement import PutBack, TraceProcessor, token
-from primer.book.render_options import RenderOptions
-from primer.book.sources import (
+from primer.book._links import page_relative
+from primer.book._live_prose import LiveProse, ModeBlock, opening_html
+from primer.book._logs import book_logger
+from primer.book._markers import Marker, NearMiss, parse_line
+from primer.book._placement import PutBack, TraceProcessor, token
+from primer.book._render_options import RenderOptions
+from primer.book._sources import (
     NO_KEY,
     MockRunSource,
     book_for_page,
@@ -81,9 +81,9 @@ from primer.variables import enable_with, traces_off
 if TYPE_CHECKING:  # loaded on first use: MkDocs loads the extension with traces off too
     from collections.abc import Callable
 
-    from primer.book.render import Anchors
-    from primer.book.rendered import Rendered
-    from primer.book.source import Shown, TraceSource
+    from primer.book._render import Anchors
+    from primer.book._rendered import Rendered
+    from primer.book._source import Shown, TraceSource
 
 __all__ = ["NO_KEY", "MockRunSource", "PutBack", "TraceExtension", "TraceProcessor", "collect", "makeExtension"]
 
@@ -138,14 +138,14 @@ class TraceExtension(Extension):
                 "Log markers naming an unknown chapter or scenario, and malformed markers (the book's hook does).",
             ],
             "traces_off": [False, "Show a placeholder for each marker, load and run nothing (PRIMER_TRACES=off)."],
-            "rules": [True, "Have the book's build check its rules (primer.book.rules); the hook reads it."],
-            "prices": [{}, "Prices per model over the package's own (primer.book.prices): costs of live runs."],
+            "rules": [True, "Have the book's build check its rules (primer.book._rules); the hook reads it."],
+            "prices": [{}, "Prices per model over the package's own (primer.book._prices): costs of live runs."],
         }
         super().__init__(**kwargs)
         #: Whether traces are off: the option, or ``PRIMER_TRACES=off`` where no hook sets it (Zensical).
         self.off = bool(self.getConfig("traces_off")) or traces_off()
         if cache is not None:
-            from primer.book.rendered import Rendered
+            from primer.book._rendered import Rendered
 
             if not isinstance(cache, Rendered):
                 raise ConfigError(f"The trace extension's cache must be a Rendered, not {type(cache).__name__}.")
@@ -183,7 +183,7 @@ class TraceExtension(Extension):
     def anchors(self) -> Anchors:
         """The ids used on the page so far (a new page, new anchors: ``reset``)."""
         if self._anchors is None:
-            from primer.book.render import Anchors
+            from primer.book._render import Anchors
 
             self._anchors = Anchors(used=self._ids.used)
         return self._anchors
@@ -248,7 +248,7 @@ class TraceExtension(Extension):
 
     def html_for_near_miss(self, near: NearMiss) -> str:
         """The error block for a line meant as a marker that is not a valid one (logged unless the hook does)."""
-        from primer.book.render import render_error
+        from primer.book._render import render_error
 
         if self.getConfig("warn_missing"):
             log.warning("%s", near.message)
@@ -345,7 +345,7 @@ class TraceExtension(Extension):
 
     def _rendered(self, chapter: str, scenario: str | None, started: float) -> str:
         """The marker's HTML rendered from its traces (and kept in the chapter's entry)."""
-        from primer.book.render import render_traces  # the first marker's: its share too
+        from primer.book._render import render_traces  # the first marker's: its share too
 
         traces = collect(self.source, chapter, scenario)
         # A chapter's switch, totals and live status head its first trace
@@ -365,14 +365,14 @@ class TraceExtension(Extension):
 
 
 def _error(message: str, marker: str) -> str:
-    from primer.book.render import render_error
+    from primer.book._render import render_error
 
     return render_error(message, marker=marker)
 
 
 def render_options(prices: Any, where: str) -> RenderOptions:
     """The render options of a ``prices`` option (model → price, over the package's table); ``where`` names it."""
-    from primer.book.prices import default_prices
+    from primer.book._prices import default_prices
 
     return RenderOptions(default_prices().extended(prices, where=f"the `prices` option of {where}"))
 

@@ -1,4 +1,4 @@
-"""The ``trace-book`` plugin as a hook file's events (``primer.book.plugin``).
+"""The ``trace-book`` plugin as a hook file's events (``primer.book._plugin``).
 
 A book that names a hook file rather than the plugin keeps this one line in
 it (this book's ``hooks/traces.py`` does)::
@@ -13,7 +13,7 @@ rebuilds as the plugin's does.
 
 from __future__ import annotations
 
-from primer.book.plugin import TraceBookPlugin
+from primer.book._plugin import TraceBookPlugin
 
 __all__ = [
     "on_build_error",

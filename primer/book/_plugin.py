@@ -1,0 +1,379 @@
+"""The ``trace-book`` MkDocs plugin: the book's traces in its pages, and MkDocs' quirks kept here.
+
+The book machinery's front end for MkDocs (and ProperDocs, through its
+twin, ``primer.book._properdocs_plugin``): the one place its events are
+handled. A book names it as authors name mkdocstrings::
+
+    plugins:
+      - search
+      - trace-book:
+          chapters: mybook.chapters   # the chapters' package (PRIMER_CHAPTERS wins)
+
+Its options (``enabled``, ``chapters``, ``traces_dir``, ``cache_dir``,
+``live``, ``rules``) are ``primer.book._options``'s: an unknown or mistyped
+one fails the configuration, naming it; environment variables win over
+them. The plugin adds the Markdown extension itself, as
+mkdocstrings does: an instance that renders from this plugin's book. A
+``primer.book.markdown`` entry of ``markdown_extensions`` (which Zensical,
+running no plugin, needs) is replaced by it, and its ``chapters`` option
+is read when the plugin's own is not given.
+
+A book may instead name a hook file, as this one does (``hooks/traces.py``):
+the same class (``TraceBookPlugin.hook``), one code path; it lists summary
+lines itself in a book that names no extension.
+
+What lasts across ``mkdocs serve`` rebuilds lives on the instance, which
+MkDocs keeps for the whole process (its plugin cache, or the loaded hook):
+the book, whether it serves with ``--dirty``, which chapters each page shows.
+
+Each event's docstring says what it does. From ``on_config`` to
+``on_post_build`` (or ``on_build_error``) a build holds the cache's lock
+(``primer.book._lock``): a second build of the same book waits, and says so.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from mkdocs.config.config_options import ExtraScriptValue
+from mkdocs.exceptions import PluginError
+from mkdocs.plugins import BasePlugin, event_priority
+from mkdocs.structure.files import File, InclusionLevel
+
+from primer.book import _options as plugin_options
+from primer.book._links import page_relative
+from primer.book._lock import BuildLock
+from primer.book._logs import book_logger
+from primer.book._options import TraceBookConfig
+from primer.book._pages import chapters_named, malformed, off_page
+from primer.book._session import Session
+from primer.errors import ConfigError
+from primer.variables import traces_off, unknown_variables
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping
+
+    from mkdocs.config import base
+    from mkdocs.config.defaults import MkDocsConfig
+    from mkdocs.livereload import LiveReloadServer
+    from mkdocs.structure.files import Files
+    from mkdocs.structure.nav import Navigation
+    from mkdocs.structure.pages import Page
+    from mkdocs.utils.templates import TemplateContext
+
+    from primer.book._build import Book
+    from primer.book._render_options import RenderOptions
+    from primer.book.markdown import TraceExtension
+
+__all__ = ["EXTENSION", "TraceBookConfig", "TraceBookPlugin"]
+
+#: The renderer's name in ``markdown_extensions``.
+EXTENSION = "primer.book.markdown"
+#: The book's logger (``primer.book._build.LOGGER_NAME``), for what the plugin says with traces off.
+log = book_logger("mkdocs.plugins.primer")
+
+
+class TraceBookPlugin(BasePlugin[TraceBookConfig]):  # type: ignore[no-untyped-call]
+    """The book's traces in its pages: prepare before the pages, render through the extension, publish after."""
+
+    def __init__(self) -> None:
+        #: What the front end said, the books, and what lasts across rebuilds.
+        self.session = Session()
+        #: This build's book (None with traces off).
+        self.book: Book | None = None
+        #: This build's extension, rendering from ``book``.
+        self.extension: TraceExtension | None = None
+        #: The cache's build lock, held from on_config to on_post_build (``primer.book._lock``).
+        self.lock: BuildLock | None = None
+        # A plugin adds the extension itself; a hook adds it only where mkdocs.yml names it.
+        self._adds_extension = True
+
+    @classmethod
+    def hook(cls) -> TraceBookPlugin:
+        """The plugin as a hook file's: default options, the extension only where ``mkdocs.yml`` names it."""
+        plugin = cls()
+        plugin.load_config({})
+        plugin._adds_extension = False
+        return plugin
+
+    def events(self) -> dict[str, Callable[..., Any]]:
+        """The plugin's events by name, for a hook file's namespace: ``globals().update(plugin.events())``."""
+        return {name: getattr(self, name) for name in dir(type(self)) if name.startswith("on_")}
+
+    def load_config(
+        self, options: dict[str, Any], config_file_path: str | None = None
+    ) -> tuple[base.ConfigErrors, base.ConfigWarnings]:
+        """Validate the options; one no option reads is an error naming it (MkDocs only warns)."""
+        errors, warnings = super().load_config(options, config_file_path)
+        return plugin_options.unknown_as_errors([name for name, _ in self.config_scheme], errors, warnings)
+
+    def defaults(self) -> dict[str, str]:
+        """The ``PRIMER_*`` settings the options give, which the environment overrides (``primer.book._options``)."""
+        return plugin_options.defaults(self.config)
+
+    def environ(self) -> Mapping[str, str]:
+        """The ``PRIMER_*`` settings of this build: the options as defaults, the environment over them."""
+        return plugin_options.environ(self.config)
+
+    def on_startup(self, *, command: str, dirty: bool) -> None:
+        """Note what MkDocs runs: ``build`` or ``serve``, and ``--dirty``."""
+        self.session.start(command, dirty=dirty)
+
+    def on_config(self, config: MkDocsConfig) -> MkDocsConfig:
+        """Prepare the book, put the extension in, and add the stylesheet and script."""
+        # Traces off loads nothing of the engine (nor pydantic): benchmarks/scale.py.
+        session = self.session
+        environ = self.environ()
+        session.off = traces_off(environ)
+        options = dict(config.mdx_configs.get(EXTENSION, {}))
+        chapters = self.config.chapters or options.get("chapters")
+        self.book = None
+        if session.off:
+            for message in unknown_variables(environ):
+                log.warning(f"traces: {message}")
+            log.info("traces: off (PRIMER_TRACES=off), nothing ran")
+            # The extension shows the placeholders as elements (raw HTML would be parsed twice a page).
+            self._put_extension(config, off=True, chapters=chapters)
+            self._leave(config, "page_content", "page_context")
+            _add_assets(config, scripts=False)  # the stylesheet sets the placeholders apart from the prose
+            return config
+        started = time.perf_counter()
+        root = _root(config)
+        self._release()  # an earlier build of this process that stopped before its end
+        self.lock = BuildLock(root / self.config.cache_dir)
+        self.lock.acquire(log)  # one build at a time per cache: a second one waits, and says so
+        # The engine is imported here, on the first build: its share of the time.
+        try:
+            book = session.book(
+                root,
+                Path(config.docs_dir),
+                chapters=chapters,
+                cache=root / self.config.cache_dir,
+                live_dir=Path(config.docs_dir) / self.config.traces_dir,
+                environ=environ,
+            )
+        except ConfigError as error:  # the book's configuration: MkDocs says it as an error, no traceback
+            raise PluginError(str(error)) from None
+        self.book = book
+        book.rules = self.config.rules and options.get("rules", True) is not False
+        opened = time.perf_counter() - started
+        try:
+            book.prepare()
+        except BaseException:
+            self.lock.release()
+            raise
+        book.clock.add("load", opened)
+        session.payloads.clear()
+        self._put_extension(config, off=False, chapters=chapters)
+        if book.enabled:
+            _add_assets(config, scripts=True)
+        return config
+
+    def _put_extension(self, config: MkDocsConfig, *, off: bool, chapters: str | None) -> None:
+        """Put this build's extension instance where ``mkdocs.yml`` names it (a plugin: in any case)."""
+        self.extension = None
+        named = EXTENSION in config.markdown_extensions
+        if not (named or self._adds_extension):
+            return  # a hook, and no renderer named: on_page_markdown lists the summary lines
+        from primer.book.markdown import TraceExtension
+
+        book = self.book
+        options: dict[str, Any] = {
+            "traces_off": off,
+            "warn_missing": False,  # on_page_markdown warns, naming page and line
+            **({"chapters": chapters} if chapters else {}),
+        }
+        if book is not None:
+            options.update(source=book.store, cache=book.rendered)
+        options["options"] = rendering = self._render_options(config)
+        if book is not None:
+            book.prices = rendering.prices  # the prose check finds the costs the pages show
+        self.extension = TraceExtension(**options)
+        if named:
+            config.markdown_extensions.remove(EXTENSION)
+        config.markdown_extensions.append(self.extension)  # type: ignore[arg-type]  # MkDocs takes instances
+
+    def _render_options(self, config: MkDocsConfig) -> RenderOptions:
+        """The prices of ``mkdocs.yml``: the extension's ``prices``, then the plugin's over them."""
+        from primer.book._render_options import RenderOptions
+        from primer.book.markdown import render_options
+
+        name = Path(config.config_file_path or "mkdocs.yml").name
+        named = dict(config.mdx_configs.get(EXTENSION, {})).get("prices") or {}
+        try:
+            table = render_options(named, f"{EXTENSION} in {name}").prices
+            return RenderOptions(table.extended(self.config.prices, where=f"{name}, the trace-book plugin's prices"))
+        except ConfigError as error:
+            raise PluginError(str(error)) from None
+
+    def _leave(self, config: MkDocsConfig, *events: str) -> None:
+        # Page events it has nothing to do in (traces off), out of this build's
+        # list: MkDocs neither calls them nor, with --verbose, logs two lines a page.
+        registered = getattr(getattr(config, "plugins", None), "events", {})
+        for event in events:
+            handlers = registered.get(event, [])
+            mine = getattr(self, f"on_{event}")
+            if mine in handlers:
+                handlers.remove(mine)
+
+    def on_files(self, files: Files, *, config: MkDocsConfig) -> Files:
+        """Serve the assets from the package; under ``--dirty``, have pages whose traces changed rebuilt."""
+        frozen = (Path(config.docs_dir) / self.config.traces_dir).resolve()
+        for file in list(files):
+            raw = file.src_uri.endswith(".live.json") and Path(file.abs_src_path or "").resolve().parent == frozen
+            if raw and file.inclusion is not InclusionLevel.EXCLUDED:
+                # Zensical runs no plugin and would publish it: the configuration must leave it out.
+                folder = Path(file.src_uri).parent.as_posix()
+                log.warning(
+                    f"traces: {_name(config, file.src_uri)} would be published as it is: add "
+                    f"`exclude_docs: {folder}/*.live.json` to {Path(config.config_file_path or 'mkdocs.yml').name}."
+                )
+                files.remove(file)
+        book = self.book
+        if book is None:
+            # The stylesheet on_config added, and the script if the configuration
+            # names it itself (as a book built with Zensical too does): pages link them.
+            _serve_assets(files, config, only_named=True)
+            return files
+        if book.enabled:
+            _serve_assets(files, config, only_named=False)
+        if self.session.dirty:
+            self._expire(book, {_name(config, f.src_uri): Path(f.abs_dest_path) for f in files.documentation_pages()})
+        return files
+
+    def _expire(self, book: Book, built: dict[str, Path]) -> list[str]:
+        """Date back the built pages that show traces changed since the last build (``--dirty``)."""
+        expired = []
+        for name, path in built.items():
+            if self.session.page_chapters.get(name, set()) & book.changed:
+                try:
+                    os.utime(path, ns=(0, 0))
+                except FileNotFoundError:
+                    continue  # not built yet: MkDocs builds it anyway
+                expired.append(name)
+        return expired
+
+    def on_page_markdown(self, markdown: str, *, page: Page, config: MkDocsConfig, files: Files) -> str:
+        """Check the page's markers (naming page and line); a placeholder or a listing where there is no renderer."""
+        name = _name(config, page.file.src_uri)
+        if self.extension is not None:
+            # For the extension, which warns about the markers only it finds.
+            self.extension.reading = (name, markdown)
+        book = self.book
+        if book is None:
+            if self.extension is not None:  # it shows the placeholders
+                placed, warnings = markdown, malformed(name, markdown)
+            else:
+                placed, warnings = off_page(name, markdown)
+            for warning in warnings:
+                log.warning(f"traces: {warning}")
+            return placed
+        self.session.page_chapters[name] = chapters_named(markdown)
+        return book.page(name, markdown, renderer=self.extension is not None, url=page.url)
+
+    # Last, so every other plugin's on_page_content sees the whole page.
+    @event_priority(-100)
+    def on_page_content(self, html: str, *, page: Page, config: MkDocsConfig, files: Files) -> str:
+        """Last: make trace links relative to the page, and set payloads aside from the search plugin."""
+        book = self.book
+        if book is None:
+            return html
+        with book.clock("search"):
+            # The trace JSON link, root-relative as rendered, made to work without JavaScript.
+            return self.session.payloads.take(page.file.src_uri, page_relative(html, page.url))
+
+    # After the search plugin's (priority 0) has indexed the page without them;
+    # before the theme puts the page's content into its template.
+    @event_priority(-100)
+    def on_page_context(
+        self, context: TemplateContext, *, page: Page, config: MkDocsConfig, nav: Navigation
+    ) -> TemplateContext:
+        """After the search plugin, before the theme: give the page its payloads back."""
+        book = self.book
+        if book is None:
+            return context
+        with book.clock("search"):
+            page.content = self.session.payloads.give_back(page.file.src_uri, page.content or "")
+        return context
+
+    def on_post_build(self, *, config: MkDocsConfig) -> None:
+        """Publish the trace JSON into the site, drop unused cached HTML, log the machinery's share."""
+        book = self.book
+        if book is None:
+            return
+        book.publish(Path(config.site_dir))
+        if not self.session.dirty:  # every page was read: the rules can be checked, and unused cached HTML is stale
+            book.check_rules()
+            book.prune()
+        book.log_share()
+        self._release()
+
+    def on_build_error(self, *, error: Exception) -> None:
+        """Give the cache to the next build."""
+        self._release()
+
+    def on_shutdown(self) -> None:
+        """The process ends: the cache is the next build's."""
+        self._release()
+
+    def _release(self) -> None:
+        if self.lock is not None:
+            self.lock.release()
+
+    def on_serve(self, server: LiveReloadServer, *, config: MkDocsConfig, builder: Any) -> LiveReloadServer:
+        """Watch the library's and the chapters' folders, each on its own, and the machinery's templates and assets."""
+        book = self.book
+        if book is None:
+            return server
+        # Each package folder on its own, not recursively (bytecode written to __pycache__
+        # must not trigger a rebuild); a `watch:` entry covering them (Zensical's) is
+        # dropped, since MkDocs would watch it recursively.
+        folders = list(book.watched_dirs())
+        config.watch[:] = [
+            entry for entry in config.watch if not any(Path(entry).resolve() in (f, *f.parents) for f in folders)
+        ]
+        # The machinery's templates and assets too: an edit to them changes every page
+        # (the cache key holds their bytes), so it must start a rebuild like a chapter's.
+        from primer.book import _assets as assets
+
+        for folder in (*folders, assets.FOLDER, assets.FOLDER.parent / "templates"):
+            server.watch(str(folder), recursive=False)
+        return server
+
+
+def _root(config: MkDocsConfig) -> Path:
+    return Path(config.config_file_path).parent if config.config_file_path else Path.cwd()
+
+
+def _name(config: MkDocsConfig, src_uri: str) -> str:
+    # How warnings name a page: docs/ch05_loop_endings.md.
+    return f"{Path(config.docs_dir).name}/{src_uri}"
+
+
+def _add_assets(config: MkDocsConfig, *, scripts: bool) -> None:
+    """Link the package's stylesheet (and, with ``scripts``, its script) from every page."""
+    from primer.book import _assets as assets
+
+    for path in assets.stylesheets():
+        if path not in config.extra_css:
+            config.extra_css.append(path)
+    for path in assets.scripts() if scripts else []:
+        if path not in [str(script) for script in config.extra_javascript]:
+            config.extra_javascript.append(ExtraScriptValue(path))
+
+
+def _serve_assets(files: Files, config: MkDocsConfig, *, only_named: bool) -> None:
+    """Serve the package's stylesheet and script (``only_named``: those the configuration names)."""
+    from primer.book import _assets as assets
+
+    named = {*config.extra_css, *(str(script) for script in config.extra_javascript)}
+    for path, source in assets.sources().items():
+        if only_named and path not in named:
+            continue
+        earlier = files.get_file_from_path(path)
+        if earlier is not None:  # a copy another front end wrote into the docs
+            files.remove(earlier)
+        files.append(File.generated(config, path, abs_src_path=str(source)))

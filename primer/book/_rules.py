@@ -1,0 +1,114 @@
+"""A book's rules (``docs/authors.md``), checked by its build: chapter names, placed scenarios, own pages.
+
+* a chapter module is named ``chNN_name``, numbered ``ch01``, ``ch02``, ... with no gap or repeat;
+* every scenario is placed on a page, by a marker naming it or its whole chapter;
+* a page places its own chapter's traces only (the page named after the chapter; another page,
+  a home page, may show the first chapter it places).
+
+Any book's: the checks read the chapters' and scenarios' names and the pages' Markdown, nothing else.
+Each broken rule is one sentence naming the module or page (and line) and what to do, logged as a
+warning (``mkdocs build --strict`` fails). A chapter whose scenarios are not known (it could not be
+imported) is checked for its name only.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from pathlib import PurePosixPath
+
+from primer.book._markers import _lines_outside_code, find_markers
+
+__all__ = ["check"]
+
+#: A chapter module's name, as the guide gives it: ``ch``, two digits, ``_``, a lower-case name.
+_CHAPTER = re.compile(r"ch(?P<number>\d{2,})_[a-z][a-z0-9_]*")
+# Any line that places traces, however indented, as the extension also finds
+# them inside admonitions and list items (fenced code is left out before).
+_PLACING = re.compile(r"[ \t]*:::[ \t]+trace[ \t]+(?P<chapter>\w+)(?:[ \t]+(?P<scenario>\w+))?[ \t]*")
+
+
+def check(package: str, scenarios: Mapping[str, Sequence[str] | None], pages: Mapping[str, str]) -> list[str]:
+    """Every broken rule, one sentence each; ``scenarios`` None when not known, ``pages`` by name (``docs/x.md``)."""
+    return [*_names(package, list(scenarios)), *_placed(package, scenarios, pages), *_own_pages(scenarios, pages)]
+
+
+def _names(package: str, chapters: Sequence[str]) -> list[str]:
+    problems = []
+    numbered: dict[int, list[str]] = {}
+    for chapter in sorted(chapters):
+        named = _CHAPTER.fullmatch(chapter)
+        if named is None:
+            problems.append(
+                f"{package}.{chapter}: a chapter module is named chNN_name: `ch`, its place in the book in two "
+                "digits, `_` and a name in lower case (ch01_first_steps). Rename it; a module of the package "
+                "that is not a chapter (a helper) has a name that starts with `_`."
+            )
+            continue
+        numbered.setdefault(int(named["number"]), []).append(chapter)
+    for number, same in sorted(numbered.items()):
+        if len(same) > 1:
+            problems.append(
+                f"{package}.{same[1]}: chapter {number:02d} is {', '.join(same[:-1])} already, and each chapter has "
+                f"a place of its own: renumber {same[1]}."
+            )
+    expected = 1
+    for number, same in sorted(numbered.items()):
+        if number != expected:
+            problems.append(
+                f"{package}.{same[0]}: the chapters are numbered ch01, ch02, ... with no gap, and this one is "
+                f"ch{number:02d} where ch{expected:02d} comes next: rename it ch{expected:02d}{same[0][4:]}."
+            )
+        expected += 1
+    return problems
+
+
+def _page_of(chapter: str, pages: Mapping[str, str]) -> str | None:
+    """The chapter's own page, the one named after it, if there is one."""
+    return next((name for name in sorted(pages) if PurePosixPath(name).stem == chapter), None)
+
+
+def _placed(package: str, scenarios: Mapping[str, Sequence[str] | None], pages: Mapping[str, str]) -> list[str]:
+    placed: dict[str, set[str | None]] = {}
+    for markdown in pages.values():
+        for _number, line in _lines_outside_code(markdown):
+            found = _PLACING.fullmatch(line)
+            if found is not None:
+                placed.setdefault(found["chapter"], set()).add(found["scenario"])
+    docs = PurePosixPath(next(iter(sorted(pages)), "docs/index.md")).parts[0]
+    problems = []
+    for chapter, names in scenarios.items():
+        marked = placed.get(chapter, set())
+        if names is None or None in marked:
+            continue
+        missing = [name for name in names if name not in marked]
+        if not missing:
+            continue
+        page = _page_of(chapter, pages) or f"{docs}/{chapter}.md"
+        which = f"scenario {missing[0]} is" if len(missing) == 1 else f"scenarios {', '.join(missing)} are"
+        problems.append(
+            f"{package}.{chapter}: {which} on no page, so no reader sees {'it' if len(missing) == 1 else 'them'}. "
+            f"Place {'it' if len(missing) == 1 else 'each'} on {page} with a marker line "
+            f"`::: trace {chapter} {missing[0]}`, or `::: trace {chapter}` for every scenario of the chapter."
+        )
+    return problems
+
+
+def _own_pages(scenarios: Mapping[str, Sequence[str] | None], pages: Mapping[str, str]) -> list[str]:
+    problems = []
+    for name, markdown in sorted(pages.items()):
+        markers = [marker for marker in find_markers(markdown) if marker.chapter in scenarios]
+        # A chapter's page is the one named after it; any other page (a home page) may show one chapter.
+        stem = PurePosixPath(name).stem
+        own = stem if stem in scenarios else next((marker.chapter for marker in markers), None)
+        for marker in markers:
+            if marker.chapter == own:
+                continue
+            home = _page_of(marker.chapter, pages) or str(PurePosixPath(name).with_name(f"{marker.chapter}.md"))
+            problems.append(
+                f"{name} line {marker.line}: the marker `::: trace {marker.chapter}"
+                f"{' ' + marker.scenario if marker.scenario else ''}` places {marker.chapter}'s traces on a page "
+                f"that is {own}'s. A page places its own chapter's traces only: move the marker to {home}, "
+                "the page named after the chapter."
+            )
+    return problems

@@ -1,0 +1,194 @@
+"""The one object the book machinery keeps for the life of a process.
+
+Every front end drives the same engine (``primer.book._build.Book``); what
+must outlive one build is kept here, in ``SESSION``, and nowhere else:
+
+* **the books**, one per docs folder. ``mkdocs serve`` re-reads its
+  configuration, and so re-runs the hook module, on every rebuild, and
+  Zensical makes a new Markdown extension for every page: the book (its
+  chapters' imports, its parsed traces, its rendered HTML) stays here.
+  ``book`` opens one with the standard layout::
+
+      ROOT/mkdocs.yml
+      ROOT/docs/traces/CHAPTER.live.json     frozen live traces (committed)
+      ROOT/.cache/trace-book/                the one cache (primer.book._cache)
+
+* **which build the traces were prepared for** (``ready``). The MkDocs hook
+  prepares its book itself, once per build, before any page renders. The
+  Markdown extension alone (Zensical runs no MkDocs hook) asks ``ready``
+  with a token that is new for every build (Zensical's configuration
+  object, which it makes anew whenever a watched file changes): the first
+  page of a build prepares the book and publishes its trace JSON and the
+  assets, the others find it ready.
+* **what the front end said about this process**: whether it serves (with
+  ``--dirty``), and, for a serving MkDocs, the trace payloads set aside while the search plugin reads a page, and
+  which chapters each page shows (``primer.book._plugin`` uses them).
+
+    SESSION.start("serve", dirty=True)           # the hook's on_startup
+    book = SESSION.book(root, root / "docs", chapters="mybook.chapters")
+    SESSION.ready(book, token)                   # the extension, per page
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # the engine is loaded when a book is opened: not with traces off
+    from collections.abc import Mapping
+
+    from primer.book._build import Book
+    from primer.book._payloads import PayloadStash
+
+__all__ = ["CACHE_DIR", "SESSION", "Session"]
+
+#: The machinery's caches, relative to the book's root (the folder of mkdocs.yml).
+CACHE_DIR = Path(".cache") / "trace-book"
+
+
+class Session:
+    """What lives as long as the process: the books, and what the front end said."""
+
+    # A plain class, not a dataclass: every build imports this module, traces
+    # off too, and making a dataclass costs a third of a millisecond.
+    def __init__(self) -> None:
+        #: The books, by their docs folder (resolved).
+        self.books: dict[str, Book] = {}
+        #: The command this process runs: ``build`` or ``serve``.
+        self.command = "build"
+        #: Whether a serve rebuilds only the pages whose source changed (``--dirty``).
+        self.dirty = False
+        #: Whether this build runs with ``PRIMER_TRACES=off`` (the hook then opens no book).
+        self.off = False
+        #: Page -> the chapters its markers and live blocks name, as last rendered (for ``--dirty``).
+        self.page_chapters: dict[str, set[str]] = {}
+        # Book key -> the token of the build its traces were prepared for.
+        self._prepared: dict[str, object] = {}
+        self._lock = threading.Lock()
+        # Absolute docs folders as spelled -> resolved (``key``).
+        self._resolved: dict[str, str] = {}
+        self._payloads: PayloadStash | None = None
+        #: The configuration of the Zensical build the assets were last written for with traces off
+        #: (``primer.book._sources.assets_for_page``): Zensical makes a new extension for every page.
+        self.styled: object | None = None
+
+    def start(self, command: str, *, dirty: bool) -> None:
+        """Record what the front end runs (MkDocs says so once, in ``on_startup``)."""
+        self.command = command
+        self.dirty = dirty
+
+    @property
+    def payloads(self) -> PayloadStash:
+        """Trace payloads set aside while a search plugin reads a page (made on first use: not with traces off)."""
+        if self._payloads is None:
+            from primer.book._payloads import PayloadStash
+
+            self._payloads = PayloadStash()
+        return self._payloads
+
+    @property
+    def serving(self) -> bool:
+        """Whether this process serves the book (rebuilds follow)."""
+        return self.command == "serve"
+
+    def key(self, docs_dir: Path) -> str:
+        """How a book is known: its docs folder, resolved."""
+        if not docs_dir.is_absolute():
+            return str(docs_dir.resolve())
+        # Asked for by every event of every page: an absolute path is resolved once.
+        spelled = str(docs_dir)
+        known = self._resolved.get(spelled)
+        if known is None:
+            known = self._resolved[spelled] = str(docs_dir.resolve())
+        return known
+
+    def book(
+        self,
+        root: Path,
+        docs_dir: Path,
+        *,
+        chapters: str | None = None,
+        cache: Path | None = None,
+        live_dir: Path | None = None,
+        environ: Mapping[str, str] | None = None,
+    ) -> Book:
+        """The book of ``docs_dir``, opened on first use with its caches under ``root``.
+
+        ``chapters`` is the package the book's configuration names (the
+        plugin's or the extension's option); ``PRIMER_CHAPTERS`` wins over
+        it. ``cache`` is the machinery's cache folder (``root / CACHE_DIR``
+        by default), ``live_dir`` the frozen live traces' (``docs/traces``),
+        ``environ`` the ``PRIMER_*`` settings (the options as defaults,
+        the environment over them: ``TraceBookPlugin.environ``). ``root`` (the
+        folder of ``mkdocs.yml``) is added to the end of the import path, so
+        a chapters package beside it is found however the build was started.
+        """
+        key = self.key(docs_dir)
+        with self._lock:
+            if key not in self.books:
+                from primer.book._build import Book
+                from primer.book._chapters import Chapters
+                from primer.variables import book_chapters
+
+                # A book's chapters package lives beside its mkdocs.yml; `mkdocs` and `zensical`,
+                # run as commands, do not put that folder on the import path. Last: nothing installed
+                # is shadowed.
+                if str(root.resolve()) not in sys.path:
+                    sys.path.append(str(root.resolve()))
+                cache = cache or root / CACHE_DIR
+                package = book_chapters(chapters, environ)
+                self.books[key] = Book(
+                    docs_dir,
+                    cache,
+                    chapters=Chapters(package, imports_cache=cache / "imports.json"),
+                    live_dir=live_dir,
+                    environ=environ,
+                )
+            elif environ is not None:
+                self.books[key].environ = environ  # the options of this build (a serve re-reads them)
+            return self.books[key]
+
+    def register(self, docs_dir: Path, book: Book | None) -> None:
+        """Set (or with None, drop) the book ``book`` returns for ``docs_dir``: for tests."""
+        key = self.key(docs_dir)
+        with self._lock:
+            self._prepared.pop(key, None)
+            if book is None:
+                self.books.pop(key, None)
+            else:
+                self.books[key] = book
+
+    def prepared(self, book: Book, token: object) -> None:
+        """Note that ``book`` was prepared for the build ``token`` stands for."""
+        self._prepared[self.key(book.docs_dir)] = token
+
+    def ready(self, book: Book, token: object | None, *, site_dir: Path | None = None) -> None:
+        """Prepare the book unless it was for this build, and publish what the site needs.
+
+        ``token`` stands for the build (None: whichever prepared it last,
+        if any did). Pages may be rendered from several threads: one
+        prepares, the others wait for it. The trace JSON and the assets are
+        written into the docs folder, from which a front end copies them as
+        it copies every file there, and, with ``site_dir``, into the site
+        too: Zensical lists the docs' files before it renders the first
+        page, so on the first build of a book it would not copy them.
+        """
+        key = self.key(book.docs_dir)
+        with self._lock:
+            last = self._prepared.get(key)
+            if last is not None and (token is None or last is token):
+                return
+            book.prepare()
+            from primer.book import _assets as assets
+
+            for root in (book.docs_dir, *([site_dir] if site_dir is not None else [])):
+                book.publish(root)
+                if book.enabled:
+                    assets.install(root)
+            self._prepared[key] = token if token is not None else object()
+
+
+#: This process's session.
+SESSION = Session()

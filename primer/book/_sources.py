@@ -1,0 +1,170 @@
+"""Where a page's traces come from: a given source, the book, or mock runs in this process.
+
+The Markdown extension (``primer.book.markdown``) asks, in order:
+
+1. a ``TraceSource`` it was given (``resolve_source``: an object, or
+   ``"package.module:name"`` from YAML);
+2. the book (``book_for_page``): the one whose docs folder the MkDocs hook
+   names in the extension's ``docs_dir`` option (prepared already), or the
+   one whose docs folder Zensical names in the page's rendering context,
+   which is prepared here, once per build (``primer.book._session``);
+3. ``MockRunSource``: the chapter's mock scenarios, run in this process.
+
+``collect`` loads a marker's traces from a source, checking the scenario
+asked for exists (``require_scenario``, which a page also uses with a
+``Shown``'s names); ``page_source`` is the Markdown file being rendered, when
+the generator says (Zensical does).
+"""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from markdown import Markdown
+
+from primer.errors import ConfigError
+from primer.locator import ChapterLocator, no_scenario
+
+if TYPE_CHECKING:
+    from primer.book._build import Book
+    from primer.book._source import ChapterTraces, TraceSource
+
+__all__ = [
+    "NO_KEY",
+    "MockRunSource",
+    "assets_for_page",
+    "book_for_page",
+    "collect",
+    "page_source",
+    "require_scenario",
+    "resolve_source",
+]
+
+#: Why a standalone page has no live run.
+NO_KEY = "no key yet: live runs are recorded by the book build when PRIMER_API_KEY is set"
+
+
+class MockRunSource:
+    """A ``TraceSource`` that runs a chapter's mock scenarios in-process.
+
+    The fallback when no book is given: mock runs take milliseconds on the
+    virtual clock, so a plain ``markdown.Markdown`` can show real traces.
+    Each chapter is run once per source; the chapters are ``chapters``'
+    (by default those ``PRIMER_CHAPTERS`` names, else ``primer.chapters``).
+    """
+
+    def __init__(self, chapters: ChapterLocator | None = None) -> None:
+        from primer.settings import Settings
+
+        self.chapters = chapters or ChapterLocator(Settings.without_live().chapters_package())
+        self._runs: dict[str, ChapterTraces] = {}
+
+    def traces(self, chapter: str) -> ChapterTraces:
+        """The chapter's mock run (raises ``NotFound`` for an unknown chapter)."""
+        if chapter not in self._runs:
+            from primer.book._source import ChapterTraces, LiveStatus
+            from primer.runner import run_chapter  # the library: only when a chapter runs
+
+            self._runs[chapter] = ChapterTraces(
+                chapter=chapter,
+                mock=run_chapter(chapter, "mock", chapters=self.chapters),
+                live=None,
+                live_status=LiveStatus(state="missing", reason=NO_KEY),
+            )
+        return self._runs[chapter]
+
+
+def collect(source: TraceSource, chapter: str, scenario: str | None = None) -> ChapterTraces:
+    """Load a marker's traces: the chapter's, checked to hold the scenario asked for."""
+    traces = source.traces(chapter)
+    require_scenario(chapter, scenario, [s.name for run in (traces.mock, traces.live) if run for s in run.scenarios])
+    return traces
+
+
+def require_scenario(chapter: str, scenario: str | None, names: list[str]) -> None:
+    """Raise ``NotFound`` naming what exists if ``scenario`` is given and not among ``names`` (mock's, then live's)."""
+    if scenario is not None and scenario not in names:
+        raise no_scenario(chapter, scenario, list(dict.fromkeys(names)))
+
+
+def resolve_source(source: Any) -> TraceSource:
+    """The source given: an object, or from YAML ``package.module:name`` (an object, a class or a factory)."""
+    # ``source`` may come from YAML as "package.module:name": an object, or a
+    # class or factory, called with no arguments.
+    if isinstance(source, str):
+        module, _, name = source.partition(":")
+        try:
+            source = getattr(importlib.import_module(module), name)
+        except (ImportError, AttributeError, ValueError) as error:
+            raise ConfigError(
+                f"The trace source {source!r} could not be imported ({error}). Give it as 'package.module:name'."
+            ) from error
+        if isinstance(source, type) or (callable(source) and not hasattr(source, "traces")):
+            source = source()
+    if not callable(getattr(source, "traces", None)):
+        raise ConfigError(
+            f"The trace extension's source must have a traces(chapter) method, not {type(source).__name__}."
+        )
+    return source  # type: ignore[no-any-return]
+
+
+def _context(md: Markdown | None) -> Any:
+    # Zensical's rendering context: the page and the configuration
+    # (``ContextPreprocessor.from_markdown`` looks it up the same way).
+    if md is None or "rendering_context" not in md.preprocessors:
+        return None
+    context = md.preprocessors["rendering_context"]
+    return context if isinstance(getattr(context, "config", None), dict) else None
+
+
+def book_for_page(md: Markdown | None, chapters: str, docs_dir: str) -> Book | None:
+    """The book a page belongs to, ready for this build; None if the page is no book's."""
+    from primer.book._session import SESSION  # the engine: only for a book
+
+    if docs_dir:
+        docs = Path(docs_dir)
+        book = SESSION.book(docs.parent, docs, chapters=chapters)
+        SESSION.ready(book, None)  # prepared by the hook already, or once per process
+        return book
+    context = _context(md)
+    if context is None:
+        return None
+    config = context.config
+    root = Path(config["root_dir"])
+    book = SESSION.book(root, root / config["docs_dir"], chapters=chapters)
+    # A new configuration object is a new build (Zensical makes one when a watched file changes).
+    SESSION.ready(book, config, site_dir=root / config["site_dir"])
+    return book
+
+
+def assets_for_page(md: Markdown | None) -> None:
+    """With traces off under Zensical: write the stylesheet and script into the docs and the site, once a build.
+
+    A book built with Zensical names them in ``mkdocs.yml`` (it runs no
+    hook), so its pages link them, traces off too, and they style the
+    placeholder. With traces on, preparing the book writes them
+    (``Session.ready``); under MkDocs the plugin serves them (``on_files``).
+    Zensical makes a new configuration object for every build, and the
+    session keeps the last one the assets were written for.
+    """
+    context = _context(md)
+    if context is None:
+        return
+    from primer.book._session import SESSION
+
+    if SESSION.styled is context.config:
+        return
+    from primer.book import _assets as assets
+
+    root = Path(context.config["root_dir"])
+    for folder in (context.config["docs_dir"], context.config["site_dir"]):
+        assets.install(root / folder)
+    SESSION.styled = context.config
+
+
+def page_source(md: Markdown | None) -> str | None:
+    """The Markdown file being rendered, relative to the docs, when the generator says (Zensical does)."""
+    path = getattr(getattr(_context(md), "page", None), "path", None)
+    return path if isinstance(path, str) else None
