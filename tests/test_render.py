@@ -534,7 +534,7 @@ def test_anchors_stay_unique_when_a_page_shows_a_run_twice() -> None:
 
 
 def test_the_timeline_agrees_with_the_tool_line_when_attempt_times_are_unknown():
-    from primer.book._render_timeline import segments as _segments
+    from primer.book._render_views import segments as _segments
     from primer.trace import Attempt, Backoff, ModelCall, Timing, ToolRun, Turn
 
     tool_run = ToolRun(
@@ -647,7 +647,7 @@ def test_a_service_that_did_not_answer_is_service_time_on_the_timeline() -> None
 
 
 def _by_kind(turn: object) -> dict[str, float]:
-    from primer.book._render_timeline import segments as _segments
+    from primer.book._render_views import segments as _segments
 
     kinds: dict[str, float] = {"provider": 0.0, "service": 0.0, "setup": 0.0, "waited": 0.0, "library": 0.0}
     for segment in _segments(turn):  # type: ignore[arg-type]
@@ -743,7 +743,10 @@ def test_payload_blocks_link_to_the_payload_page_which_holds_each_one_as_drawn_i
     assert payloads.startswith("<!doctype html>\n<!-- trace-book payloads -->")
     elements = {m["id"]: m["body"] for m in _ELEMENT.finditer(payloads)}
     # One element per block, by the block's id, holding what the block holds when drawn inline.
-    inline = {m["id"]: m["body"] for m in _INLINE.finditer(render_traces(traces, payloads=False))}
+    drawn_inline = render_traces(
+        ChapterTraces(chapter, traces.mock, traces.live, traces.live_status, traces.download_url)
+    )
+    inline = {m["id"]: m["body"] for m in _INLINE.finditer(drawn_inline)}
     assert list(elements) == list(inline) == ids
     for anchor, body in inline.items():
         # Links to a call land on its payload, which is in the payload page too.
