@@ -156,11 +156,9 @@ def _blocks(views: list[ScenarioView]) -> tuple[dict[str, tuple[str, str]], set[
             for t in v.turns:
                 blocks[f"{t.model.anchor}-body"] = (s.name, f"{v.mode} run · turn {t.turn.number} · model call")
                 drawn.update([t.model.tools.anchor] if t.model.tools and not t.model.tools.same_as else [])
-                for number, tool in enumerate(t.tools, 1):
-                    blocks[f"{tool.anchor}-body"] = (
-                        s.name,
-                        f"{v.mode} run · turn {t.turn.number} · tool call {number}",
-                    )
+                for number in range(1, len(t.turn.tools) + 1):
+                    what = f"{v.mode} run · turn {t.turn.number} · tool call {number}"
+                    blocks[f"{t.anchor}-tool-{number}-body"] = (s.name, what)
             blocks[f"{v.transcript_anchor}-body"] = (s.name, f"{v.mode} run · transcript")
             if v.run.error:
                 blocks[f"{v.error_anchor}-body"] = (s.name, f"{v.mode} run · scenario error")

@@ -20,7 +20,7 @@ from primer import summary
 from primer.book._render_text import Anchors
 from primer.book._source import ChapterTraces
 from primer.errors import NotFound
-from primer.trace import Backoff, DeclaredTool, Message, ModelCall, ScenarioRun, ToolRun, Turn
+from primer.trace import Backoff, DeclaredTool, Exchange, Message, ModelCall, ScenarioRun, Turn
 
 __all__ = ["Comparison", "ScenarioView", "Segment", "TurnTime", "prepare", "segments", "totals"]
 
@@ -45,15 +45,12 @@ class Rebuild:
 
 
 @dataclass(frozen=True)
-class BodyView:
-    """A request or response body: its ``<pre>``'s id, what it shows, what it refers to."""
+class RequestView:
+    """A model request's body as shown: what is new, what it refers to, how to rebuild it."""
 
-    anchor: str
     json: Any
-    text: str | None
     refs: list[Ref] = field(default_factory=list)
     rebuild: Rebuild | None = None
-    request: bool = False  # a model call's request (``tr-req``): what a later request is rebuilt from
 
 
 @dataclass(frozen=True)
@@ -79,15 +76,6 @@ class ToolsView:
 
 
 @dataclass(frozen=True)
-class StepView:
-    """A wire exchange, a tool's attempt or its backoff, with its bodies as drawn."""
-
-    step: Any
-    request: BodyView | None
-    response: BodyView | None
-
-
-@dataclass(frozen=True)
 class NoteView:
     """A note; lists the previous call's note already showed are referred to, not repeated."""
 
@@ -102,25 +90,17 @@ class ModelView:
     anchor: str
     context: ContextView
     tools: ToolsView | None
-    exchanges: list[StepView]
+    exchanges: list[tuple[Exchange, RequestView]]
     notes: list[NoteView]
-    error_anchor: str
-
-
-@dataclass(frozen=True)
-class ToolView:
-    run: ToolRun
-    anchor: str
-    steps: list[StepView]
-    error_anchor: str
 
 
 @dataclass(frozen=True)
 class TurnView:
+    """A turn; its tool calls' ids are its own and ``-tool-1``, ``-tool-2``..."""
+
     turn: Turn
     anchor: str
     model: ModelView
-    tools: list[ToolView]
 
 
 @dataclass(frozen=True)
@@ -290,10 +270,10 @@ def _context(call: ModelCall, previous: TurnView | None, run: ScenarioRun) -> Co
     return ContextView(len(context), start, context[start:], since, since_anchor, in_transcript)
 
 
-def _request(anchor: str, body: Any, text: str | None, previous: tuple[Any, int, str] | None) -> BodyView:
+def _request(body: Any, previous: tuple[Any, int, str] | None) -> RequestView:
     """A model request body with what the previous request (body, turn, anchor) carried taken out and referred to."""
     if previous is None or not (isinstance(body, dict) and isinstance(previous[0], dict)):
-        return BodyView(anchor, body, text, request=True)
+        return RequestView(body)
     before, turn, base = previous
     shown, refs, taken, same = dict(body), [], 0, []
     messages, sent = body.get("messages"), before.get("messages")
@@ -305,9 +285,7 @@ def _request(anchor: str, body: Any, text: str | None, previous: tuple[Any, int,
         del shown["tools"]
         same.append("tools")
         refs.append(Ref(f"tools ({len(tools)})", f"as sent in turn {turn}", base))
-    if not refs:
-        return BodyView(anchor, body, text, request=True)
-    return BodyView(anchor, shown, text, refs, Rebuild(base, taken, same, list(body)), request=True)
+    return RequestView(shown, refs, Rebuild(base, taken, same, list(body))) if refs else RequestView(body)
 
 
 def _notes(call: ModelCall, previous: TurnView | None) -> list[NoteView]:
@@ -365,19 +343,6 @@ class _Shared:
 # -- preparing ------------------------------------------------------------------------
 
 
-def _tool(run: ToolRun, anchor: str, anchors: Anchors) -> ToolView:
-    steps = []
-    for step in run.steps:
-        request = response = None
-        if not isinstance(step, Backoff) and step.request is not None:
-            request = BodyView(anchors.make(anchor, "req", step.number), step.request.json_body, step.request.text_body)
-        if not isinstance(step, Backoff) and step.response is not None:
-            got = step.response
-            response = BodyView(anchors.make(anchor, "res", step.number), got.json_body, got.text_body)
-        steps.append(StepView(step, request, response))
-    return ToolView(run, anchor, steps, anchors.make(anchor, "error"))
-
-
 def _run(run: ScenarioRun, chapter: str, anchors: Anchors, shared: _Shared) -> RunView:
     anchor = anchors.make(chapter, run.name, run.mode)
     turns: list[TurnView] = []
@@ -387,29 +352,13 @@ def _run(run: ScenarioRun, chapter: str, anchors: Anchors, shared: _Shared) -> R
         model_anchor, call = anchors.make(turn_anchor, "model"), turn.model_call
         exchanges = []
         for x in call.exchanges:
-            request = _request(
-                anchors.make(model_anchor, "req", x.attempt), x.request.json_body, x.request.text_body, previous
-            )
-            response = None
-            if x.response is not None:
-                got = x.response
-                response = BodyView(anchors.make(model_anchor, "res", x.attempt), got.json_body, got.text_body)
-            exchanges.append(StepView(x, request, response))
+            exchanges.append((x, _request(x.request.json_body, previous)))
         if call.exchanges:
             previous = (call.exchanges[-1].request.json_body, turn.number, model_anchor)
         before = turns[-1] if turns else None
         tools = shared.view(call.tools, run.mode, turn.number) if call.tools else None
-        model = ModelView(
-            call,
-            model_anchor,
-            _context(call, before, run),
-            tools,
-            exchanges,
-            _notes(call, before),
-            anchors.make(model_anchor, "error"),
-        )
-        tool_views = [_tool(t, anchors.make(turn_anchor, "tool", i), anchors) for i, t in enumerate(turn.tools, 1)]
-        turns.append(TurnView(turn, turn_anchor, model, tool_views))
+        model = ModelView(call, model_anchor, _context(call, before, run), tools, exchanges, _notes(call, before))
+        turns.append(TurnView(turn, turn_anchor, model))
     timeline = [TurnTime(t.turn.number, t.anchor, t.turn.timing.total_ms, segments(t.turn)) for t in turns]
     transcript, ended, error = (anchors.make(anchor, what) for what in ("transcript", "ended", "error"))
     story, trials = summary.scenario_story(run), _trials(turns, anchor, anchors)
