@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 from primer.book._render import render_traces
-from primer.book._render_views import TurnTime, segments, totals
+from primer.book._render_timeline import TurnTime, segments, totals
 from primer.book._source import ChapterTraces, LiveStatus
 from primer.runner import run_chapter
 

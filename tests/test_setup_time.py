@@ -23,7 +23,7 @@ import pytest
 import trustme
 
 from primer.book._render import render_traces
-from primer.book._render_views import TurnTime, segments, totals
+from primer.book._render_timeline import TurnTime, segments, totals
 from primer.book._source import ChapterTraces, LiveStatus
 from primer.http_record import SetUp
 from primer.runner import run_chapter

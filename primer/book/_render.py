@@ -1,25 +1,13 @@
 """Render traces as collapsible HTML: ``ChapterTraces`` in, one HTML string out.
 
-It never runs a scenario and never reads a file but its templates, so the
-same traces always give the same page::
-
-    html = render_traces(traces)                       # every scenario of the chapter
-    html = render_traces(traces, "service_is_busy")    # one scenario
-
-The page is nested ``<details>``: summary lines (worded by ``primer.summary``)
-tell the story closed, payloads are one click deeper (``primer.book._render_views``
-prepares what each shows). Everything that came from a model, a tool or a
-service goes through Jinja2's autoescaping. Payloads sit in
-``data-search-exclude`` blocks that never hold a ``div`` (Material's indexer
-ends an exclusion at the first closing tag of the same name), as plain
-escaped text that traces.js colours when opened, each ``<pre>`` with an id
-of its own for Material's copy button.
-
-A book's page does not carry the payloads: when the traces name a
-``payloads_url``, each payload block is a link to its element in the
-chapter's payload page (``render_payloads``, rendered from the same views),
-which a reader without JavaScript lands on and traces.js fills the block in
-from when it is first opened.
+``render_traces(traces)`` (or ``render_traces(traces, "service_is_busy")``, one
+scenario) draws the views ``_render_views.prepare`` makes as nested ``<details>``:
+summary lines tell the story closed, payloads are one click deeper, in
+``data-search-exclude`` blocks that hold no ``div`` (Material's indexer ends an
+exclusion at the first closing tag of that name). What came from a model, a
+tool or a service is escaped by Jinja2's autoescaping. With a ``payloads_url``,
+each payload block is a link to the chapter's payload page (``render_payloads``,
+drawn from the same views), which traces.js fills the block in from when opened.
 """
 
 from __future__ import annotations
@@ -125,15 +113,11 @@ def render_traces(
     head: bool = True,
     options: RenderOptions | None = None,
 ) -> str:
-    """The HTML of a chapter's traces, or of one scenario's.
+    """The HTML of a chapter's traces, or of one scenario's (``NotFound`` names the scenarios there are).
 
-    Raises ``NotFound`` (naming the scenarios there are) for an unknown
-    scenario; ``anchors`` keeps ids unique across several traces on a page;
-    ``head=False`` leaves out the chapter's switch, totals, live status and
-    download link, for a page's second marker of the same chapter. When the
-    traces name a ``payloads_url``, each payload block is a link into the
-    chapter's payload page (``render_payloads``). ``options`` are what the
-    book's configuration changes (the price table; the package's own by default).
+    ``anchors`` keeps ids unique across several traces on a page; ``head=False``
+    leaves out the chapter's switch, totals, live status and download link (a
+    page's second marker of a chapter); ``options``: the book's price table.
     """
     options = options if options is not None else RenderOptions()
     html = _chapter(traces, scenario, anchors if anchors is not None else Anchors(), options, head=head)
@@ -154,8 +138,8 @@ def _blocks(views: list[ScenarioView]) -> tuple[dict[str, tuple[str, str]], set[
             blocks[f"{s.compare_anchor}-body"] = (s.name, "mock and live side by side")
         for v in filter(None, (s.mock, s.live)):
             for t in v.turns:
-                blocks[f"{t.model.anchor}-body"] = (s.name, f"{v.mode} run · turn {t.turn.number} · model call")
-                drawn.update([t.model.tools.anchor] if t.model.tools and not t.model.tools.same_as else [])
+                blocks[f"{t.model_anchor}-body"] = (s.name, f"{v.mode} run · turn {t.turn.number} · model call")
+                drawn.update([t.tools.anchor] if t.tools and not t.tools.same_as else [])
                 for number in range(1, len(t.turn.tools) + 1):
                     what = f"{v.mode} run · turn {t.turn.number} · tool call {number}"
                     blocks[f"{t.anchor}-tool-{number}-body"] = (s.name, what)
@@ -166,18 +150,13 @@ def _blocks(views: list[ScenarioView]) -> tuple[dict[str, tuple[str, str]], set[
 
 
 def render_payloads(traces: ChapterTraces, *, page_url: str | None = None, options: RenderOptions | None = None) -> str:
-    """The chapter's payload page: every payload block of its traces, by the block's id, as a page of its own.
+    """The chapter's payload page (``traces/CHAPTER.payloads.html``): every payload block, by the block's id.
 
-    Published beside the trace JSON as ``traces/CHAPTER.payloads.html``: a
-    page's payload block links to its element here, and traces.js fills the
-    block in from it when opened. The ids are the ones the chapter's blocks
-    have on a page that shows the chapter once. It stands alone, for a reader
-    without JavaScript: a link back to the chapter's page (``page_url``,
-    relative to the site root, as MkDocs gives a page's URL; the home page's
-    is ""), a heading per scenario and per block (*mock run · turn 2 · model
-    call*), and every link lands: a link to a call lands on that call's
-    payload here, one to what only the chapter page has (a turn, an ending)
-    goes there.
+    The ids are those of a page that shows the chapter once. It stands alone,
+    for a reader without JavaScript: a link back to the chapter's page
+    (``page_url``, relative to the site root, as MkDocs gives it), a heading
+    per scenario and block (*mock run · turn 2 · model call*), and links that
+    land here (a call's payload) or on the chapter page (a turn, an ending).
     """
     page = None if page_url is None else page_url or "./"
     kept: dict[str, list[tuple[str, str, Markup]]] = {}  # by scenario: each block's id, heading and HTML

@@ -4,7 +4,6 @@ Page weight grows with what happened, not with turns squared: each turn's
 context shows the messages new since the turn before, a live request body
 what is new (``Ref`` to the rest, ``Rebuild`` to put it back), and the
 declared tools are drawn once per page and referred to after (``_Shared``).
-A run's timeline splits each turn by who spent the time (``segments``).
 """
 
 from __future__ import annotations
@@ -12,17 +11,18 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from primer import summary
 from primer.book._render_text import Anchors
+from primer.book._render_timeline import TurnTime, segments, totals
 from primer.book._source import ChapterTraces
 from primer.errors import NotFound
-from primer.trace import Backoff, DeclaredTool, Exchange, Message, ModelCall, ScenarioRun, Turn
+from primer.trace import DeclaredTool, Exchange, Message, ModelCall, ScenarioRun, Turn
 
-__all__ = ["Comparison", "ScenarioView", "Segment", "TurnTime", "prepare", "segments", "totals"]
+__all__ = ["Comparison", "ScenarioView", "prepare"]
 
 
 @dataclass(frozen=True)
@@ -85,46 +85,21 @@ class NoteView:
 
 
 @dataclass(frozen=True)
-class ModelView:
-    call: ModelCall
+class TurnView:
+    """A turn and its model call, prepared (its tool calls' ids are its own and ``-tool-1``, ``-tool-2``...)."""
+
+    turn: Turn
     anchor: str
+    model_anchor: str
     context: ContextView
     tools: ToolsView | None
     exchanges: list[tuple[Exchange, RequestView]]
     notes: list[NoteView]
 
-
-@dataclass(frozen=True)
-class TurnView:
-    """A turn; its tool calls' ids are its own and ``-tool-1``, ``-tool-2``..."""
-
-    turn: Turn
-    anchor: str
-    model: ModelView
-
-
-@dataclass(frozen=True)
-class Segment:
-    """One stretch of a turn on a run's timeline: who the time went to, how long, and what it was."""
-
-    kind: Literal["provider", "service", "setup", "waited", "library"]
-    ms: float
-    label: str
-
-
-@dataclass(frozen=True)
-class TurnTime:
-    """A turn on the timeline: its segments and where it links to."""
-
-    number: int
-    anchor: str
-    total_ms: float
-    segments: list[Segment]
-
     @property
-    def split(self) -> list[tuple[str, float]]:
-        """The turn's time by who spent it, in the legend's order, for the turn's tooltip."""
-        return [(kind, ms) for kind, ms in totals([self]).items() if ms]
+    def call(self) -> ModelCall:
+        """The turn's model call."""
+        return self.turn.model_call
 
 
 @dataclass(frozen=True)
@@ -203,55 +178,6 @@ class ScenarioView:
     compare_anchor: str
 
 
-# -- the timeline ------------------------------------------------------------------
-
-
-def segments(turn: Turn) -> list[Segment]:
-    """The stretches of a turn, in order, by who spent them (none of zero length)."""
-    call, found = turn.model_call, []
-    simulated = 0.0
-    if call.kind == "mock" and call.stream is not None and call.stream.events:
-        # The mock model's simulated stream took time on the virtual clock: the model's, not the library's.
-        simulated = min(max(event.at_ms for event in call.stream.events), call.timing.library_ms)
-    if call.timing.outside_ms:  # the connection is opened before the request goes: its set-up comes first
-        found.append(Segment("setup", call.timing.setup_ms or 0.0, "model call, connection set-up"))
-        found.append(Segment("provider", call.timing.answering_ms or 0.0, "model provider"))
-    elif simulated:
-        found.append(Segment("provider", simulated, "mock model, its stream simulated"))
-    found.append(Segment("library", call.timing.library_ms - simulated, "model call, library"))
-    for run in turn.tools:
-        for step in run.steps:
-            if isinstance(step, Backoff):
-                found.append(
-                    Segment("waited", step.seconds * 1000, f"{run.name} backoff before attempt {step.before_attempt}")
-                )
-            else:
-                what = f"{run.name} attempt {step.number}"
-                found.append(Segment("setup", step.timing.setup_ms or 0.0, f"{what}, connection set-up"))
-                found.append(Segment("service", step.timing.answering_ms or 0.0, f"{what} at the service"))
-        timing, sent = run.timing, [a for a in run.attempts if a.request is not None]
-        if timing.outside_ms is None and sent and not any(a.response for a in sent):
-            # A recording that did not split the tool's time, of a service that never answered:
-            # the time went to waiting for the service, as the mock's virtual clock counts it.
-            found.append(Segment("service", timing.library_ms, f"{run.name} waiting for the service, no answer"))
-            continue
-        # A trace may know the tool's service time but not each attempt's (an imported recording).
-        unattributed = (timing.outside_ms or 0.0) - sum(a.timing.outside_ms or 0.0 for a in run.attempts)
-        if unattributed >= 0.05:
-            found.append(Segment("service", unattributed, f"{run.name} at the service"))
-        found.append(Segment("library", timing.library_ms, f"{run.name}, library"))
-    return [s for s in found if s.ms > 0]
-
-
-def totals(timeline: Sequence[TurnTime]) -> dict[str, float]:
-    """A timeline's time by kind, in the legend's order."""
-    spent = {"provider": 0.0, "service": 0.0, "setup": 0.0, "waited": 0.0, "library": 0.0}
-    for turn in timeline:
-        for segment in turn.segments:
-            spent[segment.kind] += segment.ms
-    return spent
-
-
 # -- what is new since the turn before ---------------------------------------------
 
 
@@ -266,7 +192,7 @@ def _context(call: ModelCall, previous: TurnView | None, run: ScenarioRun) -> Co
     if previous is not None and in_transcript:
         before = previous.turn.model_call.context
         if len(before) <= len(context) and context[: len(before)] == before:
-            start, since, since_anchor = len(before), previous.turn.number, previous.model.anchor
+            start, since, since_anchor = len(before), previous.turn.number, previous.model_anchor
     return ContextView(len(context), start, context[start:], since, since_anchor, in_transcript)
 
 
@@ -302,7 +228,7 @@ def _notes(call: ModelCall, previous: TurnView | None) -> list[NoteView]:
             if value[: len(old)] == old:
                 data[key] = value[len(old) :]
                 where = f"as in turn {previous.turn.number}"
-                refs.append(Ref(f"{key} {_span(len(old))}", where, previous.model.anchor))
+                refs.append(Ref(f"{key} {_span(len(old))}", where, previous.model_anchor))
         views.append(NoteView(note.label, data, refs))
     return views
 
@@ -357,8 +283,11 @@ def _run(run: ScenarioRun, chapter: str, anchors: Anchors, shared: _Shared) -> R
             previous = (call.exchanges[-1].request.json_body, turn.number, model_anchor)
         before = turns[-1] if turns else None
         tools = shared.view(call.tools, run.mode, turn.number) if call.tools else None
-        model = ModelView(call, model_anchor, _context(call, before, run), tools, exchanges, _notes(call, before))
-        turns.append(TurnView(turn, turn_anchor, model))
+        turns.append(
+            TurnView(
+                turn, turn_anchor, model_anchor, _context(call, before, run), tools, exchanges, _notes(call, before)
+            )
+        )
     timeline = [TurnTime(t.turn.number, t.anchor, t.turn.timing.total_ms, segments(t.turn)) for t in turns]
     transcript, ended, error = (anchors.make(anchor, what) for what in ("transcript", "ended", "error"))
     story, trials = summary.scenario_story(run), _trials(turns, anchor, anchors)
