@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     Payloads = Callable[[str], tuple[str, Callable[[], str]]]
 
     from primer.book._cache import Entry
+    from primer.book._prepare import Prepared
     from primer.book._source import ChapterTraces
     from primer.book._store import TraceStore
 
@@ -92,6 +93,10 @@ def _head(chapter: str, traces: ChapterTraces) -> str:
     )
 
 
+def _document(shown: Prepared, chapter: str) -> str:
+    return _serialised(chapter, shown.traces(chapter))
+
+
 def _serialised(chapter: str, traces: ChapterTraces) -> str:
     # The runs are serialised by pydantic itself (fast, and exactly
     # the stored form); only the small head goes through json.
@@ -108,8 +113,8 @@ class Publisher:
         self.store = store
         self._otlp_missing = False
 
-    def publish(self, root: Path, payloads: Payloads | None = None) -> list[Path]:
-        """Write each chapter's traces (both modes) to ``root/traces/CHAPTER.json``.
+    def publish(self, root: Path, shown: Prepared, payloads: Payloads | None = None) -> list[Path]:
+        """Write each chapter ``shown`` shows (both modes) to ``root/traces/CHAPTER.json``.
 
         ``root`` is the site, or the docs folder (whose ``traces`` folder
         also holds the frozen live traces): a published file of a chapter
@@ -119,35 +124,31 @@ class Publisher:
         to ``root/traces/CHAPTER.payloads.html``.
         """
         written: list[Path] = []
-        store = self.store
-        shown = store.chapters()
+        chapters = shown.chapters()
         folder = root / PUBLISHED_DIR
         remove_stale(folder)  # once, not at each of its files' writes
-        for chapter in shown:
-            summary = store.summary(chapter)
+        for chapter in chapters:
+            summary = shown.summary(chapter)
             if summary is None:
                 continue
-            entry = store.entry(chapter, summary.key)
-            document = _kept(entry, "published.json", partial(self._document, chapter))
+            entry = self.store.entry(chapter, summary.key)
+            document = _kept(entry, "published.json", partial(_document, shown, chapter))
             written.append(_write(folder / f"{chapter}.json", document))
-            otlp = _kept(entry, "otlp.json", partial(self._otlp, chapter))
+            otlp = _kept(entry, "otlp.json", partial(self._otlp, shown, chapter))
             if otlp is not None:
                 written.append(_write(folder / f"{chapter}.otlp.json", otlp))
             if payloads is not None:
                 name, make = payloads(chapter)
                 written.append(_write(folder / f"{chapter}{PAYLOADS_SUFFIX}", _kept(entry, name, make)))
         for path in folder.glob("*.json"):
-            if path.stem not in shown and not path.name.endswith(".live.json") and _published(path):
+            if path.stem not in chapters and not path.name.endswith(".live.json") and _published(path):
                 path.unlink(missing_ok=True)
         for path in folder.glob(f"*{PAYLOADS_SUFFIX}"):
-            if path.name[: -len(PAYLOADS_SUFFIX)] not in shown and _published_payloads(path):
+            if path.name[: -len(PAYLOADS_SUFFIX)] not in chapters and _published_payloads(path):
                 path.unlink(missing_ok=True)
         return written
 
-    def _document(self, chapter: str) -> str:
-        return _serialised(chapter, self.store.traces(chapter))
-
-    def _otlp(self, chapter: str) -> str | None:
+    def _otlp(self, shown: Prepared, chapter: str) -> str | None:
         """The chapter's runs as OTLP JSON, for OpenTelemetry tools (``primer.export.otlp``); None without it.
 
         The same traces give the same file, byte for byte, in every build and
@@ -162,7 +163,7 @@ class Publisher:
                 self._otlp_missing = True
                 _log.info(f"traces: no OTLP JSON is published: {missing}")
             return None
-        traces = self.store.traces(chapter)
+        traces = shown.traces(chapter)
         return chapter_json(traces.mock, traces.live, start=MOCK_EPOCH)
 
 

@@ -15,11 +15,8 @@ trace raises ``CorruptTrace``, naming the file and the field
 (``primer.trace_file``); the build then runs the chapter again and
 replaces the file.
 
-The store is also the renderer's ``TraceSource``: once the build has decided
-what each chapter shows, ``summary(chapter)`` gives its ``Shown`` (names,
-live status, key: what a page needs when its HTML is in the cache) and
-``traces(chapter)`` its runs, read only when asked, with the addresses of
-its published JSON and payload page (``primer.book._publish``).
+What each chapter shows is the build's value (``primer.book._prepare.Prepared``); a chapter
+shown from its entry has its runs read here (``read``) only when a page or publishing asks.
 """
 
 from __future__ import annotations
@@ -32,7 +29,6 @@ from typing import TYPE_CHECKING, Any
 from primer.book._links import PAYLOADS_SUFFIX, PUBLISHED_DIR
 from primer.book._publish import MOCK_EPOCH
 from primer.book._source import ChapterTraces, Shown
-from primer.errors import NotFound
 from primer.trace_file import UnreadableTrace as CorruptTrace
 from primer.trace_file import parse, read
 
@@ -58,9 +54,6 @@ class TraceStore:
         self._stamped: dict[str, tuple[ChapterRun, ChapterRun]] = {}
         # (chapter, key) -> its mock run, kept even if the cache is off or not writable.
         self._mock: dict[tuple[str, str], ChapterRun] = {}
-        self._shown: dict[str, Shown] = {}
-        # The runs of chapters shown, read when first asked for (``traces``).
-        self._traces: dict[str, ChapterTraces] = {}
 
     def path(self, chapter: str, mode: Mode = "live", key: str = "") -> Path:
         """Where a chapter's frozen live trace is kept, or its mock trace in its entry of ``key``."""
@@ -183,17 +176,16 @@ class TraceStore:
         """``frozen`` as shown once a replay verified it under the fingerprint ``key`` on ``day``: a copy.
 
         ``python -m primer.book build --stamp`` writes such copies into the
-        frozen files (``stamped_runs``); an ordinary build never does, so a
+        frozen files (``is_stamped``); an ordinary build never does, so a
         clean checkout stays clean.
         """
         copy = frozen.model_copy(update={"source_hash": key, "verified_at": day})
         self._stamped[frozen.chapter] = (copy, frozen)
         return copy
 
-    def stamped_runs(self) -> list[ChapterRun]:
-        """The verified copies this build shows in place of their frozen files (``stamped``)."""
-        shown = [self.traces(chapter).live for chapter in self.chapters()]
-        return [run for run in shown if run is not None and self._stamped.get(run.chapter, (None,))[0] is run]
+    def is_stamped(self, run: ChapterRun) -> bool:
+        """Whether ``run`` is a verified copy shown in place of its frozen file (``stamped``)."""
+        return self._stamped.get(run.chapter, (None,))[0] is run
 
     def save(self, run: ChapterRun, key: str = "") -> bool:
         """Keep a run (a mock one in the entry of ``key``); write a file only if its content changed."""
@@ -207,58 +199,22 @@ class TraceStore:
         # Committed: indented, so a refresh reads well in a diff.
         return write_if_changed(self.path(run.chapter, run.mode), run.model_dump_json(indent=2) + "\n")
 
-    def show(self, shown: Shown | ChapterTraces, traces: ChapterTraces | None = None) -> None:
-        """Set what the pages show for a chapter in this build (its runs, if known, else read when asked).
-
-        Given its traces alone, the chapter is kept under the key ``""``.
-        """
-        if isinstance(shown, ChapterTraces):
-            traces = shown
-            shown = Shown.of(traces, "")
-        self._shown[shown.chapter] = shown
-        self._traces.pop(shown.chapter, None)
-        if traces is not None:
-            self._traces[shown.chapter] = traces
-
-    def clear_shown(self) -> None:
-        """Forget what the previous build showed (chapters may have gone)."""
-        self._shown.clear()
-        self._traces.clear()
+    def reset(self) -> None:
+        """A new build: forget the mock runs kept in memory."""
         self._mock.clear()
 
-    def chapters(self) -> list[str]:
-        """The chapters this build shows, sorted."""
-        return sorted(self._shown)
-
-    def summary(self, chapter: str) -> Shown | None:
-        """What this build shows of a chapter, without reading a run (None: it shows none)."""
-        return self._shown.get(chapter)
-
-    def traces(self, chapter: str) -> ChapterTraces:
-        """The renderer's view of one chapter; raises ``NotFound`` naming what exists.
-
-        Runs not in memory are read now (raising ``CorruptTrace`` if a file no
-        longer reads): a page whose HTML was not in the cache, or a document
-        to publish again.
-        """
-        found = self._traces.get(chapter)
-        if found is not None:
-            return found
-        shown = self._shown.get(chapter)
-        if shown is None:
-            chapters = ", ".join(self.chapters()) or "none"
-            raise NotFound(f"There are no traces for chapter {chapter!r}. The chapters are: {chapters}.")
+    def read(self, shown: Shown) -> ChapterTraces:
+        """The runs of a chapter as ``shown`` (from its entry) says, read now; raises ``CorruptTrace``."""
+        chapter = shown.chapter
         mock = self.load(chapter, "mock", shown.key)
         live = self.load(chapter, "live", shown.key) if shown.live is not None else None
         verdict = self.verdict(chapter, shown.key) if live is not None else None
         if live is not None and verdict is not None and verdict[0].verified:
             # Shown as the build that kept the entry showed it: stamped with its verdict's day.
             live = self.stamped(live, verdict[2], verdict[1])
-        found = ChapterTraces(
+        return ChapterTraces(
             chapter, mock, live, shown.live_status, self.download_url(chapter), self.payloads_url(chapter)
         )
-        self._traces[chapter] = found
-        return found
 
     @staticmethod
     def download_url(chapter: str) -> str:
