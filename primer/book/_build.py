@@ -59,7 +59,6 @@ from primer.book._logs import book_logger
 from primer.book._markers import find_markers
 from primer.book._pages import check, listing, off_page, replace
 from primer.book._prices import PriceTable, default_prices
-from primer.book._publish import Publisher
 from primer.book._rendered import Rendered
 from primer.book._report import Report, anomalies, failed
 from primer.book._source import Shown
@@ -119,7 +118,6 @@ class Book:
         self.cache = TraceCache(cache_dir / "entries")
         self.use_cache = use_cache
         self.store = TraceStore(live_dir or docs_dir / PUBLISHED_DIR, self.cache)
-        self.publisher = Publisher(self.store)
         #: The ``PRIMER_*`` settings read at every ``prepare`` (None: the process's environment).
         self.environ = environ
         #: Inputs of the renderer besides the traces and its own files (a front end's), part of every key.
@@ -346,7 +344,7 @@ class Book:
         which every front end copies it as a static file.
         """
         with self.clock("publish"):
-            return self.publisher.publish(root, self._payloads) if self.enabled else []
+            return self.store.publish(root, self._payloads) if self.enabled else []
 
     def prune(self) -> None:
         """Drop the cache's entries this build did not use (but the last few of each chapter): after a full build."""
