@@ -12,18 +12,14 @@ once its writer has ended, or it is an hour old.
 from __future__ import annotations
 
 import contextlib
-import filecmp
 import os
 import re
-import shutil
 import stat
 import tempfile
 import time
-from collections.abc import Callable
 from pathlib import Path
-from typing import BinaryIO
 
-__all__ = ["TEMP_SUFFIX", "copy_if_changed", "remove_stale", "write_if_changed"]
+__all__ = ["TEMP_SUFFIX", "remove_stale", "write_if_changed"]
 
 TEMP_SUFFIX = ".tmp"
 #: A temporary file this old is stale whoever wrote it: no write takes an hour.
@@ -60,27 +56,6 @@ def remove_stale(folder: Path, name: str | None = None) -> None:
                 os.unlink(entry.path)
 
 
-def _replace(path: Path, fill: Callable[[BinaryIO], object], *, durable: bool, sweep: bool) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if sweep:
-        remove_stale(path.parent, path.name)
-    # The writer's pid in the name tells a later write whether it is still under way.
-    fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.{os.getpid()}-", suffix=TEMP_SUFFIX)
-    try:
-        with os.fdopen(fd, "wb") as out:
-            fill(out)
-            if durable:  # on disk before the rename: a power cut cannot leave an empty file
-                out.flush()
-                os.fsync(out.fileno())
-        # mkstemp makes the file private; a replaced file keeps its permissions.
-        os.chmod(temp, stat.S_IMODE(path.stat().st_mode) if path.exists() else 0o644)
-        os.replace(temp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temp)
-        raise
-
-
 def write_if_changed(path: Path, data: bytes | str, *, durable: bool = True, sweep: bool = True) -> bool:
     """Replace ``path`` with ``data`` (text as UTF-8) unless it holds exactly that; whether it was written.
 
@@ -93,15 +68,22 @@ def write_if_changed(path: Path, data: bytes | str, *, durable: bool = True, swe
             return False
     except OSError:
         pass  # not there yet
-    _replace(path, lambda out: out.write(data), durable=durable, sweep=sweep)
-    return True
-
-
-def copy_if_changed(source: Path, path: Path) -> bool:
-    """Replace ``path`` with a copy of ``source`` unless they are the same bytes (not durable, no sweep)."""
-    with contextlib.suppress(OSError):
-        if filecmp.cmp(source, path, shallow=False):
-            return False
-    with source.open("rb") as read:
-        _replace(path, lambda out: shutil.copyfileobj(read, out), durable=False, sweep=False)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if sweep:
+        remove_stale(path.parent, path.name)
+    # The writer's pid in the name tells a later write whether it is still under way.
+    fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.{os.getpid()}-", suffix=TEMP_SUFFIX)
+    try:
+        with os.fdopen(fd, "wb") as out:
+            out.write(data)
+            if durable:  # on disk before the rename: a power cut cannot leave an empty file
+                out.flush()
+                os.fsync(out.fileno())
+        # mkstemp makes the file private; a replaced file keeps its permissions.
+        os.chmod(temp, stat.S_IMODE(path.stat().st_mode) if path.exists() else 0o644)
+        os.replace(temp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temp)
+        raise
     return True

@@ -97,22 +97,25 @@ class Entry:
     def __init__(self, chapter: str, key: str, folder: str | None) -> None:
         self.chapter, self.key, self.folder = chapter, key, folder
 
-    def path(self, name: str) -> Path | None:
-        """The file of the part ``name``, if kept (None: not kept, or the cache is off)."""
-        path = os.path.join(self.folder, name) if self.folder is not None else None
-        return Path(path) if path is not None and os.path.isfile(path) else None
-
-    def read(self, name: str) -> str | None:
+    def data(self, name: str) -> bytes | None:
         """The part ``name`` as kept, or None (not kept, unreadable, or the cache is off)."""
         if self.folder is None:
             return None
         try:
-            with open(os.path.join(self.folder, name), "rb") as file:  # bytes: no newline translation
-                return file.read().decode()
+            with open(os.path.join(self.folder, name), "rb") as file:
+                return file.read()
         except FileNotFoundError:
             return None
-        except (OSError, UnicodeDecodeError) as error:
+        except OSError as error:
             log.debug("traces: the cached %s of %s could not be read (%s)", name, self.chapter, error)
+            return None
+
+    def read(self, name: str) -> str | None:
+        """The part ``name`` as text (bytes decoded: no newline translation), or None (``data``)."""
+        data = self.data(name)
+        try:
+            return data.decode() if data is not None else None
+        except UnicodeDecodeError:
             return None
 
     def write(self, name: str, text: str) -> None:

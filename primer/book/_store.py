@@ -25,7 +25,7 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from primer.book._atomic import copy_if_changed, remove_stale, write_if_changed
+from primer.book._atomic import remove_stale, write_if_changed
 from primer.book._links import PAYLOADS_HEAD, PAYLOADS_SUFFIX, PUBLISHED_DIR
 from primer.book._logs import book_logger
 from primer.book._source import ChapterTraces, Shown
@@ -101,22 +101,24 @@ class TraceStore:
             self._mock[chapter, key] = self._checked(parse(text.encode(), path), chapter, mode, path)
         return self._mock[chapter, key]
 
-    def earlier_mock(self, chapter: str, key: str, code: str) -> ChapterRun | None:
-        """A mock run of the code ``code`` in another of the chapter's entries, kept under ``key`` too."""
+    def _earlier(self, chapter: str, key: str, name: str, inputs: str) -> str | None:
+        """The part ``name`` made from ``inputs`` in another of the chapter's entries, kept under ``key`` too."""
         for entry in self.cache.others(chapter, key):
-            text = entry.read("mock.json")
-            if text is None or f'"source_hash":"{code}"' not in text:
-                continue  # not of this code: not parsed
-            try:
-                run = self._checked(
-                    parse(text.encode(), self.path(chapter, "mock", entry.key)), chapter, "mock", Path()
-                )
-            except CorruptTrace:
-                continue
-            if run.source_hash == code:
-                self.save(run, key)
-                return run
+            text = entry.read(name)
+            if text is not None and inputs in text:  # a part names what it was made from
+                self.entry(chapter, key).write(name, text)
+                return text
         return None
+
+    def earlier_mock(self, chapter: str, key: str, code: str) -> ChapterRun | None:
+        """A mock run of the code ``code`` in another of the chapter's entries (it depends on the code alone)."""
+        if self._earlier(chapter, key, "mock.json", f'"source_hash":"{code}"') is None:
+            return None
+        self._mock.pop((chapter, key), None)
+        try:
+            return self.load(chapter, "mock", key)
+        except CorruptTrace:
+            return None  # run again, and replaced
 
     @staticmethod
     def _checked(run: ChapterRun, chapter: str, mode: Mode, path: Path) -> ChapterRun:
@@ -136,11 +138,7 @@ class TraceStore:
         text = self.entry(chapter, key).read("verdict.json")
         if text is None and code is not None:
             inputs = f'"frozen":"{self._frozen_digest(chapter)}","code":"{code}"'
-            text = next(
-                (t for e in self.cache.others(chapter, key) if inputs in (t := e.read("verdict.json") or "")), None
-            )
-            if text is not None:
-                self.entry(chapter, key).write("verdict.json", text)
+            text = self._earlier(chapter, key, "verdict.json", inputs)
         from primer.replay import ChapterCheck
 
         try:
@@ -264,15 +262,13 @@ class TraceStore:
                 parts.append((name, PAYLOADS_SUFFIX, page))
             for name, suffix, make in parts:
                 target = folder / f"{chapter}{suffix}"
-                kept = entry.path(name)
-                if kept is not None:
-                    copy_if_changed(kept, target)
-                elif (text := make()) is not None:
+                data = entry.data(name)  # as kept: not decoded
+                if data is None and (text := make()) is not None:
                     entry.write(name, text)
-                    write_if_changed(target, text, durable=False, sweep=False)
-                else:
-                    continue
-                written.append(target)
+                    data = text.encode()
+                if data is not None:
+                    write_if_changed(target, data, durable=False, sweep=False)
+                    written.append(target)
         for path in folder.glob("*.*"):  # only what publish wrote: an author's own files there stay
             gone = path.name.split(".")[0] not in shown and not path.name.endswith(".live.json")
             if gone and _head(path).startswith((b'{"chapter": ', b'{"resourceSpans":', PAYLOADS_HEAD.encode())):
