@@ -19,7 +19,7 @@ from primer.book._build import Book
 from primer.book._chapters import Chapters
 from primer.book._depends import CodeGraph
 from primer.book._pages import check, listing, replace
-from primer.book._pool import run_bounded
+from primer.book._run import run_bounded
 from primer.book._source import ChapterTraces, LiveStatus, Marker, Shown, find_markers
 from primer.book._store import CorruptTrace, TraceStore
 from primer.errors import NotFound
@@ -305,16 +305,16 @@ def test_a_snapshot_looks_at_the_files_once(package):
 def test_a_rebuild_with_nothing_changed_reads_and_validates_nothing(package, tmp_path, monkeypatch):
     name, _root = package
     book = Book(tmp_path / "docs", tmp_path / ".cache", chapters=Chapters(f"{name}.chapters"), settings=Settings())
-    assert book.prepare().ran == 1
+    assert book.prepare().report.ran == 1
 
     def refuse(*args, **kwargs):
         raise AssertionError("a rebuild after a prose edit must not parse a trace or a module")
 
     monkeypatch.setattr(store_module, "parse", refuse)
     monkeypatch.setattr(ast, "parse", refuse)
-    report = book.prepare()
-    assert (report.ran, report.reused) == (0, 1)
-    assert not report.failures
+    prepared = book.prepare()
+    assert (prepared.report.ran, prepared.report.reused) == (0, 1)
+    assert not prepared.chapters["ch_one"].warnings
 
 
 @pytest.mark.slow
@@ -329,21 +329,21 @@ def test_a_serve_session_sees_edited_chapters_and_library_code(package, tmp_path
         assert mock is not None
         return mock.scenarios[0].transcript[-1].content or ""
 
-    assert book.prepare().ran == 1
+    assert book.prepare().report.ran == 1
     assert said() == "value 1"
-    assert book.prepare().ran == 0
+    assert book.prepare().report.ran == 0
     # Bytecode of the first import predates any watching; a re-import must write none.
     for cache in root.rglob("__pycache__"):
         shutil.rmtree(cache)
 
     # An edited helper of the chapters' package is re-imported in this process.
     edit(root / "chapters" / "_helper.py", "HELP = lib.VALUE", "HELP = lib.VALUE * 10")
-    assert book.prepare().ran == 1
+    assert book.prepare().report.ran == 1
     assert said() == "value 10"
 
     # An edited library module cannot be: the chapter runs in a fresh interpreter.
     edit(root / "lib.py", "VALUE = 1", "VALUE = 3")
-    assert book.prepare().ran == 1
+    assert book.prepare().report.ran == 1
     assert said() == "value 30"
     assert not list(root.rglob("*.pyc")), "no bytecode written into watched folders"
 
@@ -388,9 +388,9 @@ def test_a_chapter_that_cannot_be_imported_is_shown_not_fatal(package, tmp_path,
     name, root = package
     (root / "chapters" / "ch_two.py").write_text("import nowhere_to_be_found\n")
     book = Book(tmp_path / "docs", tmp_path / ".cache", chapters=Chapters(f"{name}.chapters"), settings=Settings())
-    report = book.prepare()
-    assert report.ran == 1
-    [failure] = report.failures
+    prepared = book.prepare()
+    assert prepared.report.ran == 1
+    [failure] = prepared.chapters["ch_two"].warnings
     assert "ch_two / import (mock)" in failure
     mock = book.store.traces("ch_two").mock
     assert mock is not None
