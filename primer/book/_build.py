@@ -12,7 +12,9 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
-from collections.abc import Callable, Iterable, Mapping
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 
@@ -27,7 +29,6 @@ from primer.book._prepare import Chapter, Prepared, Report, Setup, anomalies, fa
 from primer.book._prices import PriceTable, default_prices
 from primer.book._rendered import Rendered
 from primer.book._source import Shown
-from primer.book._stopwatch import Stopwatch
 from primer.book._store import PUBLISHED_DIR, TraceStore
 from primer.variables import chapters_package
 
@@ -44,6 +45,31 @@ LOGGER_NAME = "mkdocs.plugins.primer"
 DEFAULT_WORKERS = 4
 #: Seconds one live scenario may take, from its start.
 DEFAULT_TIME_LIMIT = 300.0
+
+
+class Stopwatch:
+    """Seconds the machinery spends per named part of a build: ``with clock("prepare"): ...``."""
+
+    def __init__(self) -> None:
+        self.parts: dict[str, float] = {}
+
+    @contextmanager
+    def __call__(self, part: str) -> Iterator[None]:
+        """Time the ``with`` block and add it to ``part``."""
+        started = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.add(part, time.perf_counter() - started)
+
+    def add(self, part: str, seconds: float) -> None:
+        """Add seconds timed elsewhere to ``part``."""
+        self.parts[part] = self.parts.get(part, 0.0) + seconds
+
+    def line(self) -> str:
+        """The line logged at DEBUG at the end of a build (benchmarks/build.py reads it)."""
+        parts = ", ".join(f"{part} {seconds * 1000:.1f}" for part, seconds in self.parts.items())
+        return f"traces: the machinery's share of this build: {sum(self.parts.values()) * 1000:.1f} ms ({parts})"
 
 
 class Book:
@@ -110,7 +136,7 @@ class Book:
 
     def prepare(self) -> Prepared:
         """Make this build's ``Prepared`` (``primer.book._prepare``) and hand what each chapter shows to the store."""
-        self.clock.reset()
+        self.clock.parts = {}
         self.rendered.reset()
         self.cache.reset()
         self.pages = {}
