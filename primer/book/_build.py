@@ -27,7 +27,6 @@ from primer.book._markers import find_markers
 from primer.book._pages import check, listing, off_page, replace
 from primer.book._prepare import Prepared, Report, Setup, anomalies, failed, prepare
 from primer.book._prices import PriceTable, default_prices
-from primer.book._publish import Publisher
 from primer.book._rendered import Rendered
 from primer.book._store import PUBLISHED_DIR, TraceStore
 from primer.variables import chapters_package
@@ -106,7 +105,6 @@ class Book:
         self.cache = TraceCache(cache_dir / "entries")
         self.use_cache = use_cache
         self.store = TraceStore(live_dir or docs_dir / PUBLISHED_DIR, self.cache)
-        self.publisher = Publisher(self.store)
         #: The ``PRIMER_*`` settings read at every ``prepare`` (None: the process's environment).
         self.environ = environ
         #: Rendered markers, for the Markdown extension, in each chapter's entry.
@@ -248,7 +246,7 @@ class Book:
         which every front end copies it as a static file.
         """
         with self.clock("publish"):
-            return self.publisher.publish(root, self.prepared, self._payloads) if self.enabled else []
+            return self.store.publish(root, self.prepared, self._payloads) if self.enabled else []
 
     def prune(self) -> None:
         """Drop the cache's entries this build did not use (but the last few of each chapter): after a full build."""
