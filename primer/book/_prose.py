@@ -1,20 +1,14 @@
 """Prose true in every mode it shows in: mode blocks, and the check of what the prose quotes.
 
-A *mode block* holds prose about one mode's runs; its two lines never show, and in fenced code they are examples::
+A *mode block* (``::: live CHAPTER [SCENARIO]`` to ``::: end live``, or ``mock``) holds prose about one mode's
+runs: a live block shows when its chapter (or scenario) has a live run on the page, a mock block whenever the
+chapter's traces show, labelled with its mode; its two lines never show, and in fenced code they are examples.
 
-    ::: live ch09_who_retries
-    In the live run, open turn 2: the real model split the order in two.
-    ::: end live
-
-A live block (``::: live CHAPTER [SCENARIO]``) shows when its chapter (or scenario) has a live run on the page, a
-stale one too; a mock block whenever the chapter's traces show; either labelled with its mode (``opening_html``).
-
-A *quoted trace fact* is inline code, outside fenced code, in a section (heading to heading) that holds a marker,
-and not a name (an identifier, a call, a path, a command, a host: a fact has a figure, a space, a colon or a
-quote). It must be found in what the section's runs show (summary lines, stories, stream lines, notes, the JSON
-with headers as ``name: value``) in each mode the sentence shows in (only its own inside a mode block), ignoring
-whitespace, quotes, backslashes and case; ``...`` stands for any text. ``problems`` names page, line and text of
-each fact not found and of each malformed block, so ``mkdocs build --strict`` fails.
+A *quoted trace fact* is inline code that is not a name (an identifier, a call, a path, a command, a host), in a
+section (heading to heading) that holds a marker. It must be found in what the runs on the page show (summary
+lines, stories, stream lines, notes, the JSON with headers as ``name: value``) in each mode the sentence shows in,
+ignoring whitespace, quotes, backslashes and case (``...`` stands for any text). ``problems`` names page, line
+and text of each fact not found and each malformed block, so ``mkdocs build --strict`` fails.
 """
 
 from __future__ import annotations
