@@ -10,7 +10,7 @@ handled. A book names it as authors name mkdocstrings::
           chapters: mybook.chapters   # the chapters' package (PRIMER_CHAPTERS wins)
 
 Its options (``enabled``, ``chapters``, ``traces_dir``, ``cache_dir``,
-``live``, ``rules``) are ``primer.book._options``'s: an unknown or mistyped
+``cache``, ``live``, ``rules``, ``prices``) are ``primer.book._options``'s: an unknown or mistyped
 one fails the configuration, naming it; environment variables win over
 them. The plugin adds the Markdown extension itself, as
 mkdocstrings does: an instance that renders from this plugin's book. A

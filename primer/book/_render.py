@@ -133,7 +133,8 @@ def render_traces(
     anchors = anchors if anchors is not None else Anchors()
     anchor = anchors.make(traces.chapter, *([scenario] if scenario else []), "traces")
     failure_anchor = anchors.make(anchor, "failure") if head and traces.live_status.failure else ""
-    shown = list(scenarios(traces, scenario, anchors))
+    markdown = ReplyMarkdown()
+    shown = list(scenarios(traces, scenario, anchors, markdown.plain))
     status: LiveStatus = traces.live_status
     html = (
         _environment()
@@ -150,7 +151,7 @@ def render_traces(
             otlp=otlp_available(),
             head=head,
             prices=options.prices,
-            markdown=ReplyMarkdown(),
+            markdown=markdown,
         )
     )
     # Marked, so a search plugin can be given the block's summary lines alone

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from primer import summary
 from primer.book._render_views import CompareRow, Comparison, RunView
 from primer.trace import ModelCall, ScenarioRun
@@ -14,7 +16,9 @@ def asked(call: ModelCall) -> list[str]:
     return [c.name for c in call.reply.tool_calls] if call.reply else []
 
 
-def compare(mock: ScenarioRun, live: ScenarioRun, mock_view: RunView, live_view: RunView) -> Comparison:
+def compare(
+    mock: ScenarioRun, live: ScenarioRun, mock_view: RunView, live_view: RunView, said: Callable[[str], str]
+) -> Comparison:
     """Align two runs of one scenario turn by turn and say where they diverge."""
     rows: list[CompareRow] = []
     differences: list[str] = []
@@ -29,9 +33,9 @@ def compare(mock: ScenarioRun, live: ScenarioRun, mock_view: RunView, live_view:
         rows.append(
             CompareRow(
                 label=f"turn {index + 1}",
-                mock=summary.turn_line(left) if left else None,
+                mock=summary.turn_line(left, said) if left else None,
                 mock_anchor=mock_view.turns[index].anchor if left else None,
-                live=summary.turn_line(right) if right else None,
+                live=summary.turn_line(right, said) if right else None,
                 live_anchor=live_view.turns[index].anchor if right else None,
                 diverges=diverges,
             )

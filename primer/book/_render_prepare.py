@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -294,7 +294,9 @@ def _scenario_names(traces: ChapterTraces) -> list[str]:
     return names
 
 
-def scenarios(traces: ChapterTraces, only: str | None, anchors: Anchors) -> Iterator[ScenarioView]:
+def scenarios(
+    traces: ChapterTraces, only: str | None, anchors: Anchors, said: Callable[[str], str]
+) -> Iterator[ScenarioView]:
     """Each scenario of the chapter (or ``only`` that one), prepared; ``NotFound`` names the ones there are."""
     names = _scenario_names(traces)
     if only is not None:
@@ -311,7 +313,7 @@ def scenarios(traces: ChapterTraces, only: str | None, anchors: Anchors) -> Iter
         live_view = _run_view(live, traces.chapter, anchors, shared) if live else None
         comparison = None
         if mock and live and mock_view and live_view:
-            comparison = compare(mock, live, mock_view, live_view)
+            comparison = compare(mock, live, mock_view, live_view, said)
         either = mock or live
         yield ScenarioView(
             name=name,
