@@ -63,8 +63,8 @@ from primer.book._links import page_relative
 from primer.book._logs import book_logger
 from primer.book._markers import Marker, NearMiss, parse_line
 from primer.book._placement import PutBack, TraceProcessor, token
+from primer.book._prices import RenderOptions
 from primer.book._prose import LiveProse, ModeBlock, opening_html, select
-from primer.book._render_options import RenderOptions
 from primer.book._sources import (
     NO_KEY,
     MockRunSource,
