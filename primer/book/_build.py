@@ -18,8 +18,7 @@ from contextlib import contextmanager
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 
-from primer.book import _live_prose as live_prose
-from primer.book import _prose_check as prose_check
+from primer.book import _prose as prose
 from primer.book._cache import CACHE_VARIABLE, TraceCache
 from primer.book._chapters import Chapters
 from primer.book._logs import book_logger
@@ -112,8 +111,6 @@ class Book:
         self.rendered = Rendered(self.cache, self._key_of)
         #: The page each chapter is first shown on (its URL), which its payload page links back to.
         self.chapter_pages: dict[str, str] = {}
-        #: The check of every page's quoted trace facts, its answers kept by what they depend on.
-        self.prose = prose_check.ProseChecks(cache_dir / "prose")
         #: This build's own time, per part.
         self.clock = Stopwatch()
         #: Chapters whose traces shown changed in the last ``prepare``.
@@ -211,13 +208,15 @@ class Book:
                         self.chapter_pages[marker.chapter] = url
                     else:
                         self.chapter_pages.setdefault(marker.chapter, url)
-            found = check(name, markdown, names) + live_prose.problems(name, markdown, names)
-            for warning in found + self.prose.problems(name, markdown, self.store, self.prices):
+            said = prose.problems(
+                name, markdown, names, lambda chapter: prose.kept_corpora(self.store, chapter, self.prices)
+            )
+            for warning in check(name, markdown, names) + said:
                 self.log.warning(f"traces: {warning}")
             if renderer:
                 return markdown  # the extension keeps or drops the live blocks
             shown = set(self.store.chapters())
-            markdown = live_prose.select(markdown, self.has_live)
+            markdown = prose.select(markdown, self.has_live)
             return replace(markdown, lambda m: listing(self.store.traces(m.chapter) if m.chapter in shown else None, m))
 
     def check_rules(self) -> None:
