@@ -16,8 +16,7 @@ import pytest
 from primer.book import _store as store_module
 from primer.book._atomic import TEMP_SUFFIX, write_if_changed
 from primer.book._build import Book
-from primer.book._chapters import Chapters
-from primer.book._depends import CodeGraph
+from primer.book._chapters import Chapters, CodeGraph
 from primer.book._pages import check, listing, replace
 from primer.book._prepare import Chapter, Prepared, Report
 from primer.book._run import run_bounded

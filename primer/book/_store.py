@@ -1,18 +1,13 @@
-"""The trace store: where each chapter's traces live, reading them, and publishing what a build shows.
+"""The trace store: each chapter's traces, reading them, and publishing what a build shows.
 
-Frozen live traces are ``docs/traces/CHAPTER.live.json`` (committed, indented);
-mock traces and replays' verdicts are kept in the chapter's entry of the one
-cache (``primer.book._cache``). Every trace is a ``ChapterRun`` as JSON; a file
-that does not read as one raises ``CorruptTrace`` naming it.
-
-What each chapter shows is the build's value (``primer.book._prepare.Prepared``); a chapter
-shown from its entry has its runs read here (``read``) when first asked. ``publish`` writes
-what a ``Prepared`` shows, for readers to download:
-``traces/CHAPTER.json`` (``{"chapter", "live_status", "mock", "live"}``), its
-OTLP JSON (with the ``otel`` extra; mock runs placed at ``MOCK_EPOCH``, so the
-file is the same in every build) and its payload page (a plain page of the
-payload blocks, which traces.js fills a block in from). Each is made once
-per key and kept in the entry: a warm build copies it from there.
+Frozen live traces are ``docs/traces/CHAPTER.live.json`` (committed); mock
+traces and replays' verdicts are kept in the chapter's entry of the one cache.
+A file that does not read as a ``ChapterRun`` raises ``CorruptTrace`` naming
+it. What each chapter shows is the build's value (``primer.book._prepare.Prepared``);
+a chapter shown from its entry has its runs read here (``read``) when first asked.
+``publish`` writes ``traces/CHAPTER.json`` (both modes), its OTLP JSON (with the
+``otel`` extra) and its payload page, each made once per key and kept in the entry,
+from where a warm build copies it.
 """
 
 from __future__ import annotations
@@ -130,9 +125,7 @@ class TraceStore:
     def verdict(self, chapter: str, key: str, code: str | None = None) -> tuple[ChapterCheck, str, str] | None:
         """What replaying the frozen trace under the chapter's code found, its day and that code; None if not kept.
 
-        Kept by its inputs (the frozen file's bytes and the code), so a
-        diverged trace is not replayed at every build. With ``code``, a
-        verdict on the same file and code in another entry is found too.
+        Kept by its inputs (the frozen file's bytes, the code): with ``code``, found in another entry too.
         """
         text = self.entry(chapter, key).read("verdict.json")
         if text is None and code is not None:
@@ -161,10 +154,7 @@ class TraceStore:
         return hashlib.sha256(frozen).hexdigest() if frozen is not None else "none"
 
     def stamped(self, frozen: ChapterRun, key: str, day: str) -> ChapterRun:
-        """``frozen`` as shown once a replay verified it under the fingerprint ``key`` on ``day``: a copy.
-
-        Only ``python -m primer.book build --stamp`` writes such copies into the frozen files (``is_stamped``).
-        """
+        """A copy of ``frozen`` as verified under the code ``key`` on ``day`` (``build --stamp`` writes it)."""
         copy = frozen.model_copy(update={"source_hash": key, "verified_at": day})
         self._stamped[frozen.chapter] = (copy, frozen)
         return copy
