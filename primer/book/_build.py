@@ -56,8 +56,7 @@ from primer.book._cache import (
 )
 from primer.book._chapters import Chapters
 from primer.book._logs import book_logger
-from primer.book._markers import find_markers
-from primer.book._pages import check, listing, off_page, replace
+from primer.book._markers import check, find_markers, malformed
 from primer.book._prices import PriceTable, default_prices
 from primer.book._publish import Publisher
 from primer.book._rendered import Rendered
@@ -285,23 +284,20 @@ class Book:
 
     # -- pages and the site -------------------------------------------------
 
-    def page(self, name: str, markdown: str, *, renderer: bool, url: str | None = None) -> str:
+    def page(self, name: str, markdown: str, *, url: str | None = None) -> str:
         """A page's Markdown as it goes to the renderer, its markers and live blocks checked.
 
         Markers naming what does not exist, and lines meant as markers that
-        are not valid ones, are warned about (naming page and line). With traces off
-        they become a placeholder; without the renderer (``renderer=False``)
-        a plain listing of summary lines. ``url``, the page's URL relative to
-        the site root, is where the payload page of each chapter it shows first
-        links back to.
+        are not valid ones, are warned about (naming page and line); the
+        extension renders them. ``url``, the page's URL relative to the site
+        root, is where the payload page of each chapter it shows first links back to.
         """
         with self.clock("pages"):
             self.pages[name] = markdown
             if not self.enabled:
-                placed, warnings = off_page(name, markdown)
-                for warning in warnings:
+                for warning in malformed(name, markdown):
                     self.log.warning(f"traces: {warning}")
-                return placed
+                return markdown
             names = self.scenario_names
             if url is not None:
                 for marker in find_markers(markdown):
@@ -313,11 +309,7 @@ class Book:
             found = check(name, markdown, names) + live_prose.problems(name, markdown, names)
             for warning in found + self.prose.problems(name, markdown, self.store, self.prices):
                 self.log.warning(f"traces: {warning}")
-            if renderer:
-                return markdown  # the extension keeps or drops the live blocks
-            shown = set(self.store.chapters())
-            markdown = live_prose.select(markdown, self.has_live)
-            return replace(markdown, lambda m: listing(self.store.traces(m.chapter) if m.chapter in shown else None, m))
+            return markdown  # the extension keeps or drops the live blocks
 
     def check_rules(self) -> None:
         """Warn about each of the book's rules its chapters and the pages read so far break (``primer.book._rules``).

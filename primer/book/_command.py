@@ -133,7 +133,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             for page in sorted(config.docs_dir.rglob("*.md")):
                 # Named as the hook names a page (docs/ch05_loop_endings.md); warnings only.
                 name = f"{config.docs_dir.name}/{page.relative_to(config.docs_dir).as_posix()}"
-                book.page(name, page.read_text(encoding="utf-8"), renderer=True)
+                book.page(name, page.read_text(encoding="utf-8"))
             book.check_rules()
             book.publish(config.docs_dir)
             if book.enabled:

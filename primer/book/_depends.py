@@ -155,6 +155,10 @@ class CodeGraph:
         # Within a snapshot, (module, file) -> what _parsed gave: the library's
         # modules are shared by every chapter, and their files do not change.
         self._seen: dict[tuple[str, Path], tuple[list[str], str]] | None = None
+        # Within a snapshot, the schema version and the closure of the module every chapter
+        # shares (primer.runner): walked once a build, not once per chapter.
+        self._shared: dict[str, dict[str, Path | None]] | None = None
+        self._schema: str | None = None
 
     @contextmanager
     def snapshot(self) -> Iterator[None]:
@@ -167,11 +171,11 @@ class CodeGraph:
         if self._paths is not None:  # already inside one
             yield
             return
-        self._paths, self._stats, self._seen = {}, {}, {}
+        self._paths, self._stats, self._seen, self._shared = {}, {}, {}, {}
         try:
             yield
         finally:
-            self._paths = self._stats = self._seen = None
+            self._paths = self._stats = self._seen = self._shared = self._schema = None
             self._save_imports()
 
     def _followed(self, name: str) -> bool:
@@ -324,6 +328,13 @@ class CodeGraph:
         """The followed source files the modules import, transitively, with their module names."""
         seen: dict[str, Path | None] = {}
         todo = list(modules)
+        if self._shared is not None and len(modules) > 1:
+            # What the last module imports is walked once a snapshot; a module found in it
+            # imports nothing outside it, so the walk from the others stops there.
+            *todo, shared = modules
+            if shared not in self._shared:
+                self._shared[shared] = self._modules_named(shared)
+            seen = dict(self._shared[shared])
         while todo:
             name = todo.pop()
             if name in seen:
@@ -334,6 +345,9 @@ class CodeGraph:
         if self._paths is None:
             self._save_imports()
         return {path: name for name, path in seen.items() if path is not None}
+
+    def _modules_named(self, module: str) -> dict[str, Path | None]:
+        return {name: path for path, name in self._modules(module).items()}
 
     def fingerprint(self, *modules: str) -> str:
         """One hash of the modules' dependency files' normalised code and of the trace schema version.
