@@ -358,7 +358,9 @@ class CodeGraph:
         book's chapters beside ``mkdocs.yml``, the library in a venv that
         sorts before or after them).
         """
-        digest = hashlib.sha256(f"schema {_schema_version()} code {_FORMAT}\n".encode())
+        if self._shared is None or self._schema is None:
+            self._schema = _schema_version()  # once a snapshot
+        digest = hashlib.sha256(f"schema {self._schema} code {_FORMAT}\n".encode())
         found = self._modules(*modules)
         for relative, path in sorted((self._relative(path), path) for path in found):
             digest.update(f"{relative} {self.code_of(found[path], path)}\n".encode())

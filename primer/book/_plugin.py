@@ -1,33 +1,14 @@
 """The ``trace-book`` MkDocs plugin: the book's traces in its pages, and MkDocs' quirks kept here.
 
-The book machinery's front end for MkDocs (and ProperDocs, through its
-twin, ``primer.book._properdocs_plugin``): the one place its events are
-handled. A book names it as authors name mkdocstrings::
+A book names it as authors name mkdocstrings (``plugins: [search, trace-book: {chapters:
+mybook.chapters}]``); its options are ``primer.book._configuration``'s, the environment winning
+over them. It adds the Markdown extension itself, as mkdocstrings does (replacing a
+``primer.book.markdown`` entry, which Zensical needs). A hook file (``hooks/traces.py``) is the
+same class (``primer.book.mkdocs_hook``); ProperDocs loads its twin (``_properdocs_plugin``).
 
-    plugins:
-      - search
-      - trace-book:
-          chapters: mybook.chapters   # the chapters' package (PRIMER_CHAPTERS wins)
-
-Its options (``enabled``, ``chapters``, ``traces_dir``, ``cache_dir``,
-``cache``, ``live``, ``rules``, ``prices``) are ``primer.book._configuration``'s: an unknown or mistyped
-one fails the configuration, naming it; environment variables win over
-them. The plugin adds the Markdown extension itself, as
-mkdocstrings does: an instance that renders from this plugin's book. A
-``primer.book.markdown`` entry of ``markdown_extensions`` (which Zensical,
-running no plugin, needs) is replaced by it, and its ``chapters`` option
-is read when the plugin's own is not given.
-
-A book may instead name a hook file, as this one does (``hooks/traces.py``):
-the same class (``TraceBookPlugin.hook``), one code path.
-
-What lasts across ``mkdocs serve`` rebuilds lives on the instance, which
-MkDocs keeps for the whole process (its plugin cache, or the loaded hook):
-the book, whether it serves with ``--dirty``, which chapters each page shows.
-
-Each event's docstring says what it does. From ``on_config`` to
-``on_post_build`` (or ``on_build_error``) a build holds the cache's lock
-(``primer.book._lock``): a second build of the same book waits, and says so.
+What lasts across ``mkdocs serve`` rebuilds lives on the instance, which MkDocs keeps for the
+process. From ``on_config`` to ``on_post_build`` (or ``on_build_error``) a build holds the
+cache's lock (``primer.book._lock``): a second build of the same book waits, and says so.
 """
 
 from __future__ import annotations
@@ -108,10 +89,6 @@ class TraceBookPlugin(BasePlugin[TraceBookConfig]):  # type: ignore[no-untyped-c
         """Validate the options; one no option reads is an error naming it (MkDocs only warns)."""
         errors, warnings = super().load_config(options, config_file_path)
         return plugin_options.unknown_as_errors([name for name, _ in self.config_scheme], errors, warnings)
-
-    def defaults(self) -> dict[str, str]:
-        """The ``PRIMER_*`` settings the options give, which the environment overrides."""
-        return plugin_options.defaults(self.config)
 
     def environ(self) -> Mapping[str, str]:
         """The ``PRIMER_*`` settings of this build: the options as defaults, the environment over them."""

@@ -1,27 +1,17 @@
 """The Python-Markdown extension that puts traces into chapter pages.
 
-A line ``::: trace CHAPTER [SCENARIO]`` becomes the chapter's (or one scenario's) traces as
-collapsible HTML, wherever Python-Markdown runs. Its traces come from the first of:
+A line ``::: trace CHAPTER [SCENARIO]`` becomes the chapter's (or one scenario's) traces, from
+``source`` (a ``TraceSource``, or ``"module:name"``), else the book (the ``trace-book`` plugin
+gives its store; under Zensical, the book the page's rendering context names, prepared once a
+build: ``primer.book._sources``), else mock runs in this process::
 
-1. ``source``, a ``TraceSource`` given to the constructor (or as ``"module:name"``);
-2. the book: the ``trace-book`` plugin (or hook) gives the extension its book's store; under
-   Zensical, which runs no plugin, the book whose docs folder the page's rendering context
-   names, prepared here once per build (``primer.book._sources``);
-3. otherwise the chapter's mock scenarios, run in-process::
+    html = markdown.markdown("::: trace ch09_who_retries", extensions=["primer.book.markdown"])
 
-       import markdown
-       html = markdown.markdown("::: trace ch09_who_retries", extensions=["primer.book.markdown"])
-
-A trace that cannot be loaded, and a line meant as a marker that is not a valid one
-(``primer.book._markers``), is shown as an error block and logged, so ``--strict`` fails but
-the rest of the page renders. With ``traces_off`` (or ``PRIMER_TRACES=off``) each marker is a
-short note built as an element, and nothing is loaded or run. A book's rendered markers are
-kept in its ``Rendered``, in each chapter's entry of the one cache.
-
-Each marker's HTML is held as a token in a paragraph and put back whole once the page is
-serialised (``PutBack``): Python-Markdown never parses a trace block. Its trace JSON link is
-root-relative; the plugin makes it relative to the page, and under Zensical, which resolves a
-page's links as links of its Markdown file, it is made relative to that file here.
+A trace that cannot be loaded, or a near miss (``primer.book._markers``), shows an error block
+and is logged (``--strict`` fails). With ``traces_off`` (or ``PRIMER_TRACES=off``) a marker is a
+note, and nothing runs. Each marker's HTML is held as a token and put back whole (``PutBack``):
+Python-Markdown never parses a trace block. Its root-relative links are made relative to the
+page by the plugin, or here to the Markdown file under Zensical, which resolves them so.
 """
 
 from __future__ import annotations
@@ -83,12 +73,7 @@ def _names(line: str) -> tuple[str, str | None] | None:
 
 
 class TraceExtension(Extension):
-    """``::: trace CHAPTER [SCENARIO]`` → the rendered traces.
-
-    Constructor only: ``source``, a ``TraceSource`` (or ``"module:name"``); ``cache``, a
-    ``Rendered`` asked before rendering; ``options``, the render options. The options
-    (``mkdocs.yml``) are ``config``'s; one the extension has none for is an error naming it.
-    """
+    """``::: trace CHAPTER [SCENARIO]`` → the rendered traces (``source``, ``cache``, ``options``: see the module)."""
 
     def __init__(
         self,
@@ -214,11 +199,7 @@ class TraceExtension(Extension):
         return render_error(near.message, marker=near.text)
 
     def _unseen(self, meant: Callable[[str], bool]) -> str | None:
-        """``page line N`` of a marker the plugin did not see, as it warns; None if it did, or there is no plugin.
-
-        The plugin reads the lines indented at most three spaces (``markers.scan``); one inside
-        an admonition, a tab or a list item only this extension finds, so it warns itself.
-        """
+        """``page line N`` of a marker indented more than the plugin reads (an admonition's, a list's); else None."""
         if self.reading is None:
             return None
         page, markdown = self.reading
