@@ -22,8 +22,8 @@ if TYPE_CHECKING:
     from primer.book._configuration import BookConfig, TraceBookConfig, read_config
     from primer.book._lock import BuildLock
     from primer.book._plugin import TraceBookPlugin
+    from primer.book._prepare import Report
     from primer.book._render import render_payloads, render_traces
-    from primer.book._report import Report
     from primer.book._source import ChapterTraces, LiveStatus, TraceSource
     from primer.book._sources import MockRunSource
     from primer.book._store import TraceStore
@@ -61,7 +61,7 @@ _HOMES = {
     "Chapters": "primer.book._chapters",
     "LiveStatus": "primer.book._source",
     "MockRunSource": "primer.book._sources",
-    "Report": "primer.book._report",
+    "Report": "primer.book._prepare",
     "TraceBookConfig": "primer.book._configuration",
     "TraceBookPlugin": "primer.book._plugin",
     "TraceCache": "primer.book._cache",

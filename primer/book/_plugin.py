@@ -46,7 +46,7 @@ if TYPE_CHECKING:
     from mkdocs.utils.templates import TemplateContext
 
     from primer.book._build import Book
-    from primer.book._render_options import RenderOptions
+    from primer.book._prices import RenderOptions
     from primer.book.markdown import TraceExtension
 
 __all__ = ["EXTENSION", "TraceBookConfig", "TraceBookPlugin"]
@@ -170,7 +170,7 @@ class TraceBookPlugin(BasePlugin[TraceBookConfig]):  # type: ignore[no-untyped-c
 
     def _render_options(self, config: MkDocsConfig) -> RenderOptions:
         """The prices of ``mkdocs.yml``: the extension's ``prices``, then the plugin's over them."""
-        from primer.book._render_options import RenderOptions
+        from primer.book._prices import RenderOptions
         from primer.book.markdown import render_options
 
         name = Path(config.config_file_path or "mkdocs.yml").name

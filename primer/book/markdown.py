@@ -32,7 +32,7 @@ from primer.book._links import page_relative
 from primer.book._live_prose import LiveProse, ModeBlock, opening_html
 from primer.book._logs import book_logger
 from primer.book._markers import OFF_CLASS, Marker, NearMiss, off_note, parse_line
-from primer.book._render_options import RenderOptions
+from primer.book._prices import RenderOptions
 from primer.book._sources import (
     NO_KEY,
     MockRunSource,
