@@ -18,8 +18,7 @@ from contextlib import contextmanager
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 
-from primer.book import _live_prose as live_prose
-from primer.book import _prose_check as prose_check
+from primer.book import _prose as prose
 from primer.book._cache import CACHE_VARIABLE, TraceCache
 from primer.book._chapters import Chapters
 from primer.book._logs import book_logger
@@ -111,8 +110,6 @@ class Book:
         self.rendered = Rendered(self.cache, self._key_of)
         #: The page each chapter is first shown on (its URL), which its payload page links back to.
         self.chapter_pages: dict[str, str] = {}
-        #: The check of every page's quoted trace facts, its answers kept by what they depend on.
-        self.prose = prose_check.ProseChecks(cache_dir / "prose")
         #: This build's own time, per part.
         self.clock = Stopwatch()
         #: Chapters whose traces shown changed in the last ``prepare``.
@@ -207,8 +204,10 @@ class Book:
                         self.chapter_pages[marker.chapter] = url
                     else:
                         self.chapter_pages.setdefault(marker.chapter, url)
-            found = check(name, markdown, names) + live_prose.problems(name, markdown, names)
-            for warning in found + self.prose.problems(name, markdown, self.store, self.prices):
+            said = prose.problems(
+                name, markdown, names, lambda chapter: prose.kept_corpora(self.store, chapter, self.prices)
+            )
+            for warning in check(name, markdown, names) + said:
                 self.log.warning(f"traces: {warning}")
             return markdown  # the extension keeps or drops the live blocks
 

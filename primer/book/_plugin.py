@@ -24,7 +24,7 @@ from mkdocs.plugins import BasePlugin, event_priority
 from mkdocs.structure.files import File, InclusionLevel
 
 from primer.book import _configuration as plugin_options
-from primer.book import _live_prose as live_prose
+from primer.book import _prose as prose
 from primer.book._configuration import TraceBookConfig
 from primer.book._links import page_relative
 from primer.book._lock import BuildLock
@@ -240,7 +240,7 @@ class TraceBookPlugin(BasePlugin[TraceBookConfig]):  # type: ignore[no-untyped-c
                 log.warning(f"traces: {warning}")
             return markdown
         # The chapters its traces depend on: its markers' and its mode blocks'.
-        named = {marker.chapter for marker in find_markers(markdown)} | {b.chapter for b in live_prose.blocks(markdown)}
+        named = {marker.chapter for marker in find_markers(markdown)} | {b.chapter for b in prose.blocks(markdown)}
         self.session.page_chapters[name] = named
         return book.page(name, markdown, url=page.url)
 

@@ -29,10 +29,10 @@ from markdown.postprocessors import Postprocessor
 from markdown.util import AtomicString
 
 from primer.book._links import page_relative
-from primer.book._live_prose import LiveProse, ModeBlock, opening_html
 from primer.book._logs import book_logger
 from primer.book._markers import OFF_CLASS, Marker, NearMiss, off_note, parse_line
 from primer.book._prices import RenderOptions
+from primer.book._prose import LiveProse, ModeBlock, opening_html, select
 from primer.book._sources import (
     NO_KEY,
     MockRunSource,
@@ -176,7 +176,7 @@ class TraceExtension(Extension):
         # `::: identifier` (75), which would read `trace CHAPTER` as one; far above paragraphs.
         md.parser.blockprocessors.register(TraceProcessor(md.parser, self), "primer_trace", 77)
         # 24: just after fenced code is stashed (25), so a mode block quoted in a code sample stays one.
-        prose = LiveProse(md, self.has_live, wrap=self._wrap, shows=lambda: not self.off)
+        prose = LiveProse(md, lambda text: select(text, self.has_live, mock=not self.off, wrap=self._wrap))
         md.preprocessors.register(prose, "primer_live_prose", 24)
         # 29: just after raw HTML is put back (30), before any other extension's postprocessor.
         md.postprocessors.register(PutBack(md, self), "primer_put_back", 29)
