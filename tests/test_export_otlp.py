@@ -32,7 +32,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 from opentelemetry.semconv._incubating.attributes import gen_ai_attributes as gen_ai
 
-from primer.book._source import ChapterTraces, LiveStatus
+from primer.book._source import ChapterTraces, LiveStatus, Shown
 from primer.book._store import TraceStore
 from primer.chapters import scenarios_of
 from primer.cli import main
@@ -495,7 +495,8 @@ def test_the_store_says_it_once_and_publishes_the_rest(
     store = TraceStore(tmp_path / "live", tmp_path / "cache")
     for chapter in ("ch_a", "ch_b"):
         run = ChapterRun(chapter=chapter, mode="mock")
-        store.show(ChapterTraces(chapter, run, None, LiveStatus("missing"), f"traces/{chapter}.json"))
+        traces = ChapterTraces(chapter, run, None, LiveStatus("missing"), f"traces/{chapter}.json")
+        store.show(Shown.of(traces, ""), traces)
     with caplog.at_level(logging.INFO, logger="mkdocs.plugins.primer.book"):
         written = store.publish(tmp_path / "site")
     assert [path.name for path in written] == ["ch_a.json", "ch_b.json"]

@@ -16,8 +16,7 @@ import pytest
 from primer.book import _store as store_module
 from primer.book._atomic import TEMP_SUFFIX, write_if_changed
 from primer.book._build import Book
-from primer.book._chapters import Chapters
-from primer.book._depends import CodeGraph
+from primer.book._chapters import Chapters, CodeGraph
 from primer.book._pages import check, listing, replace
 from primer.book._run import run_bounded
 from primer.book._source import ChapterTraces, LiveStatus, Marker, Shown, find_markers
@@ -143,7 +142,7 @@ def test_a_file_holding_another_chapter_is_corrupt(tmp_path):
 def test_the_store_is_the_renderers_source_and_publishes_both_modes(tmp_path):
     store = TraceStore(tmp_path / "live", tmp_path / "cache")
     traces = ChapterTraces("ch", _run(), _run("ch", "live"), LiveStatus("stale", "older code"), "traces/ch.json")
-    store.show(traces)
+    store.show(Shown.of(traces, ""), traces)
     assert store.traces("ch") is traces
     with pytest.raises(NotFound, match="The chapters are: ch"):
         store.traces("nope")

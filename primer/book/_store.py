@@ -1,18 +1,11 @@
-"""The trace store: where each chapter's traces live, what this build shows of them, and publishing them.
+"""The trace store: each chapter's traces, what this build shows of them (the renderer's ``TraceSource``), publishing.
 
-Frozen live traces are ``docs/traces/CHAPTER.live.json`` (committed, indented);
-mock traces and replays' verdicts are kept in the chapter's entry of the one
-cache (``primer.book._cache``). Every trace is a ``ChapterRun`` as JSON; a file
-that does not read as one raises ``CorruptTrace`` naming it.
-
-The store is the renderer's ``TraceSource``: ``summary`` gives what the
-build shows of a chapter (``Shown``, no run read) and ``traces`` its runs,
-read when first asked. ``publish`` writes, for readers to download,
-``traces/CHAPTER.json`` (``{"chapter", "live_status", "mock", "live"}``), its
-OTLP JSON (with the ``otel`` extra; mock runs placed at ``MOCK_EPOCH``, so the
-file is the same in every build) and its payload page (a plain page of the
-payload blocks, which traces.js fills a block in from). Each is made once
-per key and kept in the entry: a warm build copies it from there.
+Frozen live traces are ``docs/traces/CHAPTER.live.json`` (committed); mock
+traces and replays' verdicts are kept in the chapter's entry of the one cache.
+A file that does not read as a ``ChapterRun`` raises ``CorruptTrace`` naming
+it. ``publish`` writes ``traces/CHAPTER.json`` (both modes), its OTLP JSON
+(with the ``otel`` extra) and its payload page, each made once per key and
+kept in the entry, from where a warm build copies it.
 """
 
 from __future__ import annotations
@@ -131,9 +124,7 @@ class TraceStore:
     def verdict(self, chapter: str, key: str, code: str | None = None) -> tuple[ChapterCheck, str, str] | None:
         """What replaying the frozen trace under the chapter's code found, its day and that code; None if not kept.
 
-        Kept by its inputs (the frozen file's bytes and the code), so a
-        diverged trace is not replayed at every build. With ``code``, a
-        verdict on the same file and code in another entry is found too.
+        Kept by its inputs (the frozen file's bytes, the code): with ``code``, found in another entry too.
         """
         text = self.entry(chapter, key).read("verdict.json")
         if text is None and code is not None:
@@ -162,10 +153,7 @@ class TraceStore:
         return hashlib.sha256(frozen).hexdigest() if frozen is not None else "none"
 
     def stamped(self, frozen: ChapterRun, key: str, day: str) -> ChapterRun:
-        """``frozen`` as shown once a replay verified it under the fingerprint ``key`` on ``day``: a copy.
-
-        Only ``python -m primer.book build --stamp`` writes such copies into the frozen files (``stamped_runs``).
-        """
+        """A copy of ``frozen`` as verified under the code ``key`` on ``day`` (``build --stamp`` writes it)."""
         copy = frozen.model_copy(update={"source_hash": key, "verified_at": day})
         self._stamped[frozen.chapter] = (copy, frozen)
         return copy
@@ -184,13 +172,8 @@ class TraceStore:
         # Committed: indented, so a refresh reads well in a diff.
         return write_if_changed(self.path(run.chapter, run.mode), run.model_dump_json(indent=2) + "\n")
 
-    def show(self, shown: Shown | ChapterTraces, traces: ChapterTraces | None = None) -> None:
-        """Set what the pages show of a chapter in this build (its runs, if known, else read when asked).
-
-        Given its traces alone, the chapter is kept under the key ``""``.
-        """
-        if isinstance(shown, ChapterTraces):
-            traces, shown = shown, Shown.of(shown, "")
+    def show(self, shown: Shown, traces: ChapterTraces | None = None) -> None:
+        """Set what the pages show of a chapter in this build (its runs, if known, else read when asked)."""
         self._shown[shown.chapter] = shown
         self._traces.pop(shown.chapter, None)
         if traces is not None:
