@@ -298,10 +298,10 @@ def test_several_calls_in_one_reply_keep_their_service_exchanges_under_the_first
 def test_the_books_shared_live_runner_runs_code_scenarios_too(
     replay_provider: ReplayProvider, live_settings: Settings
 ) -> None:
-    from primer.book._shared_live import SharedLive
+    from primer.book._shared_live import shared_live
 
     _script_provider(replay_provider)
-    with SharedLive() as runner:
+    with shared_live() as runner:
         run = runner(raw_sdk, live_settings)
     assert run.ending.reason == "answer_received", run.ending
     assert run.turns[0].tools[0].attempts[0].response is not None

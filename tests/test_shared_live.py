@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from primer.book._run import run_live_jobs
-from primer.book._shared_live import SharedLive
+from primer.book._shared_live import shared_live
 from primer.chapters import scenarios_of
 from tests.servers import live_settings
 from tests.servers.provider import ReplayProvider, scenario_file
@@ -49,7 +49,7 @@ def test_a_scenarios_client_closing_leaves_the_shared_connections_open(
     for scenario in (first, second):
         replay_provider.load(scenario_file(CHAPTER, scenario.name))
     settings = live_settings(replay_provider, httpbin, api_key="sk-shared-0123456789", service_key="svc-shared-0123")
-    with SharedLive() as runner:
+    with shared_live() as runner:
         one = runner(first, settings)
         two = runner(second, settings)  # after the first one's clients were closed
     assert not one.ending.failed, one.ending

@@ -1,10 +1,9 @@
 """The book: its chapters, its store and cache, and what lasts from one build to the next.
 
-``Book.prepare`` has ``primer.book._prepare.prepare`` make this build's ``Prepared`` (what
-every page shows) and hands it to the store, the renderer's source; the front ends (the
-plugin, the Markdown extension under Zensical, ``python -m primer.book build``) then check
-each page (``page``), render it through the extension, and ``publish`` the trace JSON.
-``Book`` knows nothing of MkDocs.
+``Book.prepare`` has ``primer.book._prepare.prepare`` make this build's ``Prepared``, the
+immutable value of what every page shows; the front ends (the plugin, the Markdown extension
+under Zensical, ``python -m primer.book build``) check each page (``page``), render it from that
+value through the extension, and ``publish`` the files it shows. ``Book`` knows nothing of MkDocs.
 """
 
 from __future__ import annotations
@@ -23,7 +22,7 @@ from primer.book._cache import CACHE_VARIABLE, TraceCache
 from primer.book._chapters import Chapters
 from primer.book._logs import book_logger
 from primer.book._markers import check, find_markers, malformed
-from primer.book._prepare import Prepared, Report, Setup, anomalies, failed, prepare
+from primer.book._prepare import Prepared, Report, Setup, prepare
 from primer.book._prices import PriceTable, default_prices
 from primer.book._rendered import Rendered
 from primer.book._store import PUBLISHED_DIR, TraceStore
@@ -34,14 +33,10 @@ if TYPE_CHECKING:
     from primer.settings import Settings
     from primer.trace import ChapterRun
 
-__all__ = ["DEFAULT_TIME_LIMIT", "DEFAULT_WORKERS", "LOGGER_NAME", "Book", "Report", "anomalies", "failed"]
+__all__ = ["LOGGER_NAME", "Book", "Stopwatch"]
 
 #: The logger MkDocs counts in ``--strict`` (any ``mkdocs.*`` logger is).
 LOGGER_NAME = "mkdocs.plugins.primer"
-#: Live runs at a time.
-DEFAULT_WORKERS = 4
-#: Seconds one live scenario may take, from its start.
-DEFAULT_TIME_LIMIT = 300.0
 
 
 class Stopwatch:
@@ -70,14 +65,12 @@ class Stopwatch:
 
 
 class Book:
-    """One book: its chapters, its trace store, and how its runs go.
+    """One book: its chapters, its store and cache, and how its runs go.
 
-    ``settings`` None reads ``environ`` (by default the process's
-    environment) at every ``prepare``;
-    ``live_runner`` None runs live scenarios over one shared SDK client
-    (``primer.book._shared_live``); tests give one that stands in for the network.
-    ``cache_dir`` holds the one cache (``primer.book._cache``); ``use_cache``
-    False turns it off (None: on unless ``PRIMER_CACHE=off``).
+    ``settings`` None reads ``environ`` (by default the process's) at every ``prepare``;
+    ``live_runner`` None runs live scenarios over one shared SDK client (tests stand in for the
+    network); ``workers`` live runs at a time, each within ``time_limit`` seconds. ``cache_dir``
+    holds the one cache; ``use_cache`` False turns it off (None: on unless ``PRIMER_CACHE=off``).
     """
 
     def __init__(
@@ -88,15 +81,14 @@ class Book:
         chapters: Chapters | None = None,
         settings: Settings | None = None,
         live_runner: LiveRunner | None = None,
-        workers: int = DEFAULT_WORKERS,
-        time_limit: float = DEFAULT_TIME_LIMIT,
+        workers: int = 4,
+        time_limit: float = 300.0,
         logger: logging.Logger | None = None,
         live_dir: Path | None = None,
         environ: Mapping[str, str] | None = None,
         use_cache: bool | None = None,
     ) -> None:
-        # Parsed imports are kept in the cache folder, so a new process
-        # parses only the modules edited since.
+        # Parsed imports are kept in the cache folder: a new process parses only the modules edited since.
         package = settings.chapters_package() if settings is not None else chapters_package()
         self.chapters = chapters or Chapters(package, imports_cache=cache_dir / "imports.json")
         self.docs_dir = docs_dir
@@ -210,11 +202,7 @@ class Book:
             return markdown  # the extension keeps or drops the live blocks
 
     def check_rules(self) -> None:
-        """Warn about each of the book's rules its chapters and the pages read so far break (``primer.book._rules``).
-
-        Asked once a build, after every page was read: a build that read only
-        some (``mkdocs serve --dirty``) cannot tell a scenario placed nowhere.
-        """
+        """Warn about each of the book's rules broken (``primer.book._rules``): once a build, every page read."""
         if not (self.enabled and self.rules):
             return
         from primer.book._rules import check
@@ -223,18 +211,8 @@ class Book:
             for problem in check(self.chapters.package, self.scenario_names, self.pages):
                 self.log.warning(f"traces: {problem}")
 
-    def has_live(self, chapter: str, scenario: str | None) -> bool:
-        """Whether the chapter (or that scenario of it) has a live run on the page."""
-        shown = self.prepared.summary(chapter)
-        return shown is not None and shown.live is not None and (scenario is None or scenario in shown.live)
-
     def publish(self, root: Path) -> list[Path]:
-        """Write each chapter's trace JSON (both modes) to ``root/traces/CHAPTER.json``, for download.
-
-        ``root`` is the built site (the MkDocs hook, after the build), or the
-        docs folder (the command, and the extension under Zensical), from
-        which every front end copies it as a static file.
-        """
+        """Write each chapter's published files into ``root/traces/``: the site, or the docs folder."""
         with self.clock("publish"):
             return self.store.publish(root, self.prepared, self._payloads) if self.enabled else []
 
@@ -245,11 +223,8 @@ class Book:
     def _chapter_page(self, chapter: str) -> str | None:
         """The URL a chapter's payload page links back to: its own page (named after it), else the first showing it.
 
-        A front end that renders pages with their URLs before it publishes
-        (MkDocs) says which; the others (Zensical publishes at its first
-        marker, the run-step command before any page renders) get the own page
-        found in the docs folder, in MkDocs' default form (``ch09/``), so every
-        front end links the same.
+        MkDocs says which as it renders; the other front ends publish before, and get the own page
+        found in the docs folder in MkDocs' default form (``ch09/``), so every front end links the same.
         """
         if chapter in self.chapter_pages:
             return self.chapter_pages[chapter]
@@ -266,9 +241,7 @@ class Book:
         return self._pages_found
 
     def _payloads(self, chapter: str) -> tuple[str, Callable[[], str]]:
-        # The chapter's payload page: its name in the chapter's entry (the
-        # page it links back to is part of what it shows), and how to make it,
-        # which publishing asks only when the entry does not have it.
+        # Its name in the chapter's entry (the page it links back to is part of it), and how to make it.
         page = self._chapter_page(chapter)
         name = f"payloads-{hashlib.sha256(str(page).encode()).hexdigest()[:12]}.html"
 

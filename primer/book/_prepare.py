@@ -1,28 +1,22 @@
 """Preparing a book's traces: from each chapter's key to one immutable value of what every page shows.
 
-``prepare(chapters, store, setup)`` goes through every chapter, along the data's way::
+``prepare(chapters, store, setup)`` goes through every chapter along the data's way::
 
-    key      the chapter's one key (primer.book._cache): its code's fingerprint, its
-             frozen live trace's bytes, the options, the renderer's version. A chapter
-             whose entry is in the cache is shown from it (its warnings said again);
-             the others take the full way
-    mock     the cached mock trace if made by the code now (``is_current``), else run:
-             in this process, or in a new one when library code changed under a
-             long-lived process (primer.book._run)
-    verify   a frozen live trace whose code changed is replayed against the code now
-             (``wants_verify``; primer.replay, no network), unless its verdict is kept
+    key      the chapter's one key (primer.book._cache); a chapter whose entry is in the
+             cache is shown from it, its warnings said again; the others go the full way:
+    mock     the cached mock trace made by the code now (``is_current``), or run (primer.book._run)
+    verify   a frozen live trace whose code changed is replayed (``wants_verify``), unless its
+             verdict is kept
     plan     the live status the page shows, and whether to record live now (``plan_live``)
     record   the live runs, with a key, through the bounded pool (primer.book._run)
-    settle   all or nothing per chapter (``settle_live``): if any scenario of a refresh
-             failed, the earlier frozen file stands whole and the page says why
+    settle   all or nothing per chapter (``settle_live``)
     show     what the page shows, kept in the chapter's entry with its warnings
 
-Each step takes a chapter's ``_Work`` and returns a new one; the plan's decisions
-(``is_current``, ``wants_verify``, ``plan_live``, ``settle_live``) read nothing and run nothing.
-It logs one line, ``traces: ran N, reused M`` (``, verified K`` when a replay was tried,
-``, live: L`` when live runs are on), counting scenarios. Every failed scenario shown is a
-warning through the ``mkdocs.plugins.primer`` logger, on every build (so ``--strict`` fails for
-as long as it stays broken); nothing a scenario does stops the build.
+Each step takes a chapter's ``_Work`` and returns a new one; the plan's decisions read nothing and
+run nothing. It logs ``traces: ran N, reused M`` (``, verified K`` when a replay was tried,
+``, live: L`` when live runs are on), counting scenarios. Every failed scenario shown is a warning
+through the ``mkdocs.plugins.primer`` logger on every build, so ``--strict`` fails while it stays
+broken; nothing a scenario does stops the build.
 """
 
 from __future__ import annotations
@@ -57,7 +51,6 @@ __all__ = [
     "Settled",
     "Setup",
     "anomalies",
-    "failed",
     "is_current",
     "plan_live",
     "prepare",
@@ -132,14 +125,14 @@ class Prepared:
     def traces(self, chapter: str) -> ChapterTraces:
         """A chapter's runs (read from its entry on first use); raises ``NotFound`` naming what exists."""
         found = self.by_chapter.get(chapter)
-        if found is None or (found.traces is None and self.store is None):
+        if found is not None and found.traces is not None:
+            return found.traces
+        if found is None or self.store is None:
             from primer.errors import NotFound
 
             chapters = ", ".join(self.chapters()) or "none"
             raise NotFound(f"There are no traces for chapter {chapter!r}. The chapters are: {chapters}.")
-        if found.traces is not None:
-            return found.traces
-        if chapter not in self._read and self.store is not None:
+        if chapter not in self._read:
             self._read[chapter] = self.store.read(found.shown)
         return self._read[chapter]
 
@@ -233,11 +226,6 @@ def prepare(chapters: Chapters, store: TraceStore, setup: Setup) -> Prepared:
 # -- the plan: decisions from data alone -----------------------------------------
 
 
-def failed(run: ScenarioRun) -> bool:
-    """Whether a scenario run failed (an error in it, or at its provider)."""
-    return run.ending.failed
-
-
 def is_current(run: ChapterRun | None, key: str) -> bool:
     """Whether a stored run was made by the code now on disk (``key``: its fingerprint)."""
     return run is not None and run.source_hash == key
@@ -247,7 +235,7 @@ def wants_verify(frozen: ChapterRun | None, key: str, settings: Settings) -> boo
     """Whether to replay a frozen live trace: its code changed, and it is not recorded again whatever a replay says."""
     if frozen is None or frozen.source_hash == key:
         return False
-    refreshed = settings.live == "refresh" or any(failed(run) for run in frozen.scenarios)
+    refreshed = settings.live == "refresh" or any(run.ending.failed for run in frozen.scenarios)
     return not (settings.live_enabled and refreshed)
 
 
@@ -275,10 +263,9 @@ def plan_live(
 ) -> LivePlan:
     """Decide a chapter's live trace: its status, and whether to record it now.
 
-    ``frozen`` is the stored live trace (re-stamped already if a replay verified it), ``check``
-    what the replay found (None if none was tried), ``stale_library`` whether this process runs
-    library code older than the files (then nothing is recorded: the next build does it),
-    ``path`` how messages name the frozen file.
+    ``frozen`` is the stored trace (re-stamped if a replay verified it), ``check`` the replay's
+    finding (None: none tried), ``stale_library`` whether this process runs library code older than
+    the files (then the next build records), ``path`` how messages name the frozen file.
     """
     when = f" (recorded {frozen.recorded_at})" if frozen and frozen.recorded_at else ""
     verified = check is not None and check.verified
@@ -309,7 +296,7 @@ def plan_live(
         frozen is None
         or frozen.source_hash != key
         or settings.live == "refresh"
-        or any(failed(run) for run in frozen.scenarios)
+        or any(run.ending.failed for run in frozen.scenarios)
     )
     if not wanted:
         return LivePlan(status, record=False, reused=counted, divergence=said)
@@ -330,12 +317,11 @@ class Settled:
 def settle_live(frozen: ChapterRun | None, new: ChapterRun) -> Settled:
     """Keep or replace the frozen trace after a refresh: all or nothing per chapter.
 
-    The file is replaced only when every scenario of the refresh succeeded, or when the trace
-    it replaces had nothing better (none, or every scenario failed). Otherwise the earlier
-    trace stands, and the page says why.
+    Replaced only when every scenario succeeded, or when the trace it replaces had nothing better
+    (none, or every scenario failed); otherwise the earlier trace stands, and the page says why.
     """
-    bad = [run for run in new.scenarios if failed(run)]
-    if bad and frozen is not None and not all(failed(run) for run in frozen.scenarios):
+    bad = [run for run in new.scenarios if run.ending.failed]
+    if bad and frozen is not None and not all(run.ending.failed for run in frozen.scenarios):
         names = ", ".join(run.name for run in bad)
         when = f"recorded {frozen.recorded_at}" if frozen.recorded_at else "recorded earlier"
         status = LiveStatus(
@@ -427,7 +413,7 @@ class _Run:
         """Warn about each failed run, once per build."""
         for run in runs:
             line = f"traces: {work.name} / {run.name} ({run.mode}) failed: {run.ending.label}"
-            if failed(run) and not any(said.startswith(line) for said in work.warnings):
+            if run.ending.failed and not any(said.startswith(line) for said in work.warnings):
                 work = self.warn(work, line + (f": {run.ending.detail}" if run.ending.detail else ""))
         return work
 
@@ -660,7 +646,8 @@ class _Run:
         summary = Shown.of(traces, key)
         # A live run with a failed scenario is recorded again by the next build with a key
         # (``plan_live``): with live runs on, it is not kept, so that build takes the full way.
-        retry = self.settings.live_enabled and work.live is not None and any(map(failed, work.live.scenarios))
+        live_failed = work.live is not None and any(run.ending.failed for run in work.live.scenarios)
+        retry = self.settings.live_enabled and live_failed
         if work.import_error is None and mock is not None and not retry:
             if key != work.entry:
                 self.save(mock, key)

@@ -64,10 +64,6 @@ class WorkerOutput(BaseModel):
     checks: dict[str, dict[str, Any]] = Field(default_factory=dict)
 
 
-class _WorkerFailed(Exception):
-    """The worker process failed or printed what is not its output; the message says how."""
-
-
 def error_run(name: str, mode: Mode, error: BaseException | str, redactor: Redactor) -> ScenarioRun:
     """A scenario run that ended in ``scenario_error``: an exception, or a sentence saying why (a time limit)."""
     if isinstance(error, BaseException):
@@ -96,7 +92,8 @@ def run_mock(chapter: str, scenarios: Sequence[Scenario], settings: Settings) ->
     return ChapterRun(chapter=chapter, mode="mock", model="mock", scenarios=runs)
 
 
-def _worker(arguments: Sequence[str], time_limit: float) -> WorkerOutput:
+def _worker(arguments: Sequence[str], time_limit: float) -> WorkerOutput | str:
+    """What the worker printed, or how it failed."""
     command = [sys.executable, "-B", "-m", "primer.book._run", *arguments]
     # The same import path as here: the chapters' package may live beside the book.
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
@@ -106,25 +103,22 @@ def _worker(arguments: Sequence[str], time_limit: float) -> WorkerOutput:
         )
         return WorkerOutput.model_validate_json(done.stdout)
     except (subprocess.SubprocessError, ValueError, OSError) as error:
-        raise _WorkerFailed((getattr(error, "stderr", None) or str(error)).strip()[-2000:]) from None
+        return (getattr(error, "stderr", None) or str(error)).strip()[-2000:]
 
 
 def in_worker(package: str, chapters: Sequence[str], time_limit: float) -> WorkerOutput:
     """Run chapters' mock scenarios in a new interpreter; a failed worker is every chapter's error."""
-    try:
-        return _worker([package, *chapters], time_limit)
-    except _WorkerFailed as error:
-        return WorkerOutput(runs=[], errors=dict.fromkeys(chapters, str(error)))
+    output = _worker([package, *chapters], time_limit)
+    return output if isinstance(output, WorkerOutput) else WorkerOutput(runs=[], errors=dict.fromkeys(chapters, output))
 
 
 def verify_in_worker(path: Path, package: str, chapter: str, time_limit: float) -> ChapterCheck:
     """Replay a frozen live trace in a new interpreter; raises ``IncompleteRecording`` saying why not."""
     from primer.replay import ChapterCheck, IncompleteRecording
 
-    try:
-        output = _worker(["--verify", str(path), package, chapter], time_limit)
-    except _WorkerFailed as error:
-        raise IncompleteRecording(f"the replay in a new interpreter failed: {error}") from None
+    output = _worker(["--verify", str(path), package, chapter], time_limit)
+    if isinstance(output, str):
+        raise IncompleteRecording(f"the replay in a new interpreter failed: {output}")
     if chapter not in output.checks:
         raise IncompleteRecording(output.errors.get(chapter, "the replay gave no result"))
     return ChapterCheck.model_validate(output.checks[chapter])
@@ -188,8 +182,8 @@ def run_bounded(
     """Run labelled jobs, ``workers`` at a time, each within ``limit`` seconds; results in the order of ``jobs``.
 
     A job that raises gets ``on_error(label, exception)``; one past its limit ``on_timeout(label)``,
-    and its slot goes to the next (a thread cannot be killed: it is a daemon, its result ignored).
-    ``progress`` is called every ``every`` seconds while jobs remain, so quick pools stay quiet.
+    and its slot goes to the next (a thread cannot be killed: a daemon, its result ignored).
+    ``progress`` is called every ``every`` seconds while jobs remain.
     """
     results: dict[int, T] = {}
     outcomes: dict[int, T] = {}
@@ -242,13 +236,13 @@ def run_live_jobs(
     time_limit: float,
     progress: Callable[[Progress], None],
 ) -> list[ScenarioRun]:
-    """Run ``(chapter, scenario)`` jobs live, in order (``runner`` None: a ``SharedLive``); failures are error runs."""
+    """Run ``(chapter, scenario)`` jobs live, in order (``runner`` None: ``shared_live``'s); failures are error runs."""
     if not jobs:
         return []
     if runner is None:
-        from primer.book._shared_live import SharedLive  # the SDK and its HTTP stack: only for live runs
+        from primer.book._shared_live import shared_live  # the SDK and its HTTP stack: only for live runs
 
-        with SharedLive() as shared:
+        with shared_live() as shared:
             return run_live_jobs(jobs, settings, shared, workers=workers, time_limit=time_limit, progress=progress)
 
     def job(scenario: Scenario) -> Callable[[], ScenarioRun | Exception | None]:

@@ -1,17 +1,18 @@
-"""Live runs whose SDK import and connections are made once and shared by every thread.
+"""Live runs over one SDK import and one set of connections, shared by every thread of the pool.
 
-Each scenario of a pool of live runs importing the SDK and opening its own connections cost about a
-second and a half before the first request. ``SharedLive`` does that once, before the pool starts::
+Each scenario importing the SDK and opening its own connections cost about 1.5 s before its first
+request. ``httpx``'s transports are safe to share between threads; each scenario still wraps them
+in a recording client of its own (``primer.runner.live_environment``), so its trace holds its own
+exchanges::
 
-    with SharedLive() as runner:
+    with shared_live() as runner:
         run = runner(scenario, settings)      # from any thread
-
-``httpx``'s transports are safe to share between threads; each scenario still wraps them in a
-recording client of its own (``primer.runner.live_environment``), so its trace holds its own exchanges.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import httpx
@@ -23,7 +24,7 @@ from primer.scenario import Scenario
 from primer.settings import Settings
 from primer.trace import ScenarioRun
 
-__all__ = ["SharedLive"]
+__all__ = ["shared_live"]
 
 
 class _Kept:
@@ -37,7 +38,7 @@ class _Kept:
         return self.inner.handle_request(request)
 
     def close(self) -> None:
-        """Let go, leaving it open for the other scenarios: ``SharedLive.close`` closes it."""
+        """Let go, leaving it open for the other scenarios: ``shared_live`` closes it."""
 
 
 class _KeptModelTransport(_Kept, httpx2.BaseTransport):
@@ -48,29 +49,18 @@ class _KeptServiceTransport(_Kept, httpx.BaseTransport):
     """The shared transport to the service."""
 
 
-class SharedLive:
-    """A live runner (``LiveRunner``) over one SDK import and one set of connections."""
+@contextmanager
+def shared_live() -> Iterator[Callable[[Scenario, Settings], ScenarioRun]]:
+    """A live runner (``primer.book._run.LiveRunner``) over one SDK import and one set of connections."""
+    model, service = httpx2.HTTPTransport(), httpx.HTTPTransport()
+    kept_model, kept_service = _KeptModelTransport(model), _KeptServiceTransport(service)
 
-    def __init__(self) -> None:
-        self._model = httpx2.HTTPTransport()
-        self._service = httpx.HTTPTransport()
-        self._kept_model = _KeptModelTransport(self._model)
-        self._kept_service = _KeptServiceTransport(self._service)
-
-    def __enter__(self) -> SharedLive:
-        return self
-
-    def __exit__(self, *_: object) -> None:
-        self.close()
-
-    def __call__(self, scenario: Scenario, settings: Settings) -> ScenarioRun:
-        """Run one scenario live over the shared connections."""
-        environment = live_environment(
-            scenario, settings, model_transport=self._kept_model, service_transport=self._kept_service
-        )
+    def run(scenario: Scenario, settings: Settings) -> ScenarioRun:
+        environment = live_environment(scenario, settings, model_transport=kept_model, service_transport=kept_service)
         return run_scenario(scenario, "live", settings, environment=environment)
 
-    def close(self) -> None:
-        """Close the shared connections."""
-        self._model.close()
-        self._service.close()
+    try:
+        yield run
+    finally:
+        model.close()
+        service.close()
