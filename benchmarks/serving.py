@@ -28,6 +28,16 @@ def free_port() -> int:
         return int(probe.getsockname()[1])
 
 
+def stop(process: subprocess.Popen[str]) -> None:
+    """End a server this script started: asked first, killed if it does not go within 20 s."""
+    process.terminate()
+    try:
+        process.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+
+
 class Serve:
     """A ``mkdocs serve`` of a book (no ``-v``), with its log."""
 
@@ -77,12 +87,7 @@ class Serve:
 
     def stop(self) -> None:
         """End the server (it is this script's own child)."""
-        self.process.terminate()
-        try:
-            self.process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
+        stop(self.process)
 
 
 @dataclass

@@ -6,6 +6,7 @@ A book sets them as it sets any plugin's::
       - trace-book:
           chapters: mybook.chapters   # the chapters' package (PRIMER_CHAPTERS wins)
           live: "off"                 # PRIMER_LIVE wins
+          cache: false                # PRIMER_CACHE wins
 
 MkDocs checks each option's type and names a wrong one; it only warns about
 a name no option reads, which ``unknown_as_errors`` makes an error naming it
@@ -27,7 +28,7 @@ from mkdocs.config.base import ValidationError
 
 from primer.book._links import PUBLISHED_DIR
 from primer.book._session import CACHE_DIR
-from primer.variables import VARIABLES
+from primer.variables import BOOK_VARIABLES, VARIABLES
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
@@ -50,6 +51,8 @@ class TraceBookConfig(base.Config):  # type: ignore[no-untyped-call]
     traces_dir = c.Type(str, default=PUBLISHED_DIR)
     #: The machinery's cache, relative to the folder of ``mkdocs.yml``.
     cache_dir = c.Type(str, default=CACHE_DIR.as_posix())
+    #: False: the one cache is off, every build runs and renders everything (``PRIMER_CACHE`` wins).
+    cache = c.Type(bool, default=True)
     #: Live runs when a key is set: ``auto``, ``off`` or ``refresh`` (``PRIMER_LIVE`` wins).
     live = c.Optional(c.Choice(("auto", "off", "refresh")))
     #: False: the build does not check the book's rules (``primer.book._rules``); a hook book
@@ -59,21 +62,22 @@ class TraceBookConfig(base.Config):  # type: ignore[no-untyped-call]
     prices = c.Type(dict, default={})
 
 
-#: The options a ``PRIMER_*`` variable also sets: option -> (its setting in ``VARIABLES``,
-#: the variable's value the option's stands for, None: the setting's own default).
+#: The options a ``PRIMER_*`` variable also sets: option -> (the variable, the value the
+#: option's stands for, None: the variable's own default).
 SETTINGS: dict[str, tuple[str, Callable[[Any], str | None]]] = {
-    "enabled": ("traces", lambda enabled: None if enabled else "off"),
-    "live": ("live", lambda live: live),
+    "enabled": (VARIABLES["traces"], lambda enabled: None if enabled else "off"),
+    "live": (VARIABLES["live"], lambda live: live),
+    "cache": (BOOK_VARIABLES["cache"], lambda cache: None if cache else "off"),
 }
 
 
 def defaults(config: TraceBookConfig) -> dict[str, str]:
     """The ``PRIMER_*`` settings the options give, which the environment overrides."""
     given: dict[str, str] = {}
-    for option, (setting, value) in SETTINGS.items():
+    for option, (variable, value) in SETTINGS.items():
         said = value(config[option])
         if said is not None:
-            given[VARIABLES[setting]] = said
+            given[variable] = said
     return given
 
 

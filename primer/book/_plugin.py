@@ -10,7 +10,7 @@ handled. A book names it as authors name mkdocstrings::
           chapters: mybook.chapters   # the chapters' package (PRIMER_CHAPTERS wins)
 
 Its options (``enabled``, ``chapters``, ``traces_dir``, ``cache_dir``,
-``live``, ``rules``) are ``primer.book._options``'s: an unknown or mistyped
+``cache``, ``live``, ``rules``, ``prices``) are ``primer.book._options``'s: an unknown or mistyped
 one fails the configuration, naming it; environment variables win over
 them. The plugin adds the Markdown extension itself, as
 mkdocstrings does: an instance that renders from this plugin's book. A
@@ -65,7 +65,7 @@ if TYPE_CHECKING:
     from mkdocs.utils.templates import TemplateContext
 
     from primer.book._build import Book
-    from primer.book._render_options import RenderOptions
+    from primer.book._prices import RenderOptions
     from primer.book.markdown import TraceExtension
 
 __all__ = ["EXTENSION", "TraceBookConfig", "TraceBookPlugin"]
@@ -198,7 +198,7 @@ class TraceBookPlugin(BasePlugin[TraceBookConfig]):  # type: ignore[no-untyped-c
 
     def _render_options(self, config: MkDocsConfig) -> RenderOptions:
         """The prices of ``mkdocs.yml``: the extension's ``prices``, then the plugin's over them."""
-        from primer.book._render_options import RenderOptions
+        from primer.book._prices import RenderOptions
         from primer.book.markdown import render_options
 
         name = Path(config.config_file_path or "mkdocs.yml").name

@@ -64,7 +64,7 @@ from primer.book._live_prose import LiveProse, ModeBlock, opening_html
 from primer.book._logs import book_logger
 from primer.book._markers import Marker, NearMiss, parse_line
 from primer.book._placement import PutBack, TraceProcessor, token
-from primer.book._render_options import RenderOptions
+from primer.book._prices import RenderOptions
 from primer.book._sources import (
     NO_KEY,
     MockRunSource,
