@@ -24,13 +24,15 @@ from tests.wheel import build_wheel, unpack
 #: workers' ends instead of one long file running alone at the end.
 LONG_POLES = (
     "test_browser.py",
-    "test_verify_build.py",
+    "test_front_ends.py",
     "test_build.py",
-    "test_book_of_your_own.py",
+    "test_verify_build.py",
     "test_benchmarks.py",
     "test_serve.py",
-    "test_front_ends.py",
-    "test_malformed_input.py",
+    "test_book_of_your_own.py",
+    "test_inert.py",
+    "test_plugin.py",
+    "test_book.py",
 )
 
 
