@@ -16,10 +16,8 @@ import pytest
 from primer.book import _store as store_module
 from primer.book._atomic import TEMP_SUFFIX, write_if_changed
 from primer.book._build import Book
-from primer.book._chapters import Chapters
-from primer.book._depends import CodeGraph
+from primer.book._chapters import Chapters, CodeGraph
 from primer.book._pages import check, listing, replace
-from primer.book._publish import Publisher
 from primer.book._run import run_bounded
 from primer.book._source import ChapterTraces, LiveStatus, Marker, Shown, find_markers
 from primer.book._store import CorruptTrace, TraceStore
@@ -52,23 +50,22 @@ def test_write_if_changed_writes_only_changes(tmp_path):
     stamp = path.stat().st_mtime_ns
     time.sleep(0.01)
     assert write_if_changed(path, b"one") is False
-    assert write_if_changed(path, iter([b"o", b"ne"])) is False
     assert path.stat().st_mtime_ns == stamp
     assert write_if_changed(path, "two") is True
     assert path.read_text() == "two"
     assert [p.name for p in path.parent.iterdir()] == ["trace.json"]
 
 
-def test_a_failure_in_the_middle_of_a_write_leaves_the_old_file_whole(tmp_path):
+def test_a_failure_in_the_middle_of_a_write_leaves_the_old_file_whole(tmp_path, monkeypatch):
     path = tmp_path / "trace.json"
     write_if_changed(path, "old content")
 
-    def chunks():
-        yield b"new content, first half"
+    def full(*args):
         raise OSError("disk full")
 
+    monkeypatch.setattr(os, "replace", full)
     with pytest.raises(OSError, match="disk full"):
-        write_if_changed(path, chunks())
+        write_if_changed(path, "new content")
     assert path.read_text() == "old content"
     assert [p.name for p in tmp_path.iterdir()] == ["trace.json"], "the temporary file is cleaned up"
 
@@ -76,7 +73,7 @@ def test_a_failure_in_the_middle_of_a_write_leaves_the_old_file_whole(tmp_path):
 def test_a_process_killed_in_the_middle_of_a_write_leaves_the_old_file_whole(tmp_path):
     path = tmp_path / "trace.json"
     write_if_changed(path, "old content")
-    # The writer is killed outright (no cleanup runs) after its first chunk is on disk.
+    # The writer is killed outright (no cleanup runs) with its bytes on disk, before the rename.
     left = killed_writer(path, size=100_000)
     assert path.read_text() == "old content"
     # ...as a dotfile, which MkDocs never publishes, and never under the target's name.
@@ -145,11 +142,11 @@ def test_a_file_holding_another_chapter_is_corrupt(tmp_path):
 def test_the_store_is_the_renderers_source_and_publishes_both_modes(tmp_path):
     store = TraceStore(tmp_path / "live", tmp_path / "cache")
     traces = ChapterTraces("ch", _run(), _run("ch", "live"), LiveStatus("stale", "older code"), "traces/ch.json")
-    store.show(traces)
+    store.show(Shown.of(traces, ""), traces)
     assert store.traces("ch") is traces
     with pytest.raises(NotFound, match="The chapters are: ch"):
         store.traces("nope")
-    published, otlp = Publisher(store).publish(tmp_path / "site")
+    published, otlp = store.publish(tmp_path / "site")
     assert published == tmp_path / "site" / "traces" / "ch.json"
     assert otlp == tmp_path / "site" / "traces" / "ch.otlp.json"  # beside it, for OpenTelemetry tools
     document = json.loads(published.read_text())
@@ -171,23 +168,22 @@ def test_the_store_publishes_each_chapters_payload_page_and_removes_a_gone_chapt
         render_payloads(ChapterTraces("gone", _run("gone"), None, LiveStatus("missing")))
     )
     (folder / "mine.payloads.html").write_text("<p>an author's own page</p>")
-    publisher = Publisher(store)
-    written = publisher.publish(tmp_path / "site", lambda c: ("p.html", lambda: render_payloads(store.traces(c))))
+    written = store.publish(tmp_path / "site", lambda c: ("p.html", lambda: render_payloads(store.traces(c))))
     page = folder / "ch.payloads.html"
     assert page in written
     assert page.read_text() == render_payloads(store.traces("ch"))
     assert not (folder / "gone.payloads.html").exists()  # a chapter no longer shown
     assert (folder / "mine.payloads.html").exists()  # not the book's
     # Another site, the same key: the copy kept in the entry, not made again.
-    kept = publisher.publish(tmp_path / "site2", lambda chapter: ("p.html", lambda: pytest.fail("made again")))
+    kept = store.publish(tmp_path / "site2", lambda chapter: ("p.html", lambda: pytest.fail("made again")))
     assert kept[-1].read_bytes() == page.read_bytes()
     # Another key is another entry: made again.
     store.show(Shown("ch", "k2", ("one",), None, LiveStatus("missing", "no key")), _traces(url))
-    publisher.publish(tmp_path / "site3", lambda chapter: ("p.html", lambda: "<p>new</p>"))
+    store.publish(tmp_path / "site3", lambda chapter: ("p.html", lambda: "<p>new</p>"))
     assert (tmp_path / "site3" / "traces" / "ch.payloads.html").read_text() == "<p>new</p>"
     # Without a way to render them, none is written.
     page.unlink()
-    publisher.publish(tmp_path / "site")
+    store.publish(tmp_path / "site")
     assert not page.exists()
 
 
@@ -195,7 +191,7 @@ def test_the_otlp_json_is_the_same_in_every_build_and_kept_in_the_entry(tmp_path
     traces = ChapterTraces("ch", _run(), _run("ch", "live"), LiveStatus("current"), "traces/ch.json")
     first = TraceStore(tmp_path / "live", tmp_path / "cache")
     first.show(Shown.of(traces, "k1"), traces)
-    (_, otlp) = Publisher(first).publish(tmp_path / "site1")
+    (_, otlp) = first.publish(tmp_path / "site1")
     made = otlp.read_bytes()
     assert b'"startTimeUnixNano":"946684800' in made  # the mock scenario, at the fixed MOCK_EPOCH (2000-01-01)
     cached = tmp_path / "cache" / "ch" / "k1" / "otlp.json"
@@ -204,12 +200,12 @@ def test_the_otlp_json_is_the_same_in_every_build_and_kept_in_the_entry(tmp_path
     cached.write_text("from the cache\n", encoding="utf-8")
     second = TraceStore(tmp_path / "live", tmp_path / "cache")
     second.show(Shown.of(traces, "k1"), traces)
-    assert Publisher(second).publish(tmp_path / "site2")[1].read_text(encoding="utf-8") == "from the cache\n"
+    assert second.publish(tmp_path / "site2")[1].read_text(encoding="utf-8") == "from the cache\n"
     # ...and without its entry, made again, byte for byte.
     cached.unlink()
     third = TraceStore(tmp_path / "live", tmp_path / "cache")
     third.show(Shown.of(traces, "k1"), traces)
-    assert Publisher(third).publish(tmp_path / "site3")[1].read_bytes() == made
+    assert third.publish(tmp_path / "site3")[1].read_bytes() == made
 
 
 def test_a_chapter_shown_from_its_entry_reads_its_runs_only_when_asked(tmp_path):

@@ -12,12 +12,13 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
-from collections.abc import Callable, Iterable, Mapping
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 
-from primer.book import _live_prose as live_prose
-from primer.book import _prose_check as prose_check
+from primer.book import _prose as prose
 from primer.book._cache import CACHE_VARIABLE, TraceCache
 from primer.book._chapters import Chapters
 from primer.book._logs import book_logger
@@ -25,10 +26,8 @@ from primer.book._markers import find_markers
 from primer.book._pages import check, listing, off_page, replace
 from primer.book._prepare import Chapter, Prepared, Report, Setup, anomalies, failed, prepare
 from primer.book._prices import PriceTable, default_prices
-from primer.book._publish import Publisher
 from primer.book._rendered import Rendered
 from primer.book._source import Shown
-from primer.book._stopwatch import Stopwatch
 from primer.book._store import PUBLISHED_DIR, TraceStore
 from primer.variables import chapters_package
 
@@ -45,6 +44,31 @@ LOGGER_NAME = "mkdocs.plugins.primer"
 DEFAULT_WORKERS = 4
 #: Seconds one live scenario may take, from its start.
 DEFAULT_TIME_LIMIT = 300.0
+
+
+class Stopwatch:
+    """Seconds the machinery spends per named part of a build: ``with clock("prepare"): ...``."""
+
+    def __init__(self) -> None:
+        self.parts: dict[str, float] = {}
+
+    @contextmanager
+    def __call__(self, part: str) -> Iterator[None]:
+        """Time the ``with`` block and add it to ``part``."""
+        started = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.add(part, time.perf_counter() - started)
+
+    def add(self, part: str, seconds: float) -> None:
+        """Add seconds timed elsewhere to ``part``."""
+        self.parts[part] = self.parts.get(part, 0.0) + seconds
+
+    def line(self) -> str:
+        """The line logged at DEBUG at the end of a build (benchmarks/build.py reads it)."""
+        parts = ", ".join(f"{part} {seconds * 1000:.1f}" for part, seconds in self.parts.items())
+        return f"traces: the machinery's share of this build: {sum(self.parts.values()) * 1000:.1f} ms ({parts})"
 
 
 class Book:
@@ -81,15 +105,12 @@ class Book:
         self.cache = TraceCache(cache_dir / "entries")
         self.use_cache = use_cache
         self.store = TraceStore(live_dir or docs_dir / PUBLISHED_DIR, self.cache)
-        self.publisher = Publisher(self.store)
         #: The ``PRIMER_*`` settings read at every ``prepare`` (None: the process's environment).
         self.environ = environ
         #: Rendered markers, for the Markdown extension, in each chapter's entry.
         self.rendered = Rendered(self.cache, self._key_of)
         #: The page each chapter is first shown on (its URL), which its payload page links back to.
         self.chapter_pages: dict[str, str] = {}
-        #: The check of every page's quoted trace facts, its answers kept by what they depend on.
-        self.prose = prose_check.ProseChecks(cache_dir / "prose")
         #: This build's own time, per part.
         self.clock = Stopwatch()
         #: Chapters whose traces shown changed in the last ``prepare``.
@@ -112,7 +133,7 @@ class Book:
 
     def prepare(self) -> Prepared:
         """Make this build's ``Prepared`` (``primer.book._prepare``) and hand what each chapter shows to the store."""
-        self.clock.reset()
+        self.clock.parts = {}
         self.rendered.reset()
         self.cache.reset()
         self.pages = {}
@@ -187,13 +208,15 @@ class Book:
                         self.chapter_pages[marker.chapter] = url
                     else:
                         self.chapter_pages.setdefault(marker.chapter, url)
-            found = check(name, markdown, names) + live_prose.problems(name, markdown, names)
-            for warning in found + self.prose.problems(name, markdown, self.store, self.prices):
+            said = prose.problems(
+                name, markdown, names, lambda chapter: prose.kept_corpora(self.store, chapter, self.prices)
+            )
+            for warning in check(name, markdown, names) + said:
                 self.log.warning(f"traces: {warning}")
             if renderer:
                 return markdown  # the extension keeps or drops the live blocks
             shown = set(self.store.chapters())
-            markdown = live_prose.select(markdown, self.has_live)
+            markdown = prose.select(markdown, self.has_live)
             return replace(markdown, lambda m: listing(self.store.traces(m.chapter) if m.chapter in shown else None, m))
 
     def check_rules(self) -> None:
@@ -223,7 +246,7 @@ class Book:
         which every front end copies it as a static file.
         """
         with self.clock("publish"):
-            return self.publisher.publish(root, self._payloads) if self.enabled else []
+            return self.store.publish(root, self._payloads) if self.enabled else []
 
     def prune(self) -> None:
         """Drop the cache's entries this build did not use (but the last few of each chapter): after a full build."""

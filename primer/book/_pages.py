@@ -13,7 +13,7 @@ import html
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from primer.book import _live_prose as live_prose
+from primer.book import _prose as prose
 from primer.book._markers import Marker, NearMiss, find_markers, find_near_misses, scan
 from primer.locator import unknown
 
@@ -36,7 +36,7 @@ __all__ = [
 
 def chapters_named(markdown: str) -> set[str]:
     """The chapters a page's markers and live blocks name (its traces depend on them)."""
-    return {marker.chapter for marker in find_markers(markdown)} | {b.chapter for b in live_prose.blocks(markdown)}
+    return {marker.chapter for marker in find_markers(markdown)} | {b.chapter for b in prose.blocks(markdown)}
 
 
 def _near_miss(page: str, near: NearMiss) -> str:
@@ -81,7 +81,7 @@ def replace(markdown: str, render: Callable[[Marker], str]) -> str:
 
 def off_page(page: str, markdown: str) -> tuple[str, list[str]]:
     """A page with traces off: each marker a placeholder, no mode block, and the malformed markers' warnings."""
-    shown = replace(live_prose.select(markdown, lambda _chapter, _scenario: False, mock=False), placeholder)
+    shown = replace(prose.select(markdown, lambda _chapter, _scenario: False, mock=False), placeholder)
     return shown, malformed(page, markdown)
 
 

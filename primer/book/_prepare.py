@@ -177,8 +177,7 @@ def prepare(chapters: Chapters, store: TraceStore, setup: Setup) -> Prepared:
     def key(chapter: str, code: str) -> str:
         return chapter_key(chapter, code, store.frozen_bytes(chapter), options, renderer)
 
-    with chapters.snapshot():
-        codes = {name: chapters.fingerprint(name) for name in names}
+    codes = chapters.fingerprints(names)
     keys = {name: key(name, codes[name]) for name in names}
     found: dict[str, Chapter] = {}
     reused = 0

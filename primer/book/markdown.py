@@ -60,11 +60,11 @@ from markdown.extensions import Extension
 from markdown.util import AtomicString
 
 from primer.book._links import page_relative
-from primer.book._live_prose import LiveProse, ModeBlock, opening_html
 from primer.book._logs import book_logger
 from primer.book._markers import Marker, NearMiss, parse_line
 from primer.book._placement import PutBack, TraceProcessor, token
 from primer.book._prices import RenderOptions
+from primer.book._prose import LiveProse, ModeBlock, opening_html, select
 from primer.book._sources import (
     NO_KEY,
     MockRunSource,
@@ -233,7 +233,7 @@ class TraceExtension(Extension):
         # Priority 24: just after fenced code is stashed (25), so a live block
         # quoted in a code sample stays an example.
         # A kept block's two lines become tokens PutBack swaps for its labelled element.
-        prose = LiveProse(md, self.has_live, wrap=self._wrap, shows=lambda: not self.off)
+        prose = LiveProse(md, lambda text: select(text, self.has_live, mock=not self.off, wrap=self._wrap))
         md.preprocessors.register(prose, "primer_live_prose", 24)
         # Priority 29: just after raw HTML is put back (30), before any
         # postprocessor of another extension, which sees the page whole.
@@ -288,7 +288,7 @@ class TraceExtension(Extension):
         return summary(chapter) if summary is not None else None
 
     def has_live(self, chapter: str, scenario: str | None) -> bool:
-        """Whether a live block's prose shows: the chapter (or the scenario) has a live run (``live_prose``)."""
+        """Whether a live block's prose shows: the chapter (or the scenario) has a live run (``primer.book._prose``)."""
         if self.off:
             return False
         summary = self._summary(chapter)
