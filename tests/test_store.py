@@ -17,9 +17,9 @@ from primer.book import _store as store_module
 from primer.book._atomic import TEMP_SUFFIX, write_if_changed
 from primer.book._build import Book
 from primer.book._chapters import Chapters, CodeGraph
-from primer.book._pages import check, listing, replace
+from primer.book._markers import Marker, check, find_markers
 from primer.book._run import run_bounded
-from primer.book._source import ChapterTraces, LiveStatus, Marker, Shown, find_markers
+from primer.book._source import ChapterTraces, LiveStatus, Shown
 from primer.book._store import CorruptTrace, TraceStore
 from primer.errors import NotFound
 from primer.settings import Settings
@@ -429,22 +429,6 @@ def test_check_names_the_page_and_what_exists():
         "docs/p.md line 17: the marker `::: trace ch_a three` names no scenario of ch_a. Its scenarios are: one, two.",
     ]
     assert check("p", "::: trace ch_a x\n", {"ch_a": None}) == [], "unknown scenarios of a broken chapter"
-
-
-def test_the_listing_is_escaped_and_keeps_the_page_intact():
-    run = _run("ch_a", names=("one", "two"))
-    run.scenarios[0].ending = Ending(reason="scenario_error", detail="<script>alert(1)</script>\n\nmore")
-    traces = ChapterTraces("ch_a", run, None, LiveStatus("missing", "no key"), None)
-    out = replace(PAGE, lambda m: listing(traces if m.chapter == "ch_a" else None, m))
-    assert "<script>" not in out
-    assert "&lt;script&gt;" in out
-    assert "::: trace ch_in_code" in out, "code blocks are left as they are"
-    whole, single = out.split('<pre class="primer-trace-listing"')[1:]
-    assert "scenario one" in whole
-    assert "scenario two" in whole
-    assert "scenario one" not in single
-    assert "scenario two" in single
-    assert "\n\n" not in whole.split("</pre>")[0], "no blank line may end the HTML block early"
 
 
 # -- the pool -----------------------------------------------------------------

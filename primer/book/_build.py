@@ -22,8 +22,7 @@ from primer.book import _prose as prose
 from primer.book._cache import CACHE_VARIABLE, TraceCache
 from primer.book._chapters import Chapters
 from primer.book._logs import book_logger
-from primer.book._markers import find_markers
-from primer.book._pages import check, listing, off_page, replace
+from primer.book._markers import check, find_markers, malformed
 from primer.book._prepare import Chapter, Prepared, Report, Setup, anomalies, failed, prepare
 from primer.book._prices import PriceTable, default_prices
 from primer.book._rendered import Rendered
@@ -183,23 +182,20 @@ class Book:
 
     # -- pages and the site -------------------------------------------------
 
-    def page(self, name: str, markdown: str, *, renderer: bool, url: str | None = None) -> str:
+    def page(self, name: str, markdown: str, *, url: str | None = None) -> str:
         """A page's Markdown as it goes to the renderer, its markers and live blocks checked.
 
         Markers naming what does not exist, and lines meant as markers that
-        are not valid ones, are warned about (naming page and line). With traces off
-        they become a placeholder; without the renderer (``renderer=False``)
-        a plain listing of summary lines. ``url``, the page's URL relative to
-        the site root, is where the payload page of each chapter it shows first
-        links back to.
+        are not valid ones, are warned about (naming page and line); the
+        extension renders them. ``url``, the page's URL relative to the site
+        root, is where the payload page of each chapter it shows first links back to.
         """
         with self.clock("pages"):
             self.pages[name] = markdown
             if not self.enabled:
-                placed, warnings = off_page(name, markdown)
-                for warning in warnings:
+                for warning in malformed(name, markdown):
                     self.log.warning(f"traces: {warning}")
-                return placed
+                return markdown
             names = self.scenario_names
             if url is not None:
                 for marker in find_markers(markdown):
@@ -213,11 +209,7 @@ class Book:
             )
             for warning in check(name, markdown, names) + said:
                 self.log.warning(f"traces: {warning}")
-            if renderer:
-                return markdown  # the extension keeps or drops the live blocks
-            shown = set(self.store.chapters())
-            markdown = prose.select(markdown, self.has_live)
-            return replace(markdown, lambda m: listing(self.store.traces(m.chapter) if m.chapter in shown else None, m))
+            return markdown  # the extension keeps or drops the live blocks
 
     def check_rules(self) -> None:
         """Warn about each of the book's rules its chapters and the pages read so far break (``primer.book._rules``).
