@@ -31,9 +31,9 @@ from primer.locator import unknown
 if TYPE_CHECKING:
     from markdown import Markdown
 
+    from primer.book._prepare import Prepared
     from primer.book._prices import PriceTable
     from primer.book._source import ChapterTraces
-    from primer.book._store import TraceStore
     from primer.trace import ScenarioRun
 
 __all__ = ["Corpora", "LiveProse", "ModeBlock", "blocks", "corpora", "facts", "kept_corpora", "problems", "select"]
@@ -249,16 +249,16 @@ _CODE_DIGEST = hashlib.sha256(b"".join(Path(__file__).with_name(n).read_bytes() 
 _KEPT = f"prose-{_CODE_DIGEST.hexdigest()[:16]}.json"
 
 
-def kept_corpora(store: TraceStore, chapter: str, prices: PriceTable | None) -> Corpora | None:
-    """``corpora`` of a chapter the store shows (None: it shows none), kept in the chapter's entry of the one cache."""
-    shown = store.summary(chapter)
-    if shown is None:
+def kept_corpora(shown: Prepared, chapter: str, prices: PriceTable | None) -> Corpora | None:
+    """``corpora`` of a chapter a build shows (None: it shows none), kept in the chapter's entry of the one cache."""
+    summary = shown.summary(chapter)
+    if summary is None or shown.store is None:
         return None
-    entry = store.entry(chapter, shown.key)
+    entry = shown.store.entry(chapter, summary.key)
     with contextlib.suppress(ValueError, TypeError):  # not kept, or unreadable: made again
         return dict(json.loads(entry.read(_KEPT) or ""))
-    found = corpora(store.traces(chapter), prices)
-    if shown.key:  # "": shown from its traces alone, and kept nowhere
+    found = corpora(shown.traces(chapter), prices)
+    if summary.key:  # "": shown from its traces alone, and kept nowhere
         entry.write(_KEPT, json.dumps(found))
     return found
 
