@@ -9,13 +9,13 @@ provider would. Each run is a new interpreter (``--child``), so the SDK's
 import and set-up are counted as a book build pays them:
 
 * ``sequential``: one scenario after the other, each with its own client
-  (``primer.book._execute.run_live``);
+  (``primer.runner.run_scenario``);
 * ``pool``: the build's live pool (``run_live_jobs``: 4 at a time, the SDK
   imported and the connections opened once, shared by the threads);
 * ``pool of one NAME``: the same pool given one scenario only, for each
   scenario: the lower bound. A pool cannot end before its longest scenario
   run the same way (the same process start, imports and shared set-up); the
-  longest scenario run *alone* through ``run_live`` is no bound, since it
+  longest scenario run *alone* that way is no bound, since it
   sets up its own client, which the pool does once.
 
 Every mode runs once a round, in rotating order; prints the medians, the
@@ -86,14 +86,15 @@ def delaying_proxy(upstream: str, delay: float) -> ThreadingHTTPServer:
 
 def child(mode: str) -> None:
     """Run the chapter's scenarios live, as ``mode`` says; print the seconds since this process started."""
-    from primer.book._execute import run_live, run_live_jobs
+    from primer.book._run import run_live_jobs
     from primer.locator import ChapterLocator
+    from primer.runner import run_scenario
     from primer.settings import Settings
 
     settings = Settings.from_env()
     scenarios = ChapterLocator().scenarios(CHAPTER)
     if mode == "sequential":
-        runs = [run_live(scenario, settings) for scenario in scenarios]
+        runs = [run_scenario(scenario, "live", settings) for scenario in scenarios]
     else:  # "pool", or "one:NAME": the pool given that scenario alone (the bound)
         jobs = [(CHAPTER, s) for s in scenarios if mode == "pool" or s.name == mode.removeprefix("one:")]
         runs = run_live_jobs(jobs, settings, None, workers=4, time_limit=120, progress=lambda _progress: None)

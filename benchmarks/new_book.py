@@ -27,7 +27,6 @@ import argparse
 import difflib
 import os
 import shutil
-import socket
 import statistics
 import subprocess
 import sys
@@ -37,6 +36,8 @@ import time
 import urllib.error
 import urllib.request
 from pathlib import Path
+
+from serving import free_port, stop
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = "greetings"
@@ -111,12 +112,6 @@ def test_the_tool_refuses_two_words() -> None:
 '''
 
 
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
 def get(url: str) -> str | None:
     try:
         with urllib.request.urlopen(url, timeout=30) as response:
@@ -161,12 +156,7 @@ class Server:
         return float("nan")
 
     def stop(self) -> None:
-        self.process.terminate()
-        try:
-            self.process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
+        stop(self.process)
 
 
 def clean_env(**extra: str) -> dict[str, str]:

@@ -216,6 +216,7 @@ def _extensions(config: str) -> list[Any]:
         pass
 
     Loader.add_multi_constructor("!", lambda loader, suffix, node: str(ROOT))
+    Loader.add_multi_constructor("tag:yaml.org,2002:python/", lambda loader, suffix, node: None)
     listed = yaml.load(config, Loader=Loader)["markdown_extensions"]
     return [e for e in listed if e != "primer.book.markdown"]
 

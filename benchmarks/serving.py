@@ -28,6 +28,16 @@ def free_port() -> int:
         return int(probe.getsockname()[1])
 
 
+def stop(process: subprocess.Popen[str]) -> None:
+    """End a server this script started: asked first, killed if it does not go within 20 s."""
+    process.terminate()
+    try:
+        process.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+
+
 class Serve:
     """A ``mkdocs serve`` of a book (no ``-v``), with its log."""
 
@@ -63,11 +73,20 @@ class Serve:
             return str(response.read().decode())
 
     def idle(self, quiet: float = 1.0, limit: float = 120) -> None:
-        """Wait until no line was logged for ``quiet`` seconds (or ``limit``)."""
+        """Wait until no rebuild is under way and no line was logged for ``quiet`` seconds (or ``limit``).
+
+        A rebuild logs nothing for seconds between its first lines and its last: quiet alone
+        would take one under way for rest, and a save timed then would be served by it.
+        """
         deadline = time.monotonic() + limit
         while time.monotonic() < deadline:
-            last = self.lines[-1][0] if self.lines else 0.0
-            if time.monotonic() - last >= quiet:
+            lines = list(self.lines)
+            last = lines[-1][0] if lines else 0.0
+            began = sum("Detected file changes" in line for _, line in lines)
+            ended = sum(
+                "Reloading browsers" in line or "error happened during the rebuild" in line for _, line in lines
+            )
+            if time.monotonic() - last >= quiet and began <= ended:
                 return
             time.sleep(0.05)
 
@@ -77,12 +96,7 @@ class Serve:
 
     def stop(self) -> None:
         """End the server (it is this script's own child)."""
-        self.process.terminate()
-        try:
-            self.process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
+        stop(self.process)
 
 
 @dataclass

@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from primer.trace import (
@@ -138,7 +138,7 @@ def _usage(usage: Usage | None) -> list[str]:
     return [f"{usage.input_tokens} in / {usage.output_tokens} out"] if usage else []
 
 
-def _outcome(call: ModelCall) -> list[str]:
+def _outcome(call: ModelCall, said: Callable[[str], str] | None = None) -> list[str]:
     reply = call.reply
     if reply is None:
         return [f"failed: {cut(call.error.message)}" if call.error else "failed"]
@@ -146,7 +146,7 @@ def _outcome(call: ModelCall) -> list[str]:
     if reply.tool_calls:
         parts.append("asked for: " + ", ".join(c.name for c in reply.tool_calls))
     if reply.content and reply.content.strip():
-        parts.append(f"responded with: {cut(reply.content)}")
+        parts.append(f"responded with: {cut(said(reply.content) if said else reply.content)}")
     elif not reply.tool_calls:
         parts.append("responded with: nothing")
     return parts
@@ -198,16 +198,16 @@ def scenario_line(run: ScenarioRun, *, cost: str | None = None) -> str:
     return " · ".join(parts)
 
 
-def turn_line(turn: Turn) -> str:
-    """``turn 1 · 58.8ms · 416 in / 39 out · asked for: price_of``."""
+def turn_line(turn: Turn, said: Callable[[str], str] | None = None) -> str:
+    """``turn 1 · 58.8ms · 416 in / 39 out · asked for: price_of``; ``said`` words the reply (as the page shows it)."""
     call = turn.model_call
-    return " · ".join([f"turn {turn.number}", timing_text(turn.timing), *_usage(call.usage), *_outcome(call)])
+    return " · ".join([f"turn {turn.number}", timing_text(turn.timing), *_usage(call.usage), *_outcome(call, said)])
 
 
-def model_line(call: ModelCall) -> str:
-    """``model live · 1198.1ms (model provider 970.0 · library 228.0) · ...``."""
+def model_line(call: ModelCall, said: Callable[[str], str] | None = None) -> str:
+    """``model live · 1198.1ms (model provider 970.0 · library 228.0) · ...``; ``said`` as for ``turn_line``."""
     timing = timing_text(call.timing, "model provider" if call.kind == "live" else None)
-    return " · ".join([f"model {call.kind}", timing, *_usage(call.usage), *_outcome(call)])
+    return " · ".join([f"model {call.kind}", timing, *_usage(call.usage), *_outcome(call, said)])
 
 
 def tool_line(run: ToolRun) -> str:

@@ -14,7 +14,7 @@ __all__ = ["killed_writer"]
 
 
 def killed_writer(path: Path, size: int = 1000) -> Path:
-    """Write ``path`` in a process killed after its first ``size`` bytes; the temporary file it left."""
+    """Write ``size`` bytes to ``path`` in a process killed before the rename; the temporary file it left."""
     before = set(path.parent.iterdir())
     script = textwrap.dedent(
         f"""
@@ -23,12 +23,8 @@ def killed_writer(path: Path, size: int = 1000) -> Path:
         sys.path.insert(0, {str(REPO)!r})
         from primer.book._atomic import write_if_changed
 
-        def chunks():
-            yield b"x" * {size}
-            os.kill(os.getpid(), signal.SIGKILL)
-            yield b"never"
-
-        write_if_changed(Path({str(path)!r}), chunks())
+        os.replace = lambda *args: os.kill(os.getpid(), signal.SIGKILL)
+        write_if_changed(Path({str(path)!r}), b"x" * {size})
         """
     )
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, check=False, timeout=60)

@@ -32,8 +32,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 from opentelemetry.semconv._incubating.attributes import gen_ai_attributes as gen_ai
 
-from primer.book._publish import Publisher
-from primer.book._source import ChapterTraces, LiveStatus
+from primer.book._source import ChapterTraces, LiveStatus, Shown
 from primer.book._store import TraceStore
 from primer.chapters import scenarios_of
 from primer.cli import main
@@ -496,9 +495,10 @@ def test_the_store_says_it_once_and_publishes_the_rest(
     store = TraceStore(tmp_path / "live", tmp_path / "cache")
     for chapter in ("ch_a", "ch_b"):
         run = ChapterRun(chapter=chapter, mode="mock")
-        store.show(ChapterTraces(chapter, run, None, LiveStatus("missing"), f"traces/{chapter}.json"))
+        traces = ChapterTraces(chapter, run, None, LiveStatus("missing"), f"traces/{chapter}.json")
+        store.show(Shown.of(traces, ""), traces)
     with caplog.at_level(logging.INFO, logger="mkdocs.plugins.primer.book"):
-        written = Publisher(store).publish(tmp_path / "site")
+        written = store.publish(tmp_path / "site")
     assert [path.name for path in written] == ["ch_a.json", "ch_b.json"]
     said = [r.getMessage() for r in caplog.records if "OTLP" in r.getMessage()]
     assert len(said) == 1
@@ -698,7 +698,7 @@ def test_at_moves_a_recorded_run_and_keeps_when_it_was_recorded(runs: dict[str, 
 
 def published(runs: dict[str, ChapterRun], folder: Path) -> Path:
     """The chapter's OTLP JSON as the book publishes it: mock and live runs, the mock ones at MOCK_EPOCH."""
-    from primer.book._publish import MOCK_EPOCH
+    from primer.book._store import MOCK_EPOCH
 
     path = folder / f"{CHAPTER}.otlp.json"
     path.write_text(chapter_json(runs["mock"], runs["live"], start=MOCK_EPOCH), encoding="utf-8")

@@ -25,8 +25,8 @@ from typing import Any
 import pytest
 
 from primer.book import UnreadableTrace as BooksName
+from primer.book._run import main as worker
 from primer.book._store import TraceStore
-from primer.book._worker import main as worker
 from primer.clock import VirtualClock
 from primer.models.live import LiveModel
 from primer.replay import UnreadableTrace as ReplaysName

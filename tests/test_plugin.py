@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from primer.book._options import SETTINGS
+from primer.book._configuration import SETTINGS
 from primer.book._plugin import TraceBookPlugin
-from primer.variables import VARIABLES
+from primer.variables import BOOK_VARIABLES, VARIABLES
 from tests.books import make_book
 
 
@@ -41,24 +41,31 @@ def test_an_unknown_option_is_an_error_naming_it() -> None:
     assert key == "live"
     [(key, _)] = TraceBookPlugin().load_config({"enabled": "yes please"})[0]
     assert key == "enabled"
+    [(key, error)] = TraceBookPlugin().load_config({"cache": "sometimes"})[0]
+    assert (key, "bool" in str(error)) == ("cache", True)
+    [(key, error)] = TraceBookPlugin().load_config({"caches": False})[0]
+    assert "trace-book has no option 'caches'" in str(error)
 
 
 def test_the_options_are_defaults_the_environment_wins_over(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("PRIMER_LIVE", raising=False)
     monkeypatch.delenv("PRIMER_TRACES", raising=False)
+    monkeypatch.delenv("PRIMER_CACHE", raising=False)
     plugin = TraceBookPlugin()
-    assert plugin.load_config({"live": "off", "enabled": False}) == ([], [])
-    assert (plugin.environ()["PRIMER_LIVE"], plugin.environ()["PRIMER_TRACES"]) == ("off", "off")
+    assert plugin.load_config({"live": "off", "enabled": False, "cache": False}) == ([], [])
+    said = ("PRIMER_LIVE", "PRIMER_TRACES", "PRIMER_CACHE")
+    assert [plugin.environ()[name] for name in said] == ["off", "off", "off"]
     monkeypatch.setenv("PRIMER_LIVE", "refresh")
     monkeypatch.setenv("PRIMER_TRACES", "on")
-    assert (plugin.environ()["PRIMER_LIVE"], plugin.environ()["PRIMER_TRACES"]) == ("refresh", "on")
+    monkeypatch.setenv("PRIMER_CACHE", "on")
+    assert [plugin.environ()[name] for name in said] == ["refresh", "on", "on"]
 
 
 def test_each_option_a_variable_also_sets_is_an_option_and_names_a_setting() -> None:
     # For whoever adds an option: an entry of SETTINGS that names no option or no setting fails here.
     options = {name for name, _ in TraceBookPlugin().config_scheme}
     assert set(SETTINGS) <= options
-    assert {setting for setting, _ in SETTINGS.values()} <= set(VARIABLES)
+    assert {variable for variable, _ in SETTINGS.values()} <= {*VARIABLES.values(), *BOOK_VARIABLES.values()}
 
 
 def test_the_hook_is_the_plugin() -> None:
@@ -66,7 +73,9 @@ def test_the_hook_is_the_plugin() -> None:
 
     owner = mkdocs_hook.on_config.__self__
     assert isinstance(owner, TraceBookPlugin)
-    assert all(getattr(mkdocs_hook, name).__self__ is owner for name in mkdocs_hook.__all__)
+    public = [name for name in dir(mkdocs_hook) if not name.startswith("_")]
+    assert public == sorted(name for name in dir(TraceBookPlugin) if name.startswith("on_")), "what `import *` takes"
+    assert all(getattr(mkdocs_hook, name).__self__ is owner for name in public)
     assert mkdocs_hook.on_page_content.mkdocs_priority == -100
 
 
@@ -122,6 +131,18 @@ def test_the_chapters_cache_and_enabled_options(tmp_path: Path) -> None:
     assert "scenario asks_price" in book.page()
     assert book.mock_file("ch_alpha", "build-cache").is_file()
     assert not (book.root / ".cache").exists()
+
+
+@pytest.mark.slow
+def test_the_cache_option_turns_the_cache_off_and_the_variable_wins(tmp_path: Path) -> None:
+    book = make_book(tmp_path / "book", plugin="cache: false")
+    for _ in range(2):  # nothing kept, nothing read
+        done = book.build("--strict")
+        assert (done.returncode, done.count()) == (0, "traces: ran 3, reused 0"), done.log
+    assert [book.build("--strict", PRIMER_CACHE="on").count() for _ in range(2)] == [
+        "traces: ran 3, reused 0",
+        "traces: ran 0, reused 3",
+    ]
 
 
 @pytest.mark.slow

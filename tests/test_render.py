@@ -743,7 +743,10 @@ def test_payload_blocks_link_to_the_payload_page_which_holds_each_one_as_drawn_i
     assert payloads.startswith("<!doctype html>\n<!-- trace-book payloads -->")
     elements = {m["id"]: m["body"] for m in _ELEMENT.finditer(payloads)}
     # One element per block, by the block's id, holding what the block holds when drawn inline.
-    inline = {m["id"]: m["body"] for m in _INLINE.finditer(render_traces(traces, payloads=False))}
+    drawn_inline = render_traces(
+        ChapterTraces(chapter, traces.mock, traces.live, traces.live_status, traces.download_url)
+    )
+    inline = {m["id"]: m["body"] for m in _INLINE.finditer(drawn_inline)}
     assert list(elements) == list(inline) == ids
     for anchor, body in inline.items():
         # Links to a call land on its payload, which is in the payload page too.

@@ -11,11 +11,13 @@ import re
 
 import pytest
 
+from primer import summary
 from primer.book._render import render_payloads, render_traces
 from primer.book._render_markdown import ReplyMarkdown
 from primer.book._source import ChapterTraces, LiveStatus
 from primer.redact import Redactor
 from primer.trace import ChapterRun
+from tests import secret_forms
 from tests.test_render_data import Node, live_chapter, mock_chapter, parse
 
 CHAPTER = "ch05_loop_endings"
@@ -151,3 +153,61 @@ def test_the_converter_is_reused_within_a_render_and_holds_nothing_over() -> Non
     assert second is not None
     assert "href" not in second
     assert "[a][r]" in second
+
+
+# A key split by markup: the recorder saw no key whole (``sk-…4b1d**9e0c77**``), the page would join it.
+SPLIT = [f"{KEY[:-6]}**{KEY[-6:]}**", f"**{KEY[:-6]}**{KEY[-6:]}", f"{KEY[:-6]}`{KEY[-6:]}`", f"{KEY[:-6]}*{KEY[-6:]}*"]
+SPLIT += [f"{KEY[:-6]}&#{ord(KEY[-6])};{KEY[-5:]}", f"{KEY[:-6]}&#x{ord(KEY[-6]):x};{KEY[-5:]}"]
+SPLIT += [f"{KEY[:3]}**{KEY[3:]}**", f"[{KEY[:-6]}](https://shop.example/){KEY[-6:]}", f"{KEY[:-6]}<em>{KEY[-6:]}</em>"]
+
+
+@pytest.mark.parametrize("known", [True, False], ids=["key known to the build", "key unknown"])
+@pytest.mark.parametrize("split", SPLIT)
+def test_a_key_split_by_markup_is_not_joined_on_the_page(
+    split: str, known: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if known:
+        monkeypatch.setenv("PRIMER_API_KEY", KEY)
+    else:
+        monkeypatch.delenv("PRIMER_API_KEY", raising=False)
+    said = f"Your key is {split}, **keep it**."
+    assert Redactor([KEY]).text(said) == said  # as recorded: the redactor finds no key in it
+    cell, html = reply_cell(said)
+    page = parse(html)
+    # What a reader sees (text, character references read): never the key whole, not in a turn's folded line either.
+    assert KEY not in page.text
+    if "<em>" not in split:  # a tag written as text stays text: rendering joins nothing
+        assert not cell.find("section", class_="tr-md")  # the raw text, escaped, in place of the rendered reply
+    assert said in cell.text
+    turn = page.by_id(ANCHOR.removesuffix("-model"))
+    assert KEY not in turn.summary()
+    assert KEY not in parse(render_payloads(with_reply(said))).text
+
+
+def test_a_key_in_any_form_split_by_markup_is_not_shown(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Every encoded form the redactor knows (hex, base64, percent-encoded, ...), split inside a word.
+    monkeypatch.setenv("PRIMER_API_KEY", KEY)
+    for name, form in secret_forms.forms(KEY).items():
+        _, html = reply_cell(Redactor([KEY]).text(f"look: {form[:5]}**{form[5:]}** and **more**"))  # as recorded
+        assert not secret_forms.leaks(parse(html).text, [KEY]), name
+    # Spaced out, one letter bold: the recorder's redactor sees the asterisks, a reader only the letters.
+    spaced = " ".join(KEY[:4]) + " **" + KEY[4] + "** " + " ".join(KEY[5:])
+    assert Redactor([KEY]).text(spaced) == spaced
+    cell, _ = reply_cell(f"{spaced} and **more**")
+    assert not cell.find("section", class_="tr-md")
+    assert Redactor([KEY]).text(" ".join(KEY)) != " ".join(KEY)  # what the reader would have seen is a key
+
+
+def test_a_folded_line_shows_a_reply_as_a_reader_reads_it_and_the_terminal_as_written() -> None:
+    said = "We're lowest on **butter**, see [the shelf](https://shop.example/) and `milk`."
+    traces = with_reply(said)
+    page = parse(render_traces(traces))
+    line = page.by_id(ANCHOR.removesuffix("-model")).summary()
+    assert "responded with: We're lowest on butter, see the shelf and milk." in line
+    assert "responded with: We're lowest on butter" in page.by_id(ANCHOR).summary()
+    assert "*" not in line
+    # The side-by-side view words the turn the same way.
+    assert "lowest on butter, see" in page.by_id(f"{CHAPTER}-within_token_limit-compare").text
+    # The terminal (primer run, primer.summary) keeps the text as the model wrote it.
+    assert traces.live is not None
+    assert f"responded with: {said}" in summary.turn_line(traces.live.scenarios[0].turns[-1])

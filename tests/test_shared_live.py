@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from primer.book._execute import run_live_jobs
+from primer.book._run import run_live_jobs
 from primer.book._shared_live import SharedLive
 from primer.chapters import scenarios_of
 from tests.servers import live_settings

@@ -16,12 +16,10 @@ import pytest
 from primer.book import _store as store_module
 from primer.book._atomic import TEMP_SUFFIX, write_if_changed
 from primer.book._build import Book
-from primer.book._chapters import Chapters
-from primer.book._depends import CodeGraph
-from primer.book._pages import check, listing, replace
-from primer.book._pool import run_bounded
-from primer.book._publish import Publisher
-from primer.book._source import ChapterTraces, LiveStatus, Marker, Shown, find_markers
+from primer.book._chapters import Chapters, CodeGraph
+from primer.book._markers import Marker, check, find_markers
+from primer.book._run import run_bounded
+from primer.book._source import ChapterTraces, LiveStatus, Shown
 from primer.book._store import CorruptTrace, TraceStore
 from primer.errors import NotFound
 from primer.settings import Settings
@@ -52,23 +50,22 @@ def test_write_if_changed_writes_only_changes(tmp_path):
     stamp = path.stat().st_mtime_ns
     time.sleep(0.01)
     assert write_if_changed(path, b"one") is False
-    assert write_if_changed(path, iter([b"o", b"ne"])) is False
     assert path.stat().st_mtime_ns == stamp
     assert write_if_changed(path, "two") is True
     assert path.read_text() == "two"
     assert [p.name for p in path.parent.iterdir()] == ["trace.json"]
 
 
-def test_a_failure_in_the_middle_of_a_write_leaves_the_old_file_whole(tmp_path):
+def test_a_failure_in_the_middle_of_a_write_leaves_the_old_file_whole(tmp_path, monkeypatch):
     path = tmp_path / "trace.json"
     write_if_changed(path, "old content")
 
-    def chunks():
-        yield b"new content, first half"
+    def full(*args):
         raise OSError("disk full")
 
+    monkeypatch.setattr(os, "replace", full)
     with pytest.raises(OSError, match="disk full"):
-        write_if_changed(path, chunks())
+        write_if_changed(path, "new content")
     assert path.read_text() == "old content"
     assert [p.name for p in tmp_path.iterdir()] == ["trace.json"], "the temporary file is cleaned up"
 
@@ -76,7 +73,7 @@ def test_a_failure_in_the_middle_of_a_write_leaves_the_old_file_whole(tmp_path):
 def test_a_process_killed_in_the_middle_of_a_write_leaves_the_old_file_whole(tmp_path):
     path = tmp_path / "trace.json"
     write_if_changed(path, "old content")
-    # The writer is killed outright (no cleanup runs) after its first chunk is on disk.
+    # The writer is killed outright (no cleanup runs) with its bytes on disk, before the rename.
     left = killed_writer(path, size=100_000)
     assert path.read_text() == "old content"
     # ...as a dotfile, which MkDocs never publishes, and never under the target's name.
@@ -145,11 +142,11 @@ def test_a_file_holding_another_chapter_is_corrupt(tmp_path):
 def test_the_store_is_the_renderers_source_and_publishes_both_modes(tmp_path):
     store = TraceStore(tmp_path / "live", tmp_path / "cache")
     traces = ChapterTraces("ch", _run(), _run("ch", "live"), LiveStatus("stale", "older code"), "traces/ch.json")
-    store.show(traces)
+    store.show(Shown.of(traces, ""), traces)
     assert store.traces("ch") is traces
     with pytest.raises(NotFound, match="The chapters are: ch"):
         store.traces("nope")
-    published, otlp = Publisher(store).publish(tmp_path / "site")
+    published, otlp = store.publish(tmp_path / "site")
     assert published == tmp_path / "site" / "traces" / "ch.json"
     assert otlp == tmp_path / "site" / "traces" / "ch.otlp.json"  # beside it, for OpenTelemetry tools
     document = json.loads(published.read_text())
@@ -171,23 +168,22 @@ def test_the_store_publishes_each_chapters_payload_page_and_removes_a_gone_chapt
         render_payloads(ChapterTraces("gone", _run("gone"), None, LiveStatus("missing")))
     )
     (folder / "mine.payloads.html").write_text("<p>an author's own page</p>")
-    publisher = Publisher(store)
-    written = publisher.publish(tmp_path / "site", lambda c: ("p.html", lambda: render_payloads(store.traces(c))))
+    written = store.publish(tmp_path / "site", lambda c: ("p.html", lambda: render_payloads(store.traces(c))))
     page = folder / "ch.payloads.html"
     assert page in written
     assert page.read_text() == render_payloads(store.traces("ch"))
     assert not (folder / "gone.payloads.html").exists()  # a chapter no longer shown
     assert (folder / "mine.payloads.html").exists()  # not the book's
     # Another site, the same key: the copy kept in the entry, not made again.
-    kept = publisher.publish(tmp_path / "site2", lambda chapter: ("p.html", lambda: pytest.fail("made again")))
+    kept = store.publish(tmp_path / "site2", lambda chapter: ("p.html", lambda: pytest.fail("made again")))
     assert kept[-1].read_bytes() == page.read_bytes()
     # Another key is another entry: made again.
     store.show(Shown("ch", "k2", ("one",), None, LiveStatus("missing", "no key")), _traces(url))
-    publisher.publish(tmp_path / "site3", lambda chapter: ("p.html", lambda: "<p>new</p>"))
+    store.publish(tmp_path / "site3", lambda chapter: ("p.html", lambda: "<p>new</p>"))
     assert (tmp_path / "site3" / "traces" / "ch.payloads.html").read_text() == "<p>new</p>"
     # Without a way to render them, none is written.
     page.unlink()
-    publisher.publish(tmp_path / "site")
+    store.publish(tmp_path / "site")
     assert not page.exists()
 
 
@@ -195,7 +191,7 @@ def test_the_otlp_json_is_the_same_in_every_build_and_kept_in_the_entry(tmp_path
     traces = ChapterTraces("ch", _run(), _run("ch", "live"), LiveStatus("current"), "traces/ch.json")
     first = TraceStore(tmp_path / "live", tmp_path / "cache")
     first.show(Shown.of(traces, "k1"), traces)
-    (_, otlp) = Publisher(first).publish(tmp_path / "site1")
+    (_, otlp) = first.publish(tmp_path / "site1")
     made = otlp.read_bytes()
     assert b'"startTimeUnixNano":"946684800' in made  # the mock scenario, at the fixed MOCK_EPOCH (2000-01-01)
     cached = tmp_path / "cache" / "ch" / "k1" / "otlp.json"
@@ -204,12 +200,12 @@ def test_the_otlp_json_is_the_same_in_every_build_and_kept_in_the_entry(tmp_path
     cached.write_text("from the cache\n", encoding="utf-8")
     second = TraceStore(tmp_path / "live", tmp_path / "cache")
     second.show(Shown.of(traces, "k1"), traces)
-    assert Publisher(second).publish(tmp_path / "site2")[1].read_text(encoding="utf-8") == "from the cache\n"
+    assert second.publish(tmp_path / "site2")[1].read_text(encoding="utf-8") == "from the cache\n"
     # ...and without its entry, made again, byte for byte.
     cached.unlink()
     third = TraceStore(tmp_path / "live", tmp_path / "cache")
     third.show(Shown.of(traces, "k1"), traces)
-    assert Publisher(third).publish(tmp_path / "site3")[1].read_bytes() == made
+    assert third.publish(tmp_path / "site3")[1].read_bytes() == made
 
 
 def test_a_chapter_shown_from_its_entry_reads_its_runs_only_when_asked(tmp_path):
@@ -308,16 +304,16 @@ def test_a_snapshot_looks_at_the_files_once(package):
 def test_a_rebuild_with_nothing_changed_reads_and_validates_nothing(package, tmp_path, monkeypatch):
     name, _root = package
     book = Book(tmp_path / "docs", tmp_path / ".cache", chapters=Chapters(f"{name}.chapters"), settings=Settings())
-    assert book.prepare().ran == 1
+    assert book.prepare().report.ran == 1
 
     def refuse(*args, **kwargs):
         raise AssertionError("a rebuild after a prose edit must not parse a trace or a module")
 
     monkeypatch.setattr(store_module, "parse", refuse)
     monkeypatch.setattr(ast, "parse", refuse)
-    report = book.prepare()
-    assert (report.ran, report.reused) == (0, 1)
-    assert not report.failures
+    prepared = book.prepare()
+    assert (prepared.report.ran, prepared.report.reused) == (0, 1)
+    assert not prepared.chapters["ch_one"].warnings
 
 
 @pytest.mark.slow
@@ -332,21 +328,21 @@ def test_a_serve_session_sees_edited_chapters_and_library_code(package, tmp_path
         assert mock is not None
         return mock.scenarios[0].transcript[-1].content or ""
 
-    assert book.prepare().ran == 1
+    assert book.prepare().report.ran == 1
     assert said() == "value 1"
-    assert book.prepare().ran == 0
+    assert book.prepare().report.ran == 0
     # Bytecode of the first import predates any watching; a re-import must write none.
     for cache in root.rglob("__pycache__"):
         shutil.rmtree(cache)
 
     # An edited helper of the chapters' package is re-imported in this process.
     edit(root / "chapters" / "_helper.py", "HELP = lib.VALUE", "HELP = lib.VALUE * 10")
-    assert book.prepare().ran == 1
+    assert book.prepare().report.ran == 1
     assert said() == "value 10"
 
     # An edited library module cannot be: the chapter runs in a fresh interpreter.
     edit(root / "lib.py", "VALUE = 1", "VALUE = 3")
-    assert book.prepare().ran == 1
+    assert book.prepare().report.ran == 1
     assert said() == "value 30"
     assert not list(root.rglob("*.pyc")), "no bytecode written into watched folders"
 
@@ -391,9 +387,9 @@ def test_a_chapter_that_cannot_be_imported_is_shown_not_fatal(package, tmp_path,
     name, root = package
     (root / "chapters" / "ch_two.py").write_text("import nowhere_to_be_found\n")
     book = Book(tmp_path / "docs", tmp_path / ".cache", chapters=Chapters(f"{name}.chapters"), settings=Settings())
-    report = book.prepare()
-    assert report.ran == 1
-    [failure] = report.failures
+    prepared = book.prepare()
+    assert prepared.report.ran == 1
+    [failure] = prepared.chapters["ch_two"].warnings
     assert "ch_two / import (mock)" in failure
     mock = book.store.traces("ch_two").mock
     assert mock is not None
@@ -433,22 +429,6 @@ def test_check_names_the_page_and_what_exists():
         "docs/p.md line 17: the marker `::: trace ch_a three` names no scenario of ch_a. Its scenarios are: one, two.",
     ]
     assert check("p", "::: trace ch_a x\n", {"ch_a": None}) == [], "unknown scenarios of a broken chapter"
-
-
-def test_the_listing_is_escaped_and_keeps_the_page_intact():
-    run = _run("ch_a", names=("one", "two"))
-    run.scenarios[0].ending = Ending(reason="scenario_error", detail="<script>alert(1)</script>\n\nmore")
-    traces = ChapterTraces("ch_a", run, None, LiveStatus("missing", "no key"), None)
-    out = replace(PAGE, lambda m: listing(traces if m.chapter == "ch_a" else None, m))
-    assert "<script>" not in out
-    assert "&lt;script&gt;" in out
-    assert "::: trace ch_in_code" in out, "code blocks are left as they are"
-    whole, single = out.split('<pre class="primer-trace-listing"')[1:]
-    assert "scenario one" in whole
-    assert "scenario two" in whole
-    assert "scenario one" not in single
-    assert "scenario two" in single
-    assert "\n\n" not in whole.split("</pre>")[0], "no blank line may end the HTML block early"
 
 
 # -- the pool -----------------------------------------------------------------

@@ -296,7 +296,7 @@ def keyed_book(tmp_path: Path, runner: Counting) -> Book:
 def test_with_a_key_a_verified_trace_is_re_stamped_instead_of_recorded_again(tmp_path: Path) -> None:
     runner = Counting()
     book = keyed_book(tmp_path, runner)
-    report = book.prepare()
+    report = book.prepare().report
     assert report.verified == len(scenarios_of("ch05_loop_endings"))
     # Chapters without a live trace are recorded; ch05 is not: its replay verified it.
     assert not any(name in runner.calls for name in ("within_token_limit", "tokens_exhausted"))

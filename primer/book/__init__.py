@@ -12,18 +12,18 @@ package and none of the engine); the modules are the implementation::
 from __future__ import annotations
 
 import importlib
+import os
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from primer.book._build import Book
     from primer.book._cache import TraceCache
     from primer.book._chapters import Chapters
-    from primer.book._configuration import BookConfig, read_config
+    from primer.book._configuration import BookConfig, TraceBookConfig, read_config
     from primer.book._lock import BuildLock
-    from primer.book._options import TraceBookConfig
     from primer.book._plugin import TraceBookPlugin
+    from primer.book._prepare import Report
     from primer.book._render import render_payloads, render_traces
-    from primer.book._report import Report
     from primer.book._source import ChapterTraces, LiveStatus, TraceSource
     from primer.book._sources import MockRunSource
     from primer.book._store import TraceStore
@@ -46,6 +46,7 @@ __all__ = [
     "TraceSource",
     "TraceStore",
     "UnreadableTrace",
+    "quiet_theme",
     "read_config",
     "render_payloads",
     "render_traces",
@@ -60,8 +61,8 @@ _HOMES = {
     "Chapters": "primer.book._chapters",
     "LiveStatus": "primer.book._source",
     "MockRunSource": "primer.book._sources",
-    "Report": "primer.book._report",
-    "TraceBookConfig": "primer.book._options",
+    "Report": "primer.book._prepare",
+    "TraceBookConfig": "primer.book._configuration",
     "TraceBookPlugin": "primer.book._plugin",
     "TraceCache": "primer.book._cache",
     "TraceExtension": "primer.book.markdown",
@@ -72,6 +73,19 @@ _HOMES = {
     "render_payloads": "primer.book._render",
     "render_traces": "primer.book._render",
 }
+
+
+def quiet_theme() -> str:
+    """Turn Material's end-of-life notice off for this process (``NO_MKDOCS_2_WARNING``), unless it is set.
+
+    Material prints its nine lines as MkDocs loads the theme, before any plugin or hook runs, so
+    neither can; MkDocs reads ``mkdocs.yml`` before that, and a book calls this from there::
+
+        extra:
+          theme_notice: !!python/object/apply:primer.book.quiet_theme []
+    """
+    os.environ.setdefault("NO_MKDOCS_2_WARNING", "1")
+    return "off"
 
 
 def __getattr__(name: str) -> Any:

@@ -1,37 +1,10 @@
-"""The book build: read the store, plan, execute, keep, and say what happened.
+"""The book: its chapters, its store and cache, and what lasts from one build to the next.
 
-Before the pages render, ``Book.prepare`` goes through every chapter, along
-the data's way::
-
-    key      the chapter's one key (primer.book._cache): its code's fingerprint,
-             its frozen live trace's bytes, the options, the renderer's
-             version. A chapter whose entry is in the cache is shown from it;
-             the others go on (primer.book._full_build)
-    store    the cached mock trace and the frozen live trace (primer.book._store)
-    plan     what is current, what to run, what to verify (primer.book._plan, pure)
-    execute  mock in this process, or in a new one when library code changed
-             under a long-lived process; a replay of a frozen live trace whose
-             code changed (primer.replay, no network, milliseconds); live runs
-             when a key is set, through a bounded pool, each with a wall-clock
-             limit (primer.book._execute)
-    store    what ran is written (atomically, only when it changed); what each
-             chapter shows is handed to the renderer as its trace source
-
-and logs one line, ``traces: ran N, reused M`` (``, verified K`` when a
-replay was tried, ``, live: L`` when live runs are on), counting scenarios.
-
-A live refresh is all or nothing per chapter (``primer.book._plan.settle_live``):
-if any scenario failed, the earlier frozen file stands whole, the page says
-why, and a warning names chapter and scenario. Every failed scenario of the
-traces a build shows is a warning through the ``mkdocs.plugins.primer``
-logger, on every build (so ``mkdocs build --strict`` fails, and so does
-``python -m primer.book build --strict``, for as long as it stays broken);
-nothing a scenario does stops the build.
-
-``Book`` knows nothing of MkDocs: the front ends (the MkDocs hook in
-``primer.book.mkdocs_hook``, the Markdown extension under Zensical, the
-``python -m primer.book build`` command) open one through
-``primer.book._session`` and drive it.
+``Book.prepare`` has ``primer.book._prepare.prepare`` make this build's ``Prepared`` (what
+every page shows) and hands it to the store, the renderer's source; the front ends (the
+plugin, the Markdown extension under Zensical, ``python -m primer.book build``) then check
+each page (``page``), render it through the extension, and ``publish`` the trace JSON.
+``Book`` knows nothing of MkDocs.
 """
 
 from __future__ import annotations
@@ -39,41 +12,28 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
-from collections.abc import Callable, Iterable, Mapping
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 
-from primer.book import _live_prose as live_prose
-from primer.book import _prose_check as prose_check
-from primer.book._cache import (
-    CACHE_VARIABLE,
-    Entry,
-    TraceCache,
-    chapter_key,
-    environ_options,
-    renderer_version,
-    settings_options,
-)
+from primer.book import _prose as prose
+from primer.book._cache import CACHE_VARIABLE, TraceCache
 from primer.book._chapters import Chapters
 from primer.book._logs import book_logger
-from primer.book._markers import find_markers
-from primer.book._pages import check, listing, off_page, replace
+from primer.book._markers import check, find_markers, malformed
+from primer.book._prepare import Chapter, Prepared, Report, Setup, anomalies, failed, prepare
 from primer.book._prices import PriceTable, default_prices
-from primer.book._publish import Publisher
 from primer.book._rendered import Rendered
-from primer.book._report import Report, anomalies, failed
 from primer.book._source import Shown
-from primer.book._stopwatch import Stopwatch
-from primer.book._store import PUBLISHED_DIR, CorruptTrace, TraceStore
-from primer.variables import VARIABLES, chapters_package, traces_off, unknown_variables
+from primer.book._store import PUBLISHED_DIR, TraceStore
+from primer.variables import chapters_package
 
-# The engine proper (pydantic, the trace models, the runner) is imported by
-# the methods that run or read traces: a warm build that finds every chapter's
-# entry in the cache (``primer.book._cache``) loads none of it.
 if TYPE_CHECKING:
-    from primer.book._execute import LiveRunner
+    from primer.book._run import LiveRunner
     from primer.settings import Settings
-    from primer.trace import ChapterRun, Mode
+    from primer.trace import ChapterRun
 
 __all__ = ["DEFAULT_TIME_LIMIT", "DEFAULT_WORKERS", "LOGGER_NAME", "Book", "Report", "anomalies", "failed"]
 
@@ -83,6 +43,31 @@ LOGGER_NAME = "mkdocs.plugins.primer"
 DEFAULT_WORKERS = 4
 #: Seconds one live scenario may take, from its start.
 DEFAULT_TIME_LIMIT = 300.0
+
+
+class Stopwatch:
+    """Seconds the machinery spends per named part of a build: ``with clock("prepare"): ...``."""
+
+    def __init__(self) -> None:
+        self.parts: dict[str, float] = {}
+
+    @contextmanager
+    def __call__(self, part: str) -> Iterator[None]:
+        """Time the ``with`` block and add it to ``part``."""
+        started = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.add(part, time.perf_counter() - started)
+
+    def add(self, part: str, seconds: float) -> None:
+        """Add seconds timed elsewhere to ``part``."""
+        self.parts[part] = self.parts.get(part, 0.0) + seconds
+
+    def line(self) -> str:
+        """The line logged at DEBUG at the end of a build (benchmarks/build.py reads it)."""
+        parts = ", ".join(f"{part} {seconds * 1000:.1f}" for part, seconds in self.parts.items())
+        return f"traces: the machinery's share of this build: {sum(self.parts.values()) * 1000:.1f} ms ({parts})"
 
 
 class Book:
@@ -119,17 +104,12 @@ class Book:
         self.cache = TraceCache(cache_dir / "entries")
         self.use_cache = use_cache
         self.store = TraceStore(live_dir or docs_dir / PUBLISHED_DIR, self.cache)
-        self.publisher = Publisher(self.store)
         #: The ``PRIMER_*`` settings read at every ``prepare`` (None: the process's environment).
         self.environ = environ
-        #: Inputs of the renderer besides the traces and its own files (a front end's), part of every key.
-        self.render_options: dict[str, str] = {}
         #: Rendered markers, for the Markdown extension, in each chapter's entry.
         self.rendered = Rendered(self.cache, self._key_of)
         #: The page each chapter is first shown on (its URL), which its payload page links back to.
         self.chapter_pages: dict[str, str] = {}
-        #: The check of every page's quoted trace facts, its answers kept by what they depend on.
-        self.prose = prose_check.ProseChecks(cache_dir / "prose")
         #: This build's own time, per part.
         self.clock = Stopwatch()
         #: Chapters whose traces shown changed in the last ``prepare``.
@@ -139,169 +119,83 @@ class Book:
         self.workers = workers
         self.time_limit = time_limit
         self.log = book_logger(logger or LOGGER_NAME)
-        self.enabled = True
-        #: Chapter -> scenario names (None if the chapter cannot be imported).
-        self.scenario_names: dict[str, list[str] | None] = {}
+        #: What every page shows, as the last ``prepare`` made it.
+        self.shown = Prepared(Report())
         #: Page -> its Markdown, as this build read it (for ``check_rules``).
         self.pages: dict[str, str] = {}
         #: Page name (stem) -> its path in the docs folder, found once a build (``_own_pages``).
         self._pages_found: dict[str, PurePosixPath] | None = None
         #: Whether ``check_rules`` checks (the configuration's ``rules`` option).
         self.rules = True
-        # This build's: the renderer's version, the options in every key, each chapter's warnings.
-        self._renderer = ""
-        self._options: dict[str, str] = {}
-        self._warnings: dict[str, list[str]] = {}
         #: The prices the pages' costs are worked out from (the front end sets the configuration's); in every key.
         self.prices: PriceTable = default_prices()
 
-    # -- the build ---------------------------------------------------------
-
-    def settings_now(self) -> Settings:
-        """The settings of this build: the given ones, else the environment's (warning about what is wrong)."""
-        from primer.errors import ConfigError
-        from primer.settings import Settings
-
-        if self.settings is not None:
-            return self.settings
-        try:
-            return Settings.from_env(self.environ, warn=lambda message: self.log.warning(f"traces: {message}"))
-        except ConfigError as error:
-            self.log.warning(f"traces: {error} Live runs are off for this build.")
-            return Settings.without_live(self.environ)
-
-    def prepare(self) -> Report:
-        """Find every chapter's entry in the cache by its key; make those not found; hand what each shows to the store.
-
-        A chapter whose entry is found is shown from it: nothing is run,
-        read or imported for it, and the warnings its build gave are said
-        again. The others take the full way (``primer.book._full_build``).
-        """
-        self.clock.reset()
+    def prepare(self) -> Prepared:
+        """Make this build's ``Prepared`` (``primer.book._prepare``) and hand what each chapter shows to the store."""
+        self.clock.parts = {}
         self.rendered.reset()
         self.cache.reset()
         self.pages = {}
         self._pages_found = None
-        with self.clock("prepare"):
-            before = {chapter: self.store.summary(chapter) for chapter in self.store.chapters()}
-            report = self._prepare()
-            after = {chapter: self.store.summary(chapter) for chapter in self.store.chapters()}
-        self.changed = {c for c in before.keys() | after.keys() if before.get(c) != after.get(c)}
-        return report
-
-    def _prepare(self) -> Report:
         environ = self.environ if self.environ is not None else os.environ
         off = environ.get(CACHE_VARIABLE, "").strip().lower() == "off"
         self.cache.enabled = self.use_cache if self.use_cache is not None else not off
-        self.store.clear_shown()
-        self.scenario_names = {}
-        self._warnings = {}
-        # Settings (and pydantic) only when they decide more than the key: a given one, or a secret to validate.
-        secrets = (VARIABLES["api_key"], VARIABLES["service_key"])
-        settings = self.settings_now() if self.settings is not None or any(environ.get(s) for s in secrets) else None
-        if (settings.traces == "off") if settings is not None else traces_off(environ):
-            self.enabled = False
-            report = Report(off=True)
-            self.log.info(report.line())
-            return report
-        self.enabled = True
-        if settings is None:
-            for message in unknown_variables(environ):
-                self.log.warning(f"traces: {message}")
-        report = Report(live=0 if settings is not None and settings.live_enabled else None)
-        try:
-            names = self.chapters.names()
-        except Exception as error:  # noqa: BLE001 - a broken package is reported, not fatal
-            why = (settings or self.settings_now()).redactor().text(str(error))
-            self.log.warning(f"traces: the chapters' package {self.chapters.package} could not be imported: {why}")
-            return report
-        self._renderer = renderer_version()
-        self._options = {
-            **(settings_options(self.settings) if self.settings is not None else environ_options(environ)),
-            **self.render_options,
-            "prices": self.prices.key,
-        }
-        with self.chapters.snapshot():
-            codes = {name: self.chapters.fingerprint(name) for name in names}
-        todo = [name for name in names if not self._from_entry(name, codes[name], report)]
-        if todo:
-            from primer.book import _full_build as full_build  # the engine: only on the full way
-
-            full_build.run(self, {name: codes[name] for name in todo}, settings or self.settings_now(), report)
-        self.log.info(report.line())
-        return report
-
-    def key(self, chapter: str, code: str) -> str:
-        """The chapter's key in the cache now, for the code of fingerprint ``code`` (``primer.book._cache``)."""
-        return chapter_key(chapter, code, self.store.frozen_bytes(chapter), self._options, self._renderer)
+        setup = Setup(
+            self.settings,
+            self.environ,
+            {"prices": self.prices.key},
+            self.live_runner,
+            self.workers,
+            self.time_limit,
+            self.log,
+        )
+        before = self.shown.chapters
+        with self.clock("prepare"):
+            self.store.clear_shown()
+            self.shown = prepare(self.chapters, self.store, setup)
+            for chapter in self.shown.chapters.values():
+                self.store.show(chapter.shown, chapter.traces)
+        after = self.shown.chapters
+        self.changed = {c for c in before.keys() | after.keys() if _shown(before.get(c)) != _shown(after.get(c))}
+        return self.shown
 
     def _key_of(self, chapter: str) -> str | None:
-        shown = self.store.summary(chapter)
+        shown = _shown(self.shown.chapters.get(chapter))
         return shown.key if shown is not None else None
 
-    def _from_entry(self, chapter: str, code: str, report: Report) -> bool:
-        """Show a chapter from its entry, saying its warnings again; False if it has none."""
-        entry = self.cache.entry(chapter, self.key(chapter, code))
-        kept = Shown.read(entry)
-        if kept is None:
-            return False
-        shown, warnings, reused = kept
-        for warning in warnings:
-            self.log.warning(warning)
-        self.store.show(shown)
-        self.scenario_names[chapter] = list(shown.mock)
-        report.reused += reused
-        return True
+    @property
+    def enabled(self) -> bool:
+        """Whether traces are on in the last build prepared."""
+        return self.shown.enabled
 
-    def warn(self, chapter: str, message: str) -> None:
-        """Say a warning about a chapter; its entry keeps it, to be said again by every build that reuses it."""
-        self._warnings.setdefault(chapter, []).append(message)
-        self.log.warning(message)
+    @property
+    def scenario_names(self) -> dict[str, list[str] | None]:
+        """Chapter -> its scenario names (None if the chapter cannot be imported), as last prepared."""
+        return {n: list(c.names) if c.names is not None else None for n, c in self.shown.chapters.items()}
 
-    def keep(self, entry: Entry, shown: Shown) -> None:
-        """Keep what a chapter shows in its entry, with this build's warnings about it (``_from_entry``)."""
-        shown.write(entry, self._warnings.get(shown.chapter, []))
-
-    def stored(self, chapter: str, mode: Mode, key: str) -> ChapterRun | None:
-        """The stored run of a chapter, or None (a corrupt file is warned about and replaced later)."""
+    def save(self, run: ChapterRun) -> None:
+        """Write a frozen live run; one not written is warned about."""
         try:
-            return self.store.load(chapter, mode, key)
-        except CorruptTrace as error:
-            if mode == "mock":  # the build's own cache: what to do about it is the build's to say
-                self.log.warning(
-                    f"traces: {error.problem} The mock trace of {chapter} runs again and the file is replaced."
-                )
-            else:  # said again by every build that reuses the entry, for as long as the file stays so
-                self.warn(chapter, f"traces: {error} The live trace of {chapter} is refreshed when a key is set.")
-            return None
-
-    def save(self, run: ChapterRun, key: str = "") -> None:
-        """Write a run to the store (a mock one under ``key``); one not written is warned about, and still shown."""
-        try:
-            self.store.save(run, key)
+            self.store.save(run)
         except OSError as error:
-            # The run still shows: the store kept it in memory.
             self.log.warning(f"traces: the {run.mode} trace of {run.chapter} could not be written: {error}")
 
     # -- pages and the site -------------------------------------------------
 
-    def page(self, name: str, markdown: str, *, renderer: bool, url: str | None = None) -> str:
+    def page(self, name: str, markdown: str, *, url: str | None = None) -> str:
         """A page's Markdown as it goes to the renderer, its markers and live blocks checked.
 
         Markers naming what does not exist, and lines meant as markers that
-        are not valid ones, are warned about (naming page and line). With traces off
-        they become a placeholder; without the renderer (``renderer=False``)
-        a plain listing of summary lines. ``url``, the page's URL relative to
-        the site root, is where the payload page of each chapter it shows first
-        links back to.
+        are not valid ones, are warned about (naming page and line); the
+        extension renders them. ``url``, the page's URL relative to the site
+        root, is where the payload page of each chapter it shows first links back to.
         """
         with self.clock("pages"):
             self.pages[name] = markdown
             if not self.enabled:
-                placed, warnings = off_page(name, markdown)
-                for warning in warnings:
+                for warning in malformed(name, markdown):
                     self.log.warning(f"traces: {warning}")
-                return placed
+                return markdown
             names = self.scenario_names
             if url is not None:
                 for marker in find_markers(markdown):
@@ -310,14 +204,12 @@ class Book:
                         self.chapter_pages[marker.chapter] = url
                     else:
                         self.chapter_pages.setdefault(marker.chapter, url)
-            found = check(name, markdown, names) + live_prose.problems(name, markdown, names)
-            for warning in found + self.prose.problems(name, markdown, self.store, self.prices):
+            said = prose.problems(
+                name, markdown, names, lambda chapter: prose.kept_corpora(self.store, chapter, self.prices)
+            )
+            for warning in check(name, markdown, names) + said:
                 self.log.warning(f"traces: {warning}")
-            if renderer:
-                return markdown  # the extension keeps or drops the live blocks
-            shown = set(self.store.chapters())
-            markdown = live_prose.select(markdown, self.has_live)
-            return replace(markdown, lambda m: listing(self.store.traces(m.chapter) if m.chapter in shown else None, m))
+            return markdown  # the extension keeps or drops the live blocks
 
     def check_rules(self) -> None:
         """Warn about each of the book's rules its chapters and the pages read so far break (``primer.book._rules``).
@@ -346,7 +238,7 @@ class Book:
         which every front end copies it as a static file.
         """
         with self.clock("publish"):
-            return self.publisher.publish(root, self._payloads) if self.enabled else []
+            return self.store.publish(root, self._payloads) if self.enabled else []
 
     def prune(self) -> None:
         """Drop the cache's entries this build did not use (but the last few of each chapter): after a full build."""
@@ -399,3 +291,7 @@ class Book:
     def watched_dirs(self) -> Iterable[Path]:
         """The folders of code a serving front end should watch."""
         return self.chapters.watched_dirs()
+
+
+def _shown(chapter: Chapter | None) -> Shown | None:
+    return chapter.shown if chapter is not None else None

@@ -1,112 +1,276 @@
-"""The book's chapters: found in a package, imported fresh when their source changed.
+"""The book's code: its chapters, imported fresh when their source changed, and the fingerprint of what they use.
 
-The chapters are the modules of one package, found by the one locator
-(``primer.locator.ChapterLocator``); which package is the settings' to say
-(``Settings.chapters_package``: ``PRIMER_CHAPTERS``, the trace extension's
-``chapters`` option, ``primer.chapters``).
+A chapter's traces are reused while the code that produced them is
+unchanged: the chapter, the runner, and every module they import, followed
+through the imports *as written* (read with ``ast``, never imported) in the
+packages that make the book, the book machinery (``primer.book``) left out.
+What is hashed is the normalised code (``code_digest``): no comments,
+formatting, or docstrings of modules and functions (a class docstring stays:
+it is the description a tool declares to the model). A module's imports and
+digest are kept by its bytes' digest, in memory and in ``imports_cache``, so
+a new process parses only what was edited; in ``snapshot()`` (one build's
+fingerprints) each file is read once. Files are named by module, so a
+fingerprint is the same in any checkout and wherever the venv is.
 
-``mkdocs serve`` keeps one Python process for hours while the author edits
-code. A chapter module, or a helper module of the chapters' package, whose
-file changed since it was imported is re-imported (``importlib.reload``)
-before it runs, so the trace shows the code as saved. Library modules
-(``primer`` itself) cannot be reloaded safely (classes would exist twice), so
-``stale_library`` tells the build which changed, and the build runs the
-chapters that depend on them in a fresh interpreter instead.
-
-"Changed since it was imported" needs the source as it was *when imported*,
-not when first asked about: a file already edited by then would look
-unchanged, its old code would run, and its trace would be stored under the
-new code's fingerprint. ``Executed`` keeps it, on the ``Chapters`` (which a
-book keeps for the life of its process), without hooking the import system:
-before a chapter is imported, the files of the modules it depends on that
-are not imported yet are read (its import, or its run, executes them after);
-a module imported by other means is read when next looked for, and counts
-as unknown (so changed) if its file was saved since the look before, which
-it was imported after.
+``mkdocs serve`` keeps one process for hours: a chapter, or a helper of the
+chapters' package, whose file changed since it was imported is re-imported
+before it runs. Library modules cannot be (classes would exist twice):
+``stale_library`` names them, and the build runs their chapters in a fresh
+interpreter. ``Executed`` keeps the source each module was imported from,
+without hooking the import system: a dependency not imported yet is read
+before its chapter's import; one imported by other means is read at the next
+look, and is unknown (so changed) if its file was saved since the look before.
 """
 
 from __future__ import annotations
 
-import importlib
+import ast
+import hashlib
+import importlib.util
+import json
 import os
+import re
 import sys
 import time
-from contextlib import AbstractContextManager
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING
 
-from primer.book._depends import CodeGraph, code_digest
+from primer.book._atomic import write_if_changed
 from primer.locator import DEFAULT_PACKAGE, ChapterLocator, scenarios_of
 
 if TYPE_CHECKING:
     from primer.scenario import Scenario
 
-__all__ = ["DEFAULT_PACKAGE", "Chapters", "Executed"]
+__all__ = ["DEFAULT_PACKAGE", "Chapters", "CodeGraph", "Executed", "code_digest"]
 
-# How much earlier than a look a file must have been saved for its bytes then to be those
-# a module imported after the look executed: file systems stamp coarsely (FAT: 2 s).
+#: Bump when what ``code_digest`` hashes changes (and the layout of ``imports_cache``).
+_FORMAT, _FILE_FORMAT = 2, 3
+_SCHEMA = re.compile(rb"^SCHEMA_VERSION = (\d+)$", re.MULTILINE)
+# How much earlier than a look a file must have been saved for its bytes to be those
+# executed after it: file systems stamp coarsely (FAT: 2 s).
 _MARGIN_NS = 2_000_000_000
+
+#: A module found: its file, its name in fingerprints (``primer/agent.py``), its imports, its code's digest.
+Module = tuple[Path, str, list[str], str]
+
+
+def _schema_version() -> str:
+    """``primer.trace.SCHEMA_VERSION``, read from its source: a warm build does not import the models."""
+    spec = importlib.util.find_spec("primer.trace")
+    found = _SCHEMA.search(Path(spec.origin).read_bytes()) if spec is not None and spec.origin else None
+    if found is None:
+        from primer.trace import SCHEMA_VERSION
+
+        return str(SCHEMA_VERSION)
+    return found.group(1).decode()
+
+
+def _tree_digest(tree: ast.AST) -> str:
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Module | ast.FunctionDef | ast.AsyncFunctionDef) and node.body:
+            first = node.body[0]
+            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and type(first.value.value) is str:
+                node.body = node.body[1:] or [ast.Pass()]
+    return hashlib.sha256(ast.dump(tree).encode()).hexdigest()  # no line numbers or columns
+
+
+def code_digest(source: bytes) -> str:
+    """A digest of Python source that only a change in what the code does can change (see the module).
+
+    >>> code_digest(b"x = 1  # one") == code_digest(b"x = (1)")
+    True
+    """
+    try:
+        return _tree_digest(ast.parse(source))
+    except (SyntaxError, ValueError):  # hashed as bytes: running it shows the error
+        return "bytes " + hashlib.sha256(source).hexdigest()
+
+
+def _imports(name: str, path: Path, tree: ast.AST) -> list[str]:
+    """The names a module imports, in any statement (a deferred import is a dependency too)."""
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found: list[str] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found += [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = package.split(".")
+                anchor = ".".join(parts[: len(parts) - node.level + 1])
+                base = f"{anchor}.{base}" if base else anchor
+            # `from package import module` names a module, not an attribute.
+            found += [base, *(f"{base}.{alias.name}" for alias in node.names if alias.name != "*")]
+    return found
+
+
+class CodeGraph:
+    """The import graph of the packages that make a book, read from source."""
+
+    def __init__(
+        self, packages: Iterable[str], exclude: Iterable[str] = ("primer.book",), *, imports_cache: Path | None = None
+    ) -> None:
+        self.roots: dict[str, Path] = {}
+        for top in sorted({name.split(".")[0] for name in packages}):
+            spec = importlib.util.find_spec(top)  # found, not imported
+            if spec is not None and spec.submodule_search_locations:
+                self.roots[top] = Path(next(iter(spec.submodule_search_locations))).resolve()
+        self.exclude = tuple(exclude)
+        self.imports_cache = imports_cache
+        # "name sha256-of-bytes" -> (imports, code digest): the name too, as relative imports resolve from it.
+        self._kept: dict[str, tuple[list[str], str]] | None = None
+        self._used: set[str] = set()
+        self._grown = False
+        # Inside snapshot(): each module found (None: not followed), and the schema version.
+        self._memo: dict[str, Module | None] | None = None
+        self._schema: str | None = None
+
+    @contextmanager
+    def snapshot(self) -> Iterator[None]:
+        """Within the block, each file is read once: a save during it is seen by the next."""
+        outer, self._memo = self._memo, self._memo if self._memo is not None else {}
+        try:
+            yield
+        finally:
+            self._memo = outer
+            if outer is None:
+                self._schema = None
+                self._save()
+
+    def path_of(self, name: str) -> Path | None:
+        """The source file of a module, if it is one of the followed packages."""
+        found = self._where(name)
+        return None if found is None else found[0]
+
+    def _where(self, name: str) -> tuple[Path, str] | None:
+        top, *rest = name.split(".")
+        if top not in self.roots or any(name == ex or name.startswith(ex + ".") for ex in self.exclude):
+            return None
+        base = os.path.join(self.roots[top], *rest)
+        for suffix in ("/__init__.py", ".py"):
+            if os.path.isfile(base + suffix):
+                return Path(base + suffix), "/".join([top, *rest]) + suffix
+        return None
+
+    def _module(self, name: str) -> Module | None:
+        if self._memo is not None and name in self._memo:
+            return self._memo[name]
+        found, where = None, self._where(name)
+        try:
+            data = where[0].read_bytes() if where is not None else None
+        except OSError:
+            data = None  # gone since: not a dependency now
+        if where is not None and data is not None:
+            key = f"{name} {hashlib.sha256(data).hexdigest()}"
+            kept = self._load().get(key)
+            if kept is None:
+                try:
+                    tree = ast.parse(data, filename=str(where[0]))
+                    kept = (_imports(name, where[0], tree), _tree_digest(tree))
+                except (SyntaxError, ValueError):
+                    kept = ([], "bytes " + key.rpartition(" ")[2])
+                self._load()[key], self._grown = kept, True
+            self._used.add(key)
+            found = (*where, *kept)
+        if self._memo is not None:
+            self._memo[name] = found
+        return found
+
+    def modules(self, *modules: str) -> dict[str, Module]:
+        """The followed modules the given ones import, transitively, themselves included, by name."""
+        seen: dict[str, Module | None] = {}
+        todo = list(modules)
+        while todo:
+            name = todo.pop()
+            if name not in seen:
+                seen[name] = found = self._module(name)
+                todo += found[2] if found is not None else []
+        if self._memo is None:
+            self._save()
+        return {name: found for name, found in seen.items() if found is not None}
+
+    def files(self, *modules: str) -> list[Path]:
+        """Every followed source file the modules import, transitively, themselves included."""
+        return sorted(found[0] for found in self.modules(*modules).values())
+
+    def fingerprint(self, *modules: str) -> str:
+        """One hash of the normalised code of the modules' dependencies, by name, and of the trace schema version."""
+        lines = sorted(f"{named} {code}\n" for _, named, _, code in self.modules(*modules).values())
+        schema = self._schema or _schema_version()
+        if self._memo is not None:
+            self._schema = schema
+        return hashlib.sha256(f"schema {schema} code {_FORMAT}\n{''.join(lines)}".encode()).hexdigest()[:20]
+
+    def _load(self) -> dict[str, tuple[list[str], str]]:
+        if self._kept is None:
+            self._kept = {}
+            try:
+                data = json.loads(self.imports_cache.read_bytes()) if self.imports_cache is not None else {}
+                if data.get("format") == _FILE_FORMAT:
+                    self._kept = {key: (list(names), str(code)) for key, (names, code) in data["modules"].items()}
+            except (OSError, ValueError, AttributeError, KeyError, TypeError):
+                pass  # none yet, or unreadable: parsed again and rewritten
+        return self._kept
+
+    def _save(self) -> None:
+        if self._grown and self.imports_cache is not None and self._kept is not None:
+            # Only what this process used: entries of files edited away do not pile up.
+            kept = {key: value for key, value in sorted(self._kept.items()) if key in self._used}
+            try:
+                write_if_changed(self.imports_cache, json.dumps({"format": _FILE_FORMAT, "modules": kept}))
+                self._grown = False
+            except OSError:
+                pass  # a cache: the next process parses again
 
 
 def _read(path: str | Path | None, *, saved_before: int | None = None) -> bytes | None:
-    """A file's bytes; None if it cannot be read, or was saved after ``saved_before`` (ns, less the margin)."""
+    """A file's bytes; None if unreadable, or saved after ``saved_before`` (ns, less the margin)."""
     try:
-        file = Path(path) if path else None
-        if file is None or (saved_before is not None and file.stat().st_mtime_ns > saved_before - _MARGIN_NS):
+        if not path or (saved_before is not None and os.stat(path).st_mtime_ns > saved_before - _MARGIN_NS):
             return None
-        return file.read_bytes()
+        return Path(path).read_bytes()
     except OSError:
         return None
 
 
 class Executed:
-    """The source each module of some top-level packages was executed from, as far as this process can tell.
+    """The source each module of some top-level packages was executed from (None: not known, so changed).
 
-    None stands for a source not known (a file unread, or saved since the
-    look before the one that found its module): such a module counts as
-    changed. The modules of ``reloaded`` (the chapters' package) are kept
-    only as this process imports them: one imported by other means is
-    re-imported when it is next loaded, which is always safe.
-    ``sys.modules`` is the process's, so what this holds is right for as
-    long as the process runs; nothing is forgotten but a module about to be
-    re-imported (``before``).
+    The modules of ``reloaded`` (the chapters' package) are kept only as this
+    process imports them: one imported otherwise is re-imported when next
+    loaded, which is always safe.
     """
 
     def __init__(self, *tops: str, reloaded: str) -> None:
         self.tops = set(tops)
-        # The package whose modules are re-imported when in doubt: a look leaves them out.
         self._reloaded = reloaded
         self.sources: dict[str, bytes | None] = {}
-        # When the last look began (ns); None before the first, when what is imported already
-        # (at start-up, moments ago) is taken as it is now.
+        # When the last look began (ns; None before the first: what is imported already is taken as it is).
         self._looked: int | None = None
-        # Every name in sys.modules at the last look, of any package.
         self._names: set[str] = set()
 
     def look(self) -> None:
         """Keep the source of every module of the packages imported since the last look (but ``reloaded``'s)."""
         looked, self._looked = self._looked, time.time_ns()
-        # Asked before every chapter's import: only the names new since the last look are read.
-        new = sys.modules.keys() - self._names
+        new = sys.modules.keys() - self._names  # asked before every chapter's import: only what is new
         self._names |= new
         for name in new:
-            if name in self.sources or name.partition(".")[0] not in self.tops:
-                continue
-            if name != self._reloaded and not name.startswith(f"{self._reloaded}."):
-                file = getattr(sys.modules.get(name), "__file__", None)
-                self.sources[name] = _read(file, saved_before=looked)
+            own = f"{name}.".startswith(f"{self._reloaded}.")
+            if name not in self.sources and name.partition(".")[0] in self.tops and not own:
+                self.sources[name] = _read(getattr(sys.modules.get(name), "__file__", None), saved_before=looked)
 
     def before(self, name: str, path: Path | None) -> None:
         """Keep the source of a module this process is about to execute (import, or re-import)."""
         self.sources[name] = _read(path)
 
     def changed(self, name: str, path: Path) -> bool:
-        """Whether a module's file now differs in code from the source it was executed from."""
+        """Whether a module's file now differs in code (not only comments) from the source it was executed from."""
         loaded, current = self.sources.get(name), _read(path)
         if loaded == current:
-            return loaded is None  # unknown, or unreadable, is never current
-        # A comment or a docstring changes nothing that runs (the fingerprint's rule).
+            return loaded is None
         return loaded is None or current is None or code_digest(loaded) != code_digest(current)
 
 
@@ -118,13 +282,8 @@ class Chapters:
         self.locator = ChapterLocator(package)
         # The runner records every trace, so its code is every chapter's code.
         self.graph = CodeGraph([self.package, "primer"], imports_cache=imports_cache)
-        #: The sources the book's modules were executed from: those imported already, as they are now.
         self.executed = Executed(*self.graph.roots, reloaded=package)
         self.executed.look()
-
-    def snapshot(self) -> AbstractContextManager[None]:
-        """Several fingerprints (a build's) sharing one look at the files: ``CodeGraph.snapshot``."""
-        return self.graph.snapshot()
 
     def names(self) -> list[str]:
         """Every chapter module's name, sorted (the modules are not imported)."""
@@ -134,65 +293,55 @@ class Chapters:
         """The chapter's full module name."""
         return self.locator.module_name(chapter)
 
-    def dependencies(self, chapter: str) -> list[Path]:
-        """Source files whose content a chapter's traces depend on."""
-        return self.graph.files(self.module_name(chapter), "primer.runner")
-
     def fingerprint(self, chapter: str) -> str:
-        """Hash of those files (and of the schema version): the traces' cache key."""
+        """The hash of the code the chapter's traces depend on (``CodeGraph.fingerprint``)."""
         return self.graph.fingerprint(self.module_name(chapter), "primer.runner")
 
-    def _own(self, path: Path) -> bool:
-        package_dir = self.graph.path_of(self.package)
-        return package_dir is not None and path.is_relative_to(package_dir.parent)
+    def fingerprints(self, chapters: Iterable[str]) -> dict[str, str]:
+        """Each chapter's ``fingerprint``, as the files are at one moment: each read once."""
+        with self.graph.snapshot():
+            return {chapter: self.fingerprint(chapter) for chapter in chapters}
+
+    def _dependencies(self, chapter: str) -> list[tuple[str, Path, bool]]:
+        """Each module the chapter depends on, by file: its name, its file, whether it is of the chapters' package."""
+        found = self.graph.modules(self.module_name(chapter), "primer.runner").items()
+        own = [(name, module[0], f"{name}.".startswith(f"{self.package}.")) for name, module in found]
+        return sorted(own, key=lambda dependency: dependency[1])
 
     def stale_library(self, chapter: str) -> list[Path]:
         """Library files this process imported that changed on disk since."""
         self.executed.look()
-        stale = []
-        for path in self.dependencies(chapter):
-            if self._own(path):
-                continue
-            name = self.graph.name_of(path)
-            # Never imported here: it will be read fresh when it is.
-            if name in sys.modules and self.executed.changed(name, path):
-                stale.append(path)
-        return stale
+        dependencies = self._dependencies(chapter)
+        return [p for n, p, own in dependencies if not own and n in sys.modules and self.executed.changed(n, p)]
 
     def load(self, chapter: str) -> ModuleType:
         """Import a chapter, re-importing what of its package changed since; raises what importing raises."""
         self.locator.require(chapter)
         name = self.module_name(chapter)
-        own = []
         self.executed.look()  # what was imported by other means since the last look
-        for path in self.dependencies(chapter):
-            module = self.graph.name_of(path)
-            if self._own(path):
+        own = []
+        for module, path, is_own in self._dependencies(chapter):
+            if is_own:
                 own.append(module)
-            elif module not in sys.modules:
-                # The chapter's import, or its run, may import it: read it now, before it executes.
+            elif module not in sys.modules:  # its import may come now: read it before it executes
                 self.executed.before(module, path)
-        # Helpers first, the chapter last. Once one module is re-imported, so
-        # is every one after it: the chapter built its scenarios from the
-        # helpers' values at the time it was imported.
+        # Helpers first, the chapter last; once one is re-imported, so is every one after it
+        # (the chapter built its scenarios from the helpers' values when it was imported).
         executed = False
-        for module_name in [*(n for n in own if n != name), name]:
-            executed = self._fresh(module_name, force=executed) or executed
+        for module in [*(n for n in own if n != name), name]:
+            executed = self._fresh(module, force=executed) or executed
         return sys.modules[name]
 
     def _fresh(self, name: str, *, force: bool = False) -> bool:
         """Import a module, or re-import it if its file changed (or ``force``); whether it ran."""
-        module = sys.modules.get(name)
-        path = self.graph.path_of(name)
+        module, path = sys.modules.get(name), self.graph.path_of(name)
         if module is None:
             self.executed.before(name, path)
             importlib.import_module(name)
             return True
-        # Any saved byte: a reload is cheap, and keeps tracebacks' line numbers true.
         if not force and name in self.executed.sources and self.executed.sources[name] == _read(path):
             return False
-        # No .pyc: a bytecode file appearing in a watched folder would
-        # make `mkdocs serve` rebuild a second time.
+        # No .pyc: a bytecode file appearing in a watched folder would make `mkdocs serve` rebuild again.
         dont_write, sys.dont_write_bytecode = sys.dont_write_bytecode, True
         try:
             self.executed.before(name, path)
@@ -207,18 +356,12 @@ class Chapters:
 
     def watched_dirs(self) -> list[Path]:
         """The package folders holding the book's code, the book machinery's own left out."""
-        excluded = {
-            self.graph.roots[ex.split(".")[0]].joinpath(*ex.split(".")[1:])
-            for ex in self.graph.exclude
-            if ex.split(".")[0] in self.graph.roots
-        }
+        roots, names = self.graph.roots, [ex.split(".") for ex in self.graph.exclude]
+        excluded = {roots[top].joinpath(*rest) for top, *rest in names if top in roots}
         dirs = []
-        for root in self.graph.roots.values():
+        for root in roots.values():
             for folder, subdirs, _files in os.walk(root):
-                subdirs[:] = sorted(
-                    d
-                    for d in subdirs
-                    if (Path(folder) / d / "__init__.py").is_file() and Path(folder) / d not in excluded
-                )
+                found = (Path(folder) / name for name in sorted(subdirs))
+                subdirs[:] = [d.name for d in found if (d / "__init__.py").is_file() and d not in excluded]
                 dirs.append(Path(folder))
         return dirs

@@ -1,15 +1,15 @@
-"""One build at a time per cache: a lock file in the cache folder, held from prepare to publish.
+"""One build at a time per cache: the operating system's lock on a file in the cache folder, prepare to publish.
 
-Two builds of one book at once (a ``mkdocs serve`` rebuilding while a ``mkdocs build`` runs) would
-run the same scenarios twice and race to write the same files. The second waits, saying so once and
-naming the process that holds the cache. The lock is the operating system's (``fcntl.flock``): a
-build that dies leaves none behind. Without ``fcntl`` (Windows), builds are not kept apart.
+Two builds of one book at once (``mkdocs serve`` rebuilding while ``mkdocs
+build`` runs) would run the same scenarios twice and race to write the same
+files: the second waits, saying so once and naming the holder's process. A
+build that dies leaves no lock behind. Without ``fcntl`` (Windows) builds are
+not kept apart.
 """
 
 from __future__ import annotations
 
 import os
-import time
 from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
@@ -23,10 +23,7 @@ if TYPE_CHECKING:
 
 __all__ = ["NAME", "BuildLock"]
 
-#: The lock file's name in the cache folder.
 NAME = "build.lock"
-# How often a waiting build looks again, in seconds.
-_POLL = 0.1
 
 
 class BuildLock:
@@ -42,21 +39,16 @@ class BuildLock:
             return
         self.path.parent.mkdir(parents=True, exist_ok=True)
         file = self.path.open("a+", encoding="utf-8")
-        said = False
-        while True:
-            try:
-                fcntl.flock(file, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if not said and log is not None:
-                    file.seek(0)
-                    holder = file.read().strip() or "unknown"
-                    log.info(
-                        f"traces: another build (process {holder}) is using the cache {self.path.parent}; "
-                        "waiting for it to finish (one build at a time per cache)"
-                    )
-                    said = True
-                time.sleep(_POLL)
+        try:
+            fcntl.flock(file, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            if log is not None:
+                file.seek(0)
+                log.info(
+                    f"traces: another build (process {file.read().strip() or 'unknown'}) is using the cache "
+                    f"{self.path.parent}; waiting for it to finish (one build at a time per cache)"
+                )
+            fcntl.flock(file, fcntl.LOCK_EX)
         file.seek(0)
         file.truncate()
         file.write(f"{os.getpid()}\n")
@@ -66,7 +58,6 @@ class BuildLock:
     def release(self) -> None:
         """Let the next build in (nothing if not held)."""
         file, self._file = self._file, None
-        if file is None or fcntl is None:
-            return
-        fcntl.flock(file, fcntl.LOCK_UN)
-        file.close()
+        if file is not None and fcntl is not None:
+            fcntl.flock(file, fcntl.LOCK_UN)
+            file.close()

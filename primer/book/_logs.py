@@ -1,15 +1,9 @@
-r"""The book's loggers, whose every record is made inert before it is shown.
+"""The book's loggers, each record made inert (``primer.inert.inert``) before it is shown.
 
-The book logs untrusted text (an exception's message, a provider's error, a worker's stderr) to a
-terminal or a CI log, so a filter on each of its loggers passes the record's message, traceback and
-stack through ``primer.inert.inert``: one record stays one line, no escape sequence reaches the
-terminal, and a traceback keeps its own lines but its exception's message is one line::
-
-    log = book_logger("mkdocs.plugins.primer.book")
-    log.warning("%s failed: %s", "ch09", "boom\nINFO    -  Documentation built")
-    # WARNING -  ch09 failed: boom\nINFO    -  Documentation built
-
-A filter sees only its own logger's records, not its children's: each logger gets its own.
+The book logs untrusted text (an exception's message, a provider's error, a
+worker's stderr): a filter on each of its loggers keeps a record one line
+with no escape sequence, and a traceback its own lines but each exception's
+message one line. A filter sees only its own logger's records: each gets one.
 """
 
 from __future__ import annotations

@@ -1,61 +1,60 @@
-"""What a run's tokens cost: a price table, the package's own extended by the book's.
+"""What a run's tokens cost: a price table, the package's own (``prices.toml``) extended by the book's.
 
-The package ships ``prices.toml``: per model, US dollars per million input,
-cached input and output tokens, and the day the figures were read from the
-provider's page. A book's configuration extends or overrides it, a whole
-entry per model (``prices`` of the ``trace-book`` plugin, or of the Markdown
-extension, which is what Zensical reads)::
+Per model, US dollars per million input, cached input and output tokens, and
+the day the figures were read from the provider's page. A book's
+configuration extends or overrides it, a whole entry per model (``prices``
+of the ``trace-book`` plugin, or of the Markdown extension)::
 
-    table = default_prices().extended(
-        {"my-model": {"input": 0.5, "cached_input": 0.05, "output": 1.5, "read": "2026-11-01"}},
-        where="mkdocs.yml, the trace-book plugin's prices",
-    )
-    cost = table.cost(live_run.scenarios)       # None: not every call's price is known
-    cost.text                                   # "$0.0012"
+    table = default_prices().extended({"my-model": {"input": 0.5, "output": 1.5, "read": "2026-11-01"}}, where=...)
+    table.cost(live_run.scenarios).text         # "$0.0012"; None: not every call's price is known
 
-A cost is only ever worked out for live calls: a mock model's token counts
-are scripted, and nobody is billed for them. A run with a call whose model
-is not in the table has no cost (not a smaller one): a total that leaves a
-call out would be wrong without saying so.
+Only live calls cost anything (a mock model's token counts are scripted), and
+a run with a call whose model is not in the table has no cost, not a smaller one.
 """
 
 from __future__ import annotations
 
 import datetime
 import hashlib
-import json
 import math
 import tomllib
 from collections.abc import Iterable, Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, field
 from functools import cache, cached_property
 from importlib.resources import files
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated, Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from primer.errors import ConfigError
 
 if TYPE_CHECKING:
     from primer.trace import ModelCall, ScenarioRun
 
-__all__ = ["Cost", "Price", "PriceTable", "default_prices", "dollars"]
+__all__ = ["Cost", "Price", "PriceTable", "RenderOptions", "default_prices", "dollars"]
 
-_FIELDS = {"input", "cached_input", "output", "read", "note", "source"}
 _EXAMPLE = "{input: 0.5, cached_input: 0.05, output: 1.5, read: 2026-11-01}"
+_Dollars = Annotated[float, Field(ge=0, strict=True, allow_inf_nan=False)]
 
 
-@dataclass(frozen=True)
-class Price:
-    """One model's price: US dollars per million tokens, and when it was read."""
+class Price(BaseModel):
+    """One model's price: US dollars per million tokens, and the day it was read."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
 
     model: str
-    input: float
-    #: None: the provider gives cached input no price of its own (billed as input).
-    cached_input: float | None
-    output: float
-    #: The day the figures were read (``2026-11-01``).
-    read: str
+    input: _Dollars
+    cached_input: _Dollars | None = None  # None: billed as input
+    output: _Dollars
+    read: str  # the day, as 2026-11-01
     note: str | None = None
     source: str | None = None
+
+    @field_validator("read", mode="before")
+    @classmethod
+    def _day(cls, value: Any) -> str:
+        day = value.date() if isinstance(value, datetime.datetime) else value
+        return (day if isinstance(day, datetime.date) else datetime.date.fromisoformat(str(day))).isoformat()
 
     def of(self, call: ModelCall) -> float:
         """What the call's tokens cost, in dollars (0 for a call that reported none)."""
@@ -64,21 +63,17 @@ class Price:
             return 0.0
         cached = min(usage.cached_tokens or 0, usage.input_tokens)
         cached_price = self.input if self.cached_input is None else self.cached_input
-        # Reasoning tokens are output tokens already (they are counted in them).
-        per_million = (
-            (usage.input_tokens - cached) * self.input + cached * cached_price + usage.output_tokens * self.output
-        )
-        return per_million / 1_000_000
+        # Reasoning tokens are counted in the output tokens already.
+        uncached = (usage.input_tokens - cached) * self.input
+        return (uncached + cached * cached_price + usage.output_tokens * self.output) / 1_000_000
 
     @property
     def described(self) -> str:
         """``deepseek-flash at $0.30 in, $0.006 cached, $1.20 out per million tokens (read 2026-12-01; ...)``."""
         cached = "" if self.cached_input is None else f", ${self.cached_input:g} cached"
         note = f"; {self.note}" if self.note else ""
-        return (
-            f"{self.model} at ${self.input:.2f} in{cached}, ${self.output:.2f} out per million tokens "
-            f"(read {self.read}{note})"
-        )
+        prices = f"${self.input:.2f} in{cached}, ${self.output:.2f} out per million tokens"
+        return f"{self.model} at {prices} (read {self.read}{note})"
 
 
 @dataclass(frozen=True)
@@ -90,7 +85,7 @@ class Cost:
 
     @property
     def text(self) -> str:
-        """``$0.0012``: two significant figures below a dollar, cents above."""
+        """``$0.0012``."""
         return dollars(self.dollars)
 
     @property
@@ -110,8 +105,28 @@ def dollars(amount: float) -> str:
         return "$0"
     if amount >= 1:
         return f"${amount:,.2f}"
-    decimals = max(2, 1 - math.floor(math.log10(amount)))
-    return f"${amount:.{decimals}f}"
+    return f"${amount:.{max(2, 1 - math.floor(math.log10(amount)))}f}"
+
+
+def _price(model: str, figures: Any, where: str) -> Price:
+    def wrong(problem: str) -> ConfigError:
+        return ConfigError(
+            f"{where}: the price of `{model}` {problem}. Write it as `{model}: {_EXAMPLE}` "
+            "(US dollars per million tokens, and the day you read them from the provider's page)."
+        )
+
+    if not isinstance(figures, Mapping):
+        raise wrong(f"is {type(figures).__name__}, not a mapping")
+    try:
+        return Price.model_validate({**figures, "model": model})
+    except ValidationError as error:
+        first = error.errors()[0]
+        name = str(first["loc"][0])
+        if first["type"] == "extra_forbidden":
+            known = ", ".join(sorted(set(Price.model_fields) - {"model"}))
+            raise wrong(f"has {name}, which a price does not have (it has {known})") from None
+        what = "the day the price was read, such as 2026-11-01" if name == "read" else "a number of dollars, 0 or more"
+        raise wrong(f"has {name} {figures.get(name)!r}: it must be {what}") from None
 
 
 @dataclass(frozen=True)
@@ -127,11 +142,11 @@ class PriceTable:
     @cached_property
     def key(self) -> str:
         """A digest of every figure, so a changed price renders the pages again (made once: every marker asks)."""
-        data = json.dumps([asdict(p) for p in self.prices], sort_keys=True)
+        data = "\n".join(p.model_dump_json() for p in self.prices)
         return hashlib.sha256(data.encode()).hexdigest()[:16]
 
     def extended(self, entries: Mapping[str, Any] | None, *, where: str) -> PriceTable:
-        """The table with ``entries`` (model name → its figures) added, each in place of the same model's.
+        """The table with ``entries`` (model → figures) added, each in place of the same model's.
 
         Raises ``ConfigError`` naming ``where`` and the model for an entry that is not a price.
         """
@@ -143,8 +158,7 @@ class PriceTable:
                 f"such as `my-model: {_EXAMPLE}`, not {type(entries).__name__}."
             )
         given = {str(model): _price(str(model), figures, where) for model, figures in entries.items()}
-        kept = [p for p in self.prices if p.model not in given]
-        return PriceTable((*kept, *given.values()))
+        return PriceTable((*(p for p in self.prices if p.model not in given), *given.values()))
 
     def cost(self, runs: Iterable[ScenarioRun]) -> Cost | None:
         """What the live calls of ``runs`` cost; None if none reported tokens, or one's price is not known."""
@@ -162,55 +176,20 @@ class PriceTable:
         return Cost(total, tuple(used.values())) if used else None
 
 
-def _price(model: str, figures: Any, where: str) -> Price:
-    def wrong(problem: str) -> ConfigError:
-        return ConfigError(
-            f"{where}: the price of `{model}` {problem}. Write it as `{model}: {_EXAMPLE}` "
-            "(US dollars per million tokens, and the day you read them from the provider's page)."
-        )
-
-    if not isinstance(figures, Mapping):
-        raise wrong(f"is {type(figures).__name__}, not a mapping")
-    unknown = sorted(set(map(str, figures)) - _FIELDS)
-    if unknown:
-        raise wrong(f"has {', '.join(unknown)}, which a price does not have (it has {', '.join(sorted(_FIELDS))})")
-
-    def amount(name: str, *, required: bool = True) -> float | None:
-        value = figures.get(name)
-        if value is None and not required:
-            return None
-        if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value < 0:
-            raise wrong(f"has {name} {value!r}: it must be a number of dollars, 0 or more")
-        return float(value)
-
-    read = figures.get("read")
-    if isinstance(read, datetime.datetime):
-        read = read.date()
-    if isinstance(read, datetime.date):
-        read = read.isoformat()
-    try:
-        datetime.date.fromisoformat(str(read))
-    except ValueError:
-        raise wrong(f"has read {read!r}: it must be the day the price was read, such as 2026-11-01") from None
-    texts = {}
-    for name in ("note", "source"):
-        value = figures.get(name)
-        if value is not None and not isinstance(value, str):
-            raise wrong(f"has {name} {value!r}: it must be text")
-        texts[name] = value
-    return Price(
-        model=model,
-        input=amount("input") or 0.0,
-        cached_input=amount("cached_input", required=False),
-        output=amount("output") or 0.0,
-        read=str(read),
-        note=texts["note"],
-        source=texts["source"],
-    )
-
-
 @cache
 def default_prices() -> PriceTable:
     """The package's own table (``prices.toml``), read once."""
     text = files("primer.book").joinpath("prices.toml").read_text(encoding="utf-8")
     return PriceTable().extended(tomllib.loads(text), where="primer/book/prices.toml")
+
+
+@dataclass(frozen=True)
+class RenderOptions:
+    """What a book's configuration changes in how its traces are drawn (the price table); ``key`` for the cache."""
+
+    prices: PriceTable = field(default_factory=default_prices)
+
+    @property
+    def key(self) -> str:
+        """What stands for these options in a cache key."""
+        return f"prices={self.prices.key}"

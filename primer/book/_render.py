@@ -1,90 +1,47 @@
 """Render traces as collapsible HTML: ``ChapterTraces`` in, one HTML string out.
 
-This is the *render* half of the Markdown extension (the *load* half asks a
-``TraceSource``, in ``primer.book.markdown``). It never runs a scenario and
-never reads a file but its templates, so the same traces always give the same
-page::
-
-    html = render_traces(traces)                       # every scenario of the chapter
-    html = render_traces(traces, "service_is_busy")    # one scenario
-
-The page is nested ``<details>``: summary lines (worded by ``primer.summary``)
-tell the story closed, payloads are one click deeper. Everything that came
-from a model, a tool or a service goes through Jinja2's autoescaping. Payloads
-sit in ``data-search-exclude`` blocks so only the summary lines reach
-Material's search index; such a block never holds a ``div``, because
-Material's indexer ends an exclusion at the first closing tag of the same name.
-
-Page weight grows with what happened, not with turns squared: the declared
-tools are shown once per page and referred to after, each turn's context
-shows the messages new since the turn before (the whole context is one click
-away, built from the run's transcript), and a live request body shows what
-is new and refers to the messages and tools the previous request already
-carried. What is referred to is a ``Ref``, drawn beside the payload and never
-as a value inside its JSON; the whole body as sent is rebuilt by traces.js
-(``Rebuild``), and the trace JSON holds it without JavaScript.
-
-Payloads are plain escaped text (traces.js colours JSON when it is opened),
-and every ``<pre>`` has an id of its own, which Material's copy button uses
-to name the block it copies.
-
-A book's page does not carry the payloads: when the traces name a
-``payloads_url``, each payload block (``div.tr-body``, by an id of its own) is
-a link to its element in the chapter's payload page (``render_payloads``,
-published beside the trace JSON), which a reader without JavaScript lands
-on and traces.js fills the block in from when it is first opened. The
-timelines stay on the page: they are shown unopened.
+``render_traces(traces)`` (or ``render_traces(traces, "service_is_busy")``, one
+scenario) draws the views ``_render_views.prepare`` makes as nested ``<details>``:
+summary lines tell the story closed, payloads are one click deeper, in
+``data-search-exclude`` blocks that hold no ``div`` (Material's indexer ends an
+exclusion at the first closing tag of that name). What came from a model, a
+tool or a service is escaped by Jinja2's autoescaping. With a ``payloads_url``,
+each payload block is a link to the chapter's payload page (``render_payloads``,
+drawn from the same views), which traces.js fills the block in from when opened.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import cache
 from typing import Any
 
 from jinja2 import Environment, PackageLoader, StrictUndefined
+from markupsafe import Markup
 
 from primer import summary
+from primer.book._links import PAYLOADS_HEAD, PAYLOADS_SUFFIX, PUBLISHED_DIR, page_relative
 from primer.book._payloads import BLOCK_END, BLOCK_START
-from primer.book._render_compare import compare
+from primer.book._prices import RenderOptions
 from primer.book._render_markdown import ReplyMarkdown
-from primer.book._render_options import RenderOptions
-from primer.book._render_prepare import scenarios
 from primer.book._render_text import Anchors, clean, json_block, json_inline, safe_url
-from primer.book._render_timeline import Segment
-from primer.book._render_views import Comparison
-from primer.book._source import ChapterTraces, LiveStatus
+from primer.book._render_views import ScenarioView, prepare
+from primer.book._source import ChapterTraces
 from primer.book._stream_view import stream_view
 from primer.export import otlp_available
-from primer.trace import Attempt, Backoff, ToolRun
+from primer.trace import Backoff
 
-__all__ = [
-    "Anchors",
-    "Comparison",
-    "RenderOptions",
-    "Segment",
-    "compare",
-    "json_block",
-    "json_inline",
-    "render_error",
-    "render_payloads",
-    "render_traces",
-]
-
-
-# -- the renderer ------------------------------------------------------------
-
-
-def _exchange_json(run: ToolRun, step: Attempt) -> dict[str, Any]:
-    data: dict[str, Any] = {"number": step.number}
-    if step.failure is not None:
-        data.update(step.failure.model_dump())
-    return data
+__all__ = ["Anchors", "RenderOptions", "render_error", "render_payloads", "render_traces"]
 
 
 def _grow(ms: float) -> int:
     # flex-grow in tenths of a millisecond, as the figures are printed; at
     # least 1: factors summing below 1 would leave part of the bar empty.
     return max(1, round(ms * 10))
+
+
+def _here(anchor: str) -> Markup:
+    return Markup('href="#{}"').format(anchor)
 
 
 @cache
@@ -100,13 +57,52 @@ def _environment() -> Environment:
         summary=summary,
         json_block=json_block,
         json_inline=json_inline,
-        attempt_json=_exchange_json,
+        attempt_json=lambda step: {"number": step.number, **(step.failure.model_dump() if step.failure else {})},
         is_backoff=lambda step: isinstance(step, Backoff),
         grow=_grow,
         count=summary.count,
         stream_view=stream_view,
+        keep=None,
+        to=_here,
     )
     return env
+
+
+def _chapter(
+    traces: ChapterTraces,
+    scenario: str | None,
+    anchors: Anchors,
+    options: RenderOptions,
+    *,
+    head: bool = True,
+    more: Callable[[list[ScenarioView]], dict[str, Any]] | None = None,
+) -> str:
+    """The chapter template rendered from the views prepared for it; ``more`` adds to what it is given."""
+    anchor = anchors.make(traces.chapter, *([scenario] if scenario else []), "traces")
+    failure_anchor = anchors.make(anchor, "failure") if head and traces.live_status.failure else ""
+    markdown = ReplyMarkdown()
+    views = prepare(traces, scenario, anchors, markdown.plain)
+    html = (
+        _environment()
+        .get_template("chapter.html.j2")
+        .render(
+            {
+                "traces": traces,
+                "anchor": anchor,
+                "failure_anchor": failure_anchor,
+                "scenarios": views,
+                "status": traces.live_status,
+                "download_url": safe_url(traces.download_url),
+                "payloads_url": safe_url(traces.payloads_url),
+                "otlp": otlp_available(),  # only where the book publishes it: the export needs the otel extra
+                "head": head,
+                "prices": options.prices,
+                "markdown": markdown,
+                **(more(views) if more else {}),
+            }
+        )
+    )
+    return clean(html)
 
 
 def render_traces(
@@ -115,57 +111,80 @@ def render_traces(
     *,
     anchors: Anchors | None = None,
     head: bool = True,
-    payloads: bool = True,
     options: RenderOptions | None = None,
 ) -> str:
-    """The HTML of a chapter's traces, or of one scenario's.
+    """The HTML of a chapter's traces, or of one scenario's (``NotFound`` names the scenarios there are).
 
-    Raises ``NotFound`` (naming the scenarios there are) for an unknown
-    scenario; ``anchors`` keeps ids unique across several traces on a page;
-    ``head=False`` leaves out the chapter's switch, totals, live status and
-    download link, for a page's second marker of the same chapter. When the
-    traces name a ``payloads_url``, each payload block is a link into the
-    chapter's payload page (``render_payloads``) unless ``payloads=False``.
-    ``options`` are what the book's configuration changes (the price table
-    the live runs' costs are worked out from; the package's own by default).
+    ``anchors`` keeps ids unique across several traces on a page; ``head=False``
+    leaves out the chapter's switch, totals, live status and download link (a
+    page's second marker of a chapter); ``options``: the book's price table.
     """
     options = options if options is not None else RenderOptions()
-    anchors = anchors if anchors is not None else Anchors()
-    anchor = anchors.make(traces.chapter, *([scenario] if scenario else []), "traces")
-    failure_anchor = anchors.make(anchor, "failure") if head and traces.live_status.failure else ""
-    shown = list(scenarios(traces, scenario, anchors))
-    status: LiveStatus = traces.live_status
-    html = (
-        _environment()
-        .get_template("chapter.html.j2")
-        .render(
-            traces=traces,
-            anchor=anchor,
-            failure_anchor=failure_anchor,
-            scenarios=shown,
-            status=status,
-            download_url=safe_url(traces.download_url),
-            payloads_url=safe_url(traces.payloads_url) if payloads else None,
-            # Only where the book publishes it: the export needs the optional otel extra.
-            otlp=otlp_available(),
-            head=head,
-            prices=options.prices,
-            markdown=ReplyMarkdown(),
-        )
-    )
-    # Marked, so a search plugin can be given the block's summary lines alone
-    # (primer.book._payloads); comments are inert on the page.
-    return f"{BLOCK_START}{clean(html)}{BLOCK_END}"
+    html = _chapter(traces, scenario, anchors if anchors is not None else Anchors(), options, head=head)
+    # Marked, so a search plugin can be given the block's summary lines alone (_payloads); comments are inert.
+    return f"{BLOCK_START}{html}{BLOCK_END}"
 
 
 def render_error(message: str, *, marker: str | None = None) -> str:
     """A visible, escaped error block in place of a trace that could not be shown."""
-    html = _environment().get_template("error.html.j2").render(message=message, marker=marker)
-    return clean(html)
+    return clean(_environment().get_template("error.html.j2").render(message=message, marker=marker))
 
 
-def render_payloads(traces: ChapterTraces, *, page_url: str | None = None) -> str:
-    """The chapter's payload page (``primer.book._render_payload_page``)."""
-    from primer.book._render_payload_page import render_payloads as render
+def _blocks(views: list[ScenarioView]) -> tuple[dict[str, tuple[str, str]], set[str]]:
+    """Each payload block's id with its scenario and what it is, in words; and the declared tools drawn inside."""
+    blocks, drawn = {}, set()
+    for s in views:
+        if s.comparison:
+            blocks[f"{s.compare_anchor}-body"] = (s.name, "mock and live side by side")
+        for v in filter(None, (s.mock, s.live)):
+            for t in v.turns:
+                blocks[f"{t.model_anchor}-body"] = (s.name, f"{v.mode} run · turn {t.turn.number} · model call")
+                drawn.update([t.tools.anchor] if t.tools and not t.tools.same_as else [])
+                for number in range(1, len(t.turn.tools) + 1):
+                    what = f"{v.mode} run · turn {t.turn.number} · tool call {number}"
+                    blocks[f"{t.anchor}-tool-{number}-body"] = (s.name, what)
+            blocks[f"{v.transcript_anchor}-body"] = (s.name, f"{v.mode} run · transcript")
+            if v.run.error:
+                blocks[f"{v.error_anchor}-body"] = (s.name, f"{v.mode} run · scenario error")
+    return blocks, drawn
 
-    return render(traces, page_url=page_url)
+
+def render_payloads(traces: ChapterTraces, *, page_url: str | None = None, options: RenderOptions | None = None) -> str:
+    """The chapter's payload page (``traces/CHAPTER.payloads.html``): every payload block, by the block's id.
+
+    The ids are those of a page that shows the chapter once. It stands alone,
+    for a reader without JavaScript: a link back to the chapter's page
+    (``page_url``, relative to the site root, as MkDocs gives it), a heading
+    per scenario and block (*mock run · turn 2 · model call*), and links that
+    land here (a call's payload) or on the chapter page (a turn, an ending).
+    """
+    page = None if page_url is None else page_url or "./"
+    kept: dict[str, list[tuple[str, str, Markup]]] = {}  # by scenario: each block's id, heading and HTML
+
+    def there(anchor: str) -> Markup:
+        # Root-relative (made relative to this page below), and the fragment traces.js
+        # links to in place once the block is filled into the chapter page.
+        return Markup('href="{0}#{1}" data-tr-page-link="#{1}" data-tr-root-relative="{0}"').format(page, anchor)
+
+    def more(views: list[ScenarioView]) -> dict[str, Any]:
+        blocks, drawn = _blocks(views)
+
+        def keep(anchor: str, html: Markup) -> str:
+            scenario, what = blocks[anchor]
+            kept.setdefault(scenario, []).append((anchor, what, html))
+            return ""
+
+        def to(anchor: str) -> Markup:
+            if f"{anchor}-body" in blocks:  # a call lands, here, on its payload
+                return _here(f"{anchor}-body")
+            return _here(anchor) if anchor in drawn or page is None else there(anchor)
+
+        return {"keep": keep, "to": to, "payloads_url": None}
+
+    _chapter(traces, None, Anchors(), options if options is not None else RenderOptions(), more=more)
+    page_html = (
+        _environment()
+        .get_template("payloads.html.j2")
+        .render(head=PAYLOADS_HEAD, chapter=traces.chapter, page=page, scenarios=kept.items(), there=there)
+    )
+    return page_relative(clean(page_html), f"{PUBLISHED_DIR}/{traces.chapter}{PAYLOADS_SUFFIX}")

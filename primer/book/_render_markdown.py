@@ -1,23 +1,17 @@
 """A model's reply as a reader expects it: its Markdown rendered, safely, the raw text one click away.
 
-A reply is untrusted text, so it is rendered by Python-Markdown with nothing
-that could reach the page as markup it did not make itself:
+A reply is untrusted text, so Python-Markdown renders it with nothing that
+could reach the page as markup it did not make itself: no raw HTML (a
+``<script>`` in a reply is escaped text), links only to http(s) or a plain
+path (as a browser reads the address) with ``rel="noopener nofollow"``, no
+image loaded (a link to it, named by its alt text), headings as bold lines,
+and only the attributes named below.
 
-* no raw HTML: the readers of HTML blocks and inline tags are taken out, so
-  ``<script>`` or ``<img onerror=...>`` in a reply is text, escaped as any text is;
-* links only to ``http``, ``https`` or a plain path (``render_text.safe_url``,
-  on the address as a browser reads it, character references decoded), each
-  with ``rel="noopener nofollow"``; any other link is its text alone;
-* no image is loaded: an image is a link to its address, named by its alt text;
-* headings become bold paragraphs (a reply's ``# Title`` is not the page's),
-  and every element keeps only the attributes named below.
-
-::
-
-    shown = ReplyMarkdown()
-    shown("The **butter** is [here](https://shop.example/).", "reply-raw")
-    # <p>The <strong>butter</strong> is <a href="https://shop.example/" rel="noopener nofollow">here</a>.</p>
-    shown("Milk is 1.20.", "reply-raw")  # None: rendering changes nothing, the text is shown as it is
+Rendering must not show what recording kept out: ``sk-12**34**`` reads
+``sk-1234`` on the page, a key the redactor never saw whole. So the text a
+reader would see is checked as the raw text was (``primer.redact``, with the
+keys this build knows), and markup inside a word or a character reference,
+which could join a key the build does not know, shows the raw text instead.
 """
 
 from __future__ import annotations
@@ -32,11 +26,12 @@ from markdown.treeprocessors import Treeprocessor
 from markupsafe import Markup
 
 from primer.book._render_text import clean, escape_text, safe_url
+from primer.redact import Redactor
+from primer.settings import Settings
 
 __all__ = ["ReplyMarkdown"]
 
-# What Python-Markdown (with fenced code and tables) makes, and the attributes each may keep.
-_PLAIN = (
+_PLAIN = [
     "em",
     "strong",
     "pre",
@@ -52,7 +47,7 @@ _PLAIN = (
     "tr",
     "th",
     "td",
-)
+]
 _KEPT: dict[str, frozenset[str]] = {
     **dict.fromkeys(_PLAIN, frozenset()),
     "a": frozenset({"href", "rel", "title"}),
@@ -62,9 +57,11 @@ _KEPT: dict[str, frozenset[str]] = {
 }
 _HEADINGS = frozenset(f"h{level}" for level in range(1, 7))
 _REL = "noopener nofollow"
-# A code block's <pre>: only the renderer makes one (a reply's own "<pre>" is escaped text).
-_PRE = re.compile("<pre>")
+_PRE = re.compile("<pre>")  # only the renderer makes one: a reply's own "<pre>" is escaped text
 _BLANK_LINE = re.compile(r"\n[ \t]*\n")
+_TAG = re.compile(r"<[^>]*>")
+# Tags between two characters of one word, or a reference the reader sees as its character.
+_JOINS = re.compile(r"[\w+/=-](?:</?[a-z][^>]*>)+[\w+/=-]|&(?!(?:amp|lt|gt|quot);)")
 
 
 def _address(url: str | None) -> str | None:
@@ -81,34 +78,20 @@ class _Inert(Treeprocessor):
         for element in root.iter():
             if element is root:  # the document's own div, which Python-Markdown takes off
                 continue
-            if element.tag == "img":
-                self._image(element)
+            if element.tag in ("a", "img"):
+                href = _address(element.get("href" if element.tag == "a" else "src"))
+                title, alt = element.get("title"), element.get("alt")
+                if element.tag == "img":
+                    element.text, title = f"image: {alt}" if alt else "image", None
+                element.tag = "a" if href else "span"
+                element.attrib = {"href": href, "rel": _REL, **({"title": title} if title else {})} if href else {}
             elif element.tag in _HEADINGS:
-                element.tag = "p"
-                element.attrib = {"class": "tr-md-h"}
-            if element.tag == "a":
-                href = _address(element.get("href"))
-                title = element.get("title")
-                element.attrib = {}
-                if href is None:
-                    element.tag = "span"
-                    continue
-                element.attrib = {"href": href, "rel": _REL, **({"title": title} if title else {})}
+                element.tag, element.attrib = "p", {"class": "tr-md-h"}
             kept = _KEPT.get(str(element.tag))
             if kept is None:  # nothing here makes another element; should a new one appear, it is a span
                 element.tag, kept = "span", frozenset()
             for name in [name for name in element.attrib if name not in kept]:
                 del element.attrib[name]
-
-    @staticmethod
-    def _image(element: etree.Element) -> None:
-        alt = element.get("alt") or ""
-        href = _address(element.get("src"))
-        element.attrib = {}
-        element.tag = "a" if href is not None else "span"
-        if href is not None:
-            element.attrib = {"href": href, "rel": _REL}
-        element.text = f"image: {alt}" if alt else "image"
 
 
 class ReplyMarkdown:
@@ -116,38 +99,43 @@ class ReplyMarkdown:
 
     def __init__(self) -> None:
         self._md: Markdown | None = None
+        self._redactor = Redactor(Settings.keys_from_env().values())
 
-    def _markdown(self) -> Markdown:
+    def _convert(self, text: str) -> str | None:
+        """The reply's safe HTML; None when a reader would see a key, or markup could join one."""
         if self._md is None:
-            md = Markdown(extensions=["fenced_code", "tables", "sane_lists"])
-            # No raw HTML: an HTML block or tag in a reply is text.
-            md.preprocessors.deregister("html_block")
-            md.inlinePatterns.deregister("html")
-            # <someone@example.com> as a mailto: link, its address hidden in character references.
-            md.inlinePatterns.deregister("automail")
-            # Last, after the inline patterns made the links and images.
-            md.treeprocessors.register(_Inert(md), "primer_inert", 0)
-            self._md = md
-        return self._md
+            self._md = Markdown(extensions=["fenced_code", "tables", "sane_lists"])
+            self._md.preprocessors.deregister("html_block")  # no raw HTML: an HTML block or tag is text
+            self._md.inlinePatterns.deregister("html")
+            self._md.inlinePatterns.deregister("automail")  # a mailto: link hidden in character references
+            self._md.treeprocessors.register(_Inert(self._md), "primer_inert", 0)  # after the links are made
+        try:
+            # Python-Markdown marks its own placeholders with STX and ETX: clean, so a reply cannot forge one.
+            rendered = self._md.reset().convert(clean(text))
+        finally:
+            self._md.reset()
+        if _JOINS.search(rendered):
+            return None
+        seen = html.unescape(_TAG.sub("", rendered))
+        return None if self._redactor.text(seen) != seen else rendered
 
     def __call__(self, text: str | None, anchor: str) -> Markup | None:
-        """The reply's Markdown as safe HTML; None when there is none or it renders as the text itself.
+        """The reply's Markdown as safe HTML; None when there is none, it renders as the text itself, or it is unsafe.
 
         Its code blocks get ids from ``anchor`` (``ANCHOR-code-1``): Material's
         copy button names the block it copies after the closest id.
         """
         if not text or not text.strip():
             return None
-        # Python-Markdown marks its own placeholders with STX and ETX: a reply must not forge one.
-        source = clean(text)
-        md = self._markdown()
-        try:
-            rendered = md.reset().convert(source)
-        finally:
-            md.reset()
-        paragraphs = [part.strip() for part in _BLANK_LINE.split(source.strip())]
-        if rendered == "\n".join(f"<p>{escape_text(part)}</p>" for part in paragraphs if part):
+        rendered = self._convert(text)
+        paragraphs = [part.strip() for part in _BLANK_LINE.split(clean(text).strip())]
+        if rendered is None or rendered == "\n".join(f"<p>{escape_text(part)}</p>" for part in paragraphs if part):
             return None  # plain paragraphs: the text as it is says the same
         number = itertools.count(1)
         rendered = _PRE.sub(lambda _: f'<pre id="{anchor}-code-{next(number)}">', rendered)
         return Markup(rendered)  # noqa: S704 - made of escaped text and the elements _Inert keeps
+
+    def plain(self, text: str) -> str:
+        """What a reader sees of the reply, markup gone (``**butter**`` as ``butter``); the raw text if unsafe."""
+        rendered = self._convert(text)
+        return text if rendered is None else html.unescape(_TAG.sub("", rendered))

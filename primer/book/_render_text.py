@@ -1,9 +1,4 @@
-"""The renderer's text: escaping, JSON as plain text, ids, links that run no script.
-
-Untrusted text reaches the page escaped (Jinja2's autoescaping, or
-``escape_text`` for element content) and cleaned of C0 controls (``clean``);
-JSON is pretty-printed as plain text, coloured by traces.js when opened.
-"""
+"""The renderer's text: escaping, JSON as plain text, ids, links that run no script."""
 
 from __future__ import annotations
 
@@ -19,20 +14,18 @@ from primer.inert import invisible_characters, visible_escape
 
 __all__ = ["Anchors", "clean", "escape_text", "json_block", "json_inline", "safe_url"]
 
-# C0 controls (but tab, newline, carriage return) mean nothing on a page, and
-# Python-Markdown uses STX/ETX to delimit its own placeholders: untrusted text
-# must not be able to forge one.
+# C0 controls (but tab, newline, carriage return) mean nothing on a page, and Python-Markdown
+# uses STX/ETX to delimit its own placeholders: untrusted text must not forge one. C1 controls
+# (0x9b is a one-byte CSI) and the invisible and bidirectional format characters hide or reorder
+# what a reader sees: shown as the escapes a terminal shows (\u202e). The zero-width joiners stay:
+# they join emoji and the letters of some scripts, and the redactor sees through them.
 _CONTROLS: dict[int, str] = dict.fromkeys([*range(0, 9), 11, 12, *range(14, 32), 127], "\ufffd")
-# C1 controls (0x9b is a one-byte CSI), and the invisible and bidirectional
-# format characters (U+200B, U+202E, ...: primer.inert.INVISIBLE), hide or
-# reorder what a reader sees: shown as the escapes a terminal shows, \u202e,
-# which JSON reads too. The zero-width joiners stay: they join emoji and the
-# letters of some scripts, and the redactor sees through them.
 _CONTROLS |= {
     ord(char): visible_escape(char)
     for char in [*map(chr, range(0x80, 0xA0)), *invisible_characters()]
     if char not in "\u200c\u200d"
 }
+_UNSAFE_ID = re.compile(r"[^A-Za-z0-9_-]+")
 
 
 def clean(html: str) -> str:
@@ -40,22 +33,13 @@ def clean(html: str) -> str:
     return html.translate(_CONTROLS)
 
 
-# -- JSON, pretty-printed as plain text --------------------------------------
-
-# Payloads are plain escaped text: traces.js colours a block's JSON when the
-# <details> around it is first opened. Highlighting here put a <span> around
-# every token, and that markup was most of a page's weight.
-
-
 def escape_text(text: str) -> str:
-    """``text`` escaped for element content (never an attribute)."""
-    # Escaping for element content only (never an attribute): quotes may stay,
-    # which keeps JSON bodies a third lighter than markupsafe's &#34;.
+    """``text`` escaped for element content (never an attribute): quotes stay, which keeps JSON a third lighter."""
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
 def json_block(value: Any) -> Markup:
-    """A JSON value pretty-printed (indent 2) and escaped, for a ``<pre>``."""
+    """A JSON value pretty-printed (indent 2) and escaped, for a ``<pre>`` (traces.js colours it when opened)."""
     return Markup(escape_text(json.dumps(value, indent=2, ensure_ascii=False, default=str)))  # noqa: S704 - escaped above
 
 
@@ -64,17 +48,12 @@ def json_inline(value: Any) -> Markup:
     return Markup(escape_text(json.dumps(value, ensure_ascii=False, default=str)))  # noqa: S704 - escaped above
 
 
-# -- anchors -----------------------------------------------------------------
-
-_UNSAFE_ID = re.compile(r"[^A-Za-z0-9_-]+")
-
-
 @dataclass
 class Anchors:
-    """Stable, unique ``id`` values for one page.
+    """Stable ``id`` values, unique on one page.
 
-    ``ch09_who_retries-service_is_busy-mock-turn-2`` names the same turn on
-    every build; a second trace of the same run on one page gets ``-2``.
+    The same turn is ``ch09_who_retries-service_is_busy-mock-turn-2`` on every
+    build; a second trace of the same run on the page gets ``-2``.
     """
 
     used: set[str] = field(default_factory=set)
@@ -92,7 +71,6 @@ class Anchors:
 
 def safe_url(url: str | None) -> str | None:
     """``url`` if following it runs no script (http, https or a plain path), else None."""
-    # A link the page offers must not run script: only http(s) and plain paths.
     # Browsers drop leading spaces and controls before reading the scheme, so must we.
     candidate = (url or "").strip("".join(map(chr, range(0x21))))
     if not candidate:

@@ -3,8 +3,8 @@
 ``segments`` splits a turn into stretches of the model provider (or, in a
 mock run, the mock model, whose simulated stream is its own time), the
 service, opening a connection to either (a live trace's ``setup_ms``),
-waiting on purpose (backoff) and the library's own code;
-``totals`` adds a timeline up by kind, for its legend.
+waiting on purpose (backoff) and the library's own code; ``totals`` adds a
+timeline up by kind, for its legend.
 """
 
 from __future__ import annotations
@@ -44,55 +44,45 @@ class TurnTime:
 
 def segments(turn: Turn) -> list[Segment]:
     """The stretches of a turn, in order, by who spent them (none of zero length)."""
-    call = turn.model_call
-    segments = []
-    simulated = _simulated_ms(turn)
-    if call.timing.outside_ms:
-        # The connection is opened before the request goes: its set-up comes first.
-        segments.append(Segment("setup", call.timing.setup_ms or 0.0, "model call, connection set-up"))
-        segments.append(Segment("provider", call.timing.answering_ms or 0.0, "model provider"))
+    call, found = turn.model_call, []
+    simulated = 0.0
+    if call.kind == "mock" and call.stream is not None and call.stream.events:
+        # The mock model's simulated stream took time on the virtual clock: the model's, not the library's.
+        simulated = min(max(event.at_ms for event in call.stream.events), call.timing.library_ms)
+    if call.timing.outside_ms:  # the connection is opened before the request goes: its set-up comes first
+        found.append(Segment("setup", call.timing.setup_ms or 0.0, "model call, connection set-up"))
+        found.append(Segment("provider", call.timing.answering_ms or 0.0, "model provider"))
     elif simulated:
-        # Time the mock model's stream took on the virtual clock is the model's, not the library's.
-        segments.append(Segment("provider", simulated, "mock model, its stream simulated"))
-    segments.append(Segment("library", call.timing.library_ms - simulated, "model call, library"))
+        found.append(Segment("provider", simulated, "mock model, its stream simulated"))
+    found.append(Segment("library", call.timing.library_ms - simulated, "model call, library"))
     for run in turn.tools:
         for step in run.steps:
             if isinstance(step, Backoff):
-                what = f"{run.name} backoff before attempt {step.before_attempt}"
-                segments.append(Segment("waited", step.seconds * 1000, what))
+                found.append(
+                    Segment("waited", step.seconds * 1000, f"{run.name} backoff before attempt {step.before_attempt}")
+                )
             else:
                 what = f"{run.name} attempt {step.number}"
-                segments.append(Segment("setup", step.timing.setup_ms or 0.0, f"{what}, connection set-up"))
-                segments.append(Segment("service", step.timing.answering_ms or 0.0, f"{what} at the service"))
-        timing, library = run.timing, run.timing.library_ms
-        sent = [a for a in run.attempts if a.request is not None]
+                found.append(Segment("setup", step.timing.setup_ms or 0.0, f"{what}, connection set-up"))
+                found.append(Segment("service", step.timing.answering_ms or 0.0, f"{what} at the service"))
+        timing, sent = run.timing, [a for a in run.attempts if a.request is not None]
         if timing.outside_ms is None and sent and not any(a.response for a in sent):
-            # A recording that did not split the tool's time (an imported
-            # one), of a service that never answered: the time went to
-            # waiting for the service, as the mock's virtual clock counts it.
-            segments.append(Segment("service", library, f"{run.name} waiting for the service, no answer"))
+            # A recording that did not split the tool's time, of a service that never answered:
+            # the time went to waiting for the service, as the mock's virtual clock counts it.
+            found.append(Segment("service", timing.library_ms, f"{run.name} waiting for the service, no answer"))
             continue
-        # A trace may know the tool's service time but not each attempt's (an
-        # imported recording): the timeline still agrees with the tool's line.
+        # A trace may know the tool's service time but not each attempt's (an imported recording).
         unattributed = (timing.outside_ms or 0.0) - sum(a.timing.outside_ms or 0.0 for a in run.attempts)
         if unattributed >= 0.05:
-            segments.append(Segment("service", unattributed, f"{run.name} at the service"))
-        segments.append(Segment("library", library, f"{run.name}, library"))
-    return [s for s in segments if s.ms > 0]
-
-
-def _simulated_ms(turn: Turn) -> float:
-    """How long the mock model's simulated stream took: its last event's arrival (none for a live call)."""
-    call = turn.model_call
-    if call.kind != "mock" or call.stream is None or not call.stream.events:
-        return 0.0
-    return min(max(event.at_ms for event in call.stream.events), call.timing.library_ms)
+            found.append(Segment("service", unattributed, f"{run.name} at the service"))
+        found.append(Segment("library", timing.library_ms, f"{run.name}, library"))
+    return [s for s in found if s.ms > 0]
 
 
 def totals(timeline: Sequence[TurnTime]) -> dict[str, float]:
     """A timeline's time by kind, in the legend's order."""
-    totals = {"provider": 0.0, "service": 0.0, "setup": 0.0, "waited": 0.0, "library": 0.0}
+    spent = {"provider": 0.0, "service": 0.0, "setup": 0.0, "waited": 0.0, "library": 0.0}
     for turn in timeline:
         for segment in turn.segments:
-            totals[segment.kind] += segment.ms
-    return totals
+            spent[segment.kind] += segment.ms
+    return spent

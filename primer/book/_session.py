@@ -1,32 +1,15 @@
-"""The one object the book machinery keeps for the life of a process.
+"""What the book machinery keeps for the life of a process (``SESSION``), or of a plugin instance.
 
-Every front end drives the same engine (``primer.book._build.Book``); what
-must outlive one build is kept here, in ``SESSION``, and nowhere else:
-
-* **the books**, one per docs folder. ``mkdocs serve`` re-reads its
-  configuration, and so re-runs the hook module, on every rebuild, and
-  Zensical makes a new Markdown extension for every page: the book (its
-  chapters' imports, its parsed traces, its rendered HTML) stays here.
-  ``book`` opens one with the standard layout::
-
-      ROOT/mkdocs.yml
-      ROOT/docs/traces/CHAPTER.live.json     frozen live traces (committed)
-      ROOT/.cache/trace-book/                the one cache (primer.book._cache)
-
-* **which build the traces were prepared for** (``ready``). The MkDocs hook
-  prepares its book itself, once per build, before any page renders. The
-  Markdown extension alone (Zensical runs no MkDocs hook) asks ``ready``
-  with a token that is new for every build (Zensical's configuration
-  object, which it makes anew whenever a watched file changes): the first
-  page of a build prepares the book and publishes its trace JSON and the
-  assets, the others find it ready.
-* **what the front end said about this process**: whether it serves (with
-  ``--dirty``), and, for a serving MkDocs, the trace payloads set aside while the search plugin reads a page, and
-  which chapters each page shows (``primer.book._plugin`` uses them).
-
-    SESSION.start("serve", dirty=True)           # the hook's on_startup
-    book = SESSION.book(root, root / "docs", chapters="mybook.chapters")
-    SESSION.ready(book, token)                   # the extension, per page
+* **the books**, one per docs folder (their chapters' imports, parsed traces and rendered HTML
+  outlive one build: Zensical makes a new Markdown extension for every page). ``book`` opens one
+  with the standard layout: ``ROOT/docs/traces/CHAPTER.live.json`` (frozen live traces,
+  committed) and ``ROOT/.cache/trace-book/`` (the one cache, ``primer.book._cache``);
+* **which build each book was prepared for** (``ready``): the Markdown extension alone (Zensical
+  runs no MkDocs plugin) passes a token that is new for every build (Zensical's configuration
+  object): the first page of a build prepares the book and publishes its files, the others find it
+  ready;
+* **what the front end said**: whether it serves (with ``--dirty``), the payloads set aside while
+  the search plugin reads a page, and which chapters each page shows (``primer.book._plugin``).
 """
 
 from __future__ import annotations
@@ -49,10 +32,9 @@ CACHE_DIR = Path(".cache") / "trace-book"
 
 
 class Session:
-    """What lives as long as the process: the books, and what the front end said."""
+    """The books, and what the front end said."""
 
-    # A plain class, not a dataclass: every build imports this module, traces
-    # off too, and making a dataclass costs a third of a millisecond.
+    # Not a dataclass: every build imports this module, traces off too, and making one costs 0.3 ms.
     def __init__(self) -> None:
         #: The books, by their docs folder (resolved).
         self.books: dict[str, Book] = {}
@@ -88,11 +70,6 @@ class Session:
             self._payloads = PayloadStash()
         return self._payloads
 
-    @property
-    def serving(self) -> bool:
-        """Whether this process serves the book (rebuilds follow)."""
-        return self.command == "serve"
-
     def key(self, docs_dir: Path) -> str:
         """How a book is known: its docs folder, resolved."""
         if not docs_dir.is_absolute():
@@ -116,14 +93,9 @@ class Session:
     ) -> Book:
         """The book of ``docs_dir``, opened on first use with its caches under ``root``.
 
-        ``chapters`` is the package the book's configuration names (the
-        plugin's or the extension's option); ``PRIMER_CHAPTERS`` wins over
-        it. ``cache`` is the machinery's cache folder (``root / CACHE_DIR``
-        by default), ``live_dir`` the frozen live traces' (``docs/traces``),
-        ``environ`` the ``PRIMER_*`` settings (the options as defaults,
-        the environment over them: ``TraceBookPlugin.environ``). ``root`` (the
-        folder of ``mkdocs.yml``) is added to the end of the import path, so
-        a chapters package beside it is found however the build was started.
+        ``chapters`` is the package the configuration names (``PRIMER_CHAPTERS`` wins), ``cache``
+        the cache folder (``root / CACHE_DIR``), ``live_dir`` the frozen traces' (``docs/traces``),
+        ``environ`` the ``PRIMER_*`` settings (the options under the environment).
         """
         key = self.key(docs_dir)
         with self._lock:
@@ -132,9 +104,8 @@ class Session:
                 from primer.book._chapters import Chapters
                 from primer.variables import book_chapters
 
-                # A book's chapters package lives beside its mkdocs.yml; `mkdocs` and `zensical`,
-                # run as commands, do not put that folder on the import path. Last: nothing installed
-                # is shadowed.
+                # The chapters package beside mkdocs.yml: `mkdocs` and `zensical`, run as commands,
+                # do not put that folder on the import path. Last: nothing installed is shadowed.
                 if str(root.resolve()) not in sys.path:
                     sys.path.append(str(root.resolve()))
                 cache = cache or root / CACHE_DIR
@@ -160,20 +131,12 @@ class Session:
             else:
                 self.books[key] = book
 
-    def prepared(self, book: Book, token: object) -> None:
-        """Note that ``book`` was prepared for the build ``token`` stands for."""
-        self._prepared[self.key(book.docs_dir)] = token
-
     def ready(self, book: Book, token: object | None, *, site_dir: Path | None = None) -> None:
-        """Prepare the book unless it was for this build, and publish what the site needs.
+        """Prepare the book unless it was for the build ``token`` stands for (None: any), and publish its files.
 
-        ``token`` stands for the build (None: whichever prepared it last,
-        if any did). Pages may be rendered from several threads: one
-        prepares, the others wait for it. The trace JSON and the assets are
-        written into the docs folder, from which a front end copies them as
-        it copies every file there, and, with ``site_dir``, into the site
-        too: Zensical lists the docs' files before it renders the first
-        page, so on the first build of a book it would not copy them.
+        Pages may render in several threads: one prepares, the others wait. The trace JSON and the
+        assets go into the docs folder (front ends copy its files) and into ``site_dir`` too:
+        Zensical lists the docs' files before its first page, so on a first build it would miss them.
         """
         key = self.key(book.docs_dir)
         with self._lock:

@@ -1,38 +1,28 @@
-"""The trace store: where each chapter's traces live, and what this build shows of them.
+"""The trace store: each chapter's traces, what this build shows of them (the renderer's ``TraceSource``), publishing.
 
-Two kinds of trace, kept apart on purpose::
-
-    docs/traces/CHAPTER.live.json   frozen live traces: committed, reused as
-                                    they are when no key is set
-    the one cache (primer.book._cache) mock traces and replays' verdicts, in
-                                    the chapter's entry by its key, outside
-                                    the docs so they are never published
-
-Every trace is a ``ChapterRun`` as JSON, stamped with the ``source_hash`` of
-the code that produced it. Files are written atomically and only when their
-content changed (``primer.book._atomic``). A file that does not read as a
-trace raises ``CorruptTrace``, naming the file and the field
-(``primer.trace_file``); the build then runs the chapter again and
-replaces the file.
-
-The store is also the renderer's ``TraceSource``: once the build has decided
-what each chapter shows, ``summary(chapter)`` gives its ``Shown`` (names,
-live status, key: what a page needs when its HTML is in the cache) and
-``traces(chapter)`` its runs, read only when asked, with the addresses of
-its published JSON and payload page (``primer.book._publish``).
+Frozen live traces are ``docs/traces/CHAPTER.live.json`` (committed); mock
+traces and replays' verdicts are kept in the chapter's entry of the one cache.
+A file that does not read as a ``ChapterRun`` raises ``CorruptTrace`` naming
+it. ``publish`` writes ``traces/CHAPTER.json`` (both modes), its OTLP JSON
+(with the ``otel`` extra) and its payload page, each made once per key and
+kept in the entry, from where a warm build copies it.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable
+from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from primer.book._links import PAYLOADS_SUFFIX, PUBLISHED_DIR
-from primer.book._publish import MOCK_EPOCH
+from primer.book._atomic import remove_stale, write_if_changed
+from primer.book._links import PAYLOADS_HEAD, PAYLOADS_SUFFIX, PUBLISHED_DIR
+from primer.book._logs import book_logger
 from primer.book._source import ChapterTraces, Shown
-from primer.errors import NotFound
+from primer.errors import MissingExtra, NotFound
 from primer.trace_file import UnreadableTrace as CorruptTrace
 from primer.trace_file import parse, read
 
@@ -41,7 +31,15 @@ if TYPE_CHECKING:  # the trace models are loaded by the first file parsed (prime
     from primer.replay import ChapterCheck
     from primer.trace import ChapterRun, Mode
 
-__all__ = ["MOCK_EPOCH", "PUBLISHED_DIR", "CorruptTrace", "TraceStore", "parse"]
+__all__ = ["MOCK_EPOCH", "PUBLISHED_DIR", "CorruptTrace", "Payloads", "TraceStore", "parse"]
+
+_log = book_logger("mkdocs.plugins.primer.book")
+
+#: Where published OTLP JSON places mock scenarios, which happened at no moment of their own.
+MOCK_EPOCH = datetime(2000, 1, 1, tzinfo=UTC)
+
+#: A chapter's payload page, by the chapter's name: the name it is kept by in the entry, and how to make it.
+Payloads = Callable[[str], tuple[str, Callable[[], str]]]
 
 
 class TraceStore:
@@ -59,8 +57,8 @@ class TraceStore:
         # (chapter, key) -> its mock run, kept even if the cache is off or not writable.
         self._mock: dict[tuple[str, str], ChapterRun] = {}
         self._shown: dict[str, Shown] = {}
-        # The runs of chapters shown, read when first asked for (``traces``).
         self._traces: dict[str, ChapterTraces] = {}
+        self._otlp_missing = False
 
     def path(self, chapter: str, mode: Mode = "live", key: str = "") -> Path:
         """Where a chapter's frozen live trace is kept, or its mock trace in its entry of ``key``."""
@@ -71,8 +69,7 @@ class TraceStore:
     def frozen_bytes(self, chapter: str) -> bytes | None:
         """The bytes of the chapter's frozen live trace (part of its key), or None if it has none."""
         try:
-            # Through the reader's guard: a pipe, a device or a link to one must not be read (or block) for a key.
-            return read(self.path(chapter))
+            return read(self.path(chapter))  # the reader's guard: a pipe or a device is not read
         except FileNotFoundError:
             return None
         except CorruptTrace as refused:
@@ -84,45 +81,37 @@ class TraceStore:
 
     def load(self, chapter: str, mode: Mode, key: str = "") -> ChapterRun | None:
         """The stored run (a mock one from the entry of ``key``), or None if there is none; raises ``CorruptTrace``."""
-        if mode == "mock":
-            if (chapter, key) in self._mock:
-                return self._mock[chapter, key]
-            entry = self.entry(chapter, key)
-            text = entry.read("mock.json")
+        path = self.path(chapter, mode, key)
+        if mode == "live":
+            try:
+                return self._checked(parse(read(path), path), chapter, mode, path)
+            except FileNotFoundError:
+                return None
+        if (chapter, key) not in self._mock:
+            text = self.entry(chapter, key).read("mock.json")
             if text is None:
                 return None
-            path = self.path(chapter, mode, key)
-            run = self._checked(parse(text.encode(), path), chapter, mode, path)
-            self._mock[chapter, key] = run
-            return run
-        path = self.path(chapter, mode)
-        try:
-            data = read(path)
-        except FileNotFoundError:
-            return None
-        return self._checked(parse(data, path), chapter, mode, path)
+            self._mock[chapter, key] = self._checked(parse(text.encode(), path), chapter, mode, path)
+        return self._mock[chapter, key]
+
+    def _earlier(self, chapter: str, key: str, name: str, inputs: str) -> str | None:
+        """The part ``name`` made from ``inputs`` in another of the chapter's entries, kept under ``key`` too."""
+        for entry in self.cache.others(chapter, key):
+            text = entry.read(name)
+            if text is not None and inputs in text:  # a part names what it was made from
+                self.entry(chapter, key).write(name, text)
+                return text
+        return None
 
     def earlier_mock(self, chapter: str, key: str, code: str) -> ChapterRun | None:
-        """A mock run of the code of fingerprint ``code`` in another entry of the chapter, kept under ``key`` too.
-
-        A mock run depends on the code alone: a new key for another reason (a
-        template edit, a refreshed frozen file) finds it there. A part that
-        does not read is passed over.
-        """
-        for entry in self.cache.others(chapter, key):
-            text = entry.read("mock.json")
-            if text is None or f'"source_hash":"{code}"' not in text:
-                continue  # not of this code: not parsed
-            try:
-                run = self._checked(
-                    parse(text.encode(), self.path(chapter, "mock", entry.key)), chapter, "mock", Path()
-                )
-            except CorruptTrace:
-                continue
-            if run.source_hash == code:
-                self.save(run, key)
-                return run
-        return None
+        """A mock run of the code ``code`` in another of the chapter's entries (it depends on the code alone)."""
+        if self._earlier(chapter, key, "mock.json", f'"source_hash":"{code}"') is None:
+            return None
+        self._mock.pop((chapter, key), None)
+        try:
+            return self.load(chapter, "mock", key)
+        except CorruptTrace:
+            return None  # run again, and replaced
 
     @staticmethod
     def _checked(run: ChapterRun, chapter: str, mode: Mode, path: Path) -> ChapterRun:
@@ -132,35 +121,19 @@ class TraceStore:
             )
         return run
 
-    # -- verdicts: what a replay of a frozen live trace found, by its inputs --
-
     def verdict(self, chapter: str, key: str, code: str | None = None) -> tuple[ChapterCheck, str, str] | None:
-        """What replaying the frozen trace under the code the chapter's ``key`` stands for found, the day, the code.
+        """What replaying the frozen trace under the chapter's code found, its day and that code; None if not kept.
 
-        Kept in the entry, by its inputs (the frozen file's bytes and the
-        code, which the key covers), as any result is: a trace that diverged
-        is not replayed again at every build while it stays so (its warning
-        is still given), and one that verified is shown with the day it did,
-        its committed file untouched. The code is the fingerprint the trace is
-        stamped with. With ``code``, a verdict on the same file and code in
-        another of the chapter's entries is found too (and kept under ``key``).
-        None if none is kept.
+        Kept by its inputs (the frozen file's bytes, the code): with ``code``, found in another entry too.
         """
         text = self.entry(chapter, key).read("verdict.json")
         if text is None and code is not None:
-            frozen = self._frozen_digest(chapter)
-            for entry in self.cache.others(chapter, key):
-                other = entry.read("verdict.json")
-                if other is not None and f'"frozen":"{frozen}","code":"{code}"' in other:
-                    text = other
-                    self.entry(chapter, key).write("verdict.json", text)
-                    break
-        if text is None:
-            return None
+            inputs = f'"frozen":"{self._frozen_digest(chapter)}","code":"{code}"'
+            text = self._earlier(chapter, key, "verdict.json", inputs)
         from primer.replay import ChapterCheck
 
         try:
-            data: dict[str, Any] = json.loads(text)
+            data: dict[str, Any] = json.loads(text) if text is not None else {}
             return ChapterCheck.model_validate(data["check"]), str(data["day"]), str(data["code"])
         except (KeyError, TypeError, ValueError):
             return None
@@ -180,12 +153,7 @@ class TraceStore:
         return hashlib.sha256(frozen).hexdigest() if frozen is not None else "none"
 
     def stamped(self, frozen: ChapterRun, key: str, day: str) -> ChapterRun:
-        """``frozen`` as shown once a replay verified it under the fingerprint ``key`` on ``day``: a copy.
-
-        ``python -m primer.book build --stamp`` writes such copies into the
-        frozen files (``stamped_runs``); an ordinary build never does, so a
-        clean checkout stays clean.
-        """
+        """A copy of ``frozen`` as verified under the code ``key`` on ``day`` (``build --stamp`` writes it)."""
         copy = frozen.model_copy(update={"source_hash": key, "verified_at": day})
         self._stamped[frozen.chapter] = (copy, frozen)
         return copy
@@ -196,25 +164,16 @@ class TraceStore:
         return [run for run in shown if run is not None and self._stamped.get(run.chapter, (None,))[0] is run]
 
     def save(self, run: ChapterRun, key: str = "") -> bool:
-        """Keep a run (a mock one in the entry of ``key``); write a file only if its content changed."""
+        """Keep a run (a mock one in the entry of ``key``, compact); write a file only if its content changed."""
         if run.mode == "mock":
             self._mock[run.chapter, key] = run
-            # A cache: compact, nobody reads it but the build.
             self.entry(run.chapter, key).write("mock.json", run.model_dump_json())
             return True
-        from primer.book._atomic import write_if_changed
-
         # Committed: indented, so a refresh reads well in a diff.
         return write_if_changed(self.path(run.chapter, run.mode), run.model_dump_json(indent=2) + "\n")
 
-    def show(self, shown: Shown | ChapterTraces, traces: ChapterTraces | None = None) -> None:
-        """Set what the pages show for a chapter in this build (its runs, if known, else read when asked).
-
-        Given its traces alone, the chapter is kept under the key ``""``.
-        """
-        if isinstance(shown, ChapterTraces):
-            traces = shown
-            shown = Shown.of(traces, "")
+    def show(self, shown: Shown, traces: ChapterTraces | None = None) -> None:
+        """Set what the pages show of a chapter in this build (its runs, if known, else read when asked)."""
         self._shown[shown.chapter] = shown
         self._traces.pop(shown.chapter, None)
         if traces is not None:
@@ -235,12 +194,7 @@ class TraceStore:
         return self._shown.get(chapter)
 
     def traces(self, chapter: str) -> ChapterTraces:
-        """The renderer's view of one chapter; raises ``NotFound`` naming what exists.
-
-        Runs not in memory are read now (raising ``CorruptTrace`` if a file no
-        longer reads): a page whose HTML was not in the cache, or a document
-        to publish again.
-        """
+        """The renderer's view of one chapter, its runs read if not in memory; ``NotFound`` names what exists."""
         found = self._traces.get(chapter)
         if found is not None:
             return found
@@ -252,8 +206,7 @@ class TraceStore:
         live = self.load(chapter, "live", shown.key) if shown.live is not None else None
         verdict = self.verdict(chapter, shown.key) if live is not None else None
         if live is not None and verdict is not None and verdict[0].verified:
-            # Shown as the build that kept the entry showed it: stamped with its verdict's day.
-            live = self.stamped(live, verdict[2], verdict[1])
+            live = self.stamped(live, verdict[2], verdict[1])  # as the build that kept the entry showed it
         found = ChapterTraces(
             chapter, mock, live, shown.live_status, self.download_url(chapter), self.payloads_url(chapter)
         )
@@ -269,3 +222,67 @@ class TraceStore:
     def payloads_url(chapter: str) -> str:
         """Where ``publish`` puts a chapter's payload page, relative to the site root."""
         return f"{PUBLISHED_DIR}/{chapter}{PAYLOADS_SUFFIX}"
+
+    # -- publishing ----------------------------------------------------------
+
+    def publish(self, root: Path, payloads: Payloads | None = None) -> list[Path]:
+        """Write each chapter's files to ``root/traces/`` (the site, or the docs folder); remove gone chapters' own.
+
+        ``payloads`` gives each chapter's payload page (its name in the entry, and how to make it).
+        """
+        folder = root / PUBLISHED_DIR
+        remove_stale(folder)  # once, not at each of its files' writes
+        written: list[Path] = []
+        shown = self.chapters()
+        for chapter in shown:
+            entry = self.entry(chapter, self._shown[chapter].key)
+            parts: list[tuple[str, str, Callable[[], str | None]]] = [
+                ("published.json", ".json", partial(self._document, chapter)),
+                ("otlp.json", ".otlp.json", partial(self._otlp, chapter)),
+            ]
+            if payloads is not None:
+                name, page = payloads(chapter)
+                parts.append((name, PAYLOADS_SUFFIX, page))
+            for name, suffix, make in parts:
+                target = folder / f"{chapter}{suffix}"
+                data = entry.data(name)  # as kept: not decoded
+                if data is None and (text := make()) is not None:
+                    entry.write(name, text)
+                    data = text.encode()
+                if data is not None:
+                    write_if_changed(target, data, durable=False, sweep=False)
+                    written.append(target)
+        for path in folder.glob("*.*"):  # only what publish wrote: an author's own files there stay
+            gone = path.name.split(".")[0] not in shown and not path.name.endswith(".live.json")
+            if gone and _head(path).startswith((b'{"chapter": ', b'{"resourceSpans":', PAYLOADS_HEAD.encode())):
+                path.unlink(missing_ok=True)
+        return written
+
+    def _document(self, chapter: str) -> str:
+        traces = self.traces(chapter)
+        status = traces.live_status
+        failure = status.failure.model_dump() if status.failure else None
+        live_status = {"state": status.state, "reason": status.reason, "failure": failure}
+        head = json.dumps({"chapter": chapter, "live_status": live_status}, ensure_ascii=False)
+        # The runs serialised by pydantic itself (fast, and exactly the stored form).
+        runs = [run.model_dump_json() if run else "null" for run in (traces.mock, traces.live)]
+        return f'{head[:-1]}, "mock": {runs[0]}, "live": {runs[1]}}}\n'
+
+    def _otlp(self, chapter: str) -> str | None:
+        try:
+            from primer.export.otlp import chapter_json  # optional, and slow to import: only on a miss
+        except MissingExtra as missing:
+            if not self._otlp_missing:
+                self._otlp_missing = True
+                _log.info(f"traces: no OTLP JSON is published: {missing}")
+            return None
+        traces = self.traces(chapter)
+        return chapter_json(traces.mock, traces.live, start=MOCK_EPOCH)
+
+
+def _head(path: Path) -> bytes:
+    try:
+        with path.open("rb") as file:
+            return file.read(len(PAYLOADS_HEAD))
+    except OSError:
+        return b""
