@@ -10,6 +10,7 @@ import pytest
 
 from primer.book import _prose as prose
 from primer.book._cache import TraceCache
+from primer.book._prepare import Chapter, Prepared, Report
 from primer.book._prose import corpora, facts, kept_corpora
 from primer.book._source import ChapterTraces, LiveStatus, Shown
 from primer.book._store import TraceStore
@@ -121,10 +122,10 @@ def test_a_fact_must_hold_in_every_mode_it_shows_in() -> None:
 
 
 def test_what_the_runs_show_is_kept_in_the_chapters_entry_by_its_key(tmp_path: Path) -> None:
-    def store(key: str, traces: ChapterTraces | None) -> TraceStore:
+    def store(key: str, traces: ChapterTraces | None) -> Prepared:
         made = TraceStore(tmp_path / "traces", TraceCache(tmp_path / "entries"))
-        made.show(Shown("ch_a", key, ("asks",), ("asks",), LiveStatus("current")), traces)
-        return made
+        shown = Shown("ch_a", key, ("asks",), ("asks",), LiveStatus("current"))
+        return Prepared(Report(), {"ch_a": Chapter(shown, traces, shown.mock)}, made)
 
     shown = kept_corpora(store("k1", _traces(live=True)), "ch_a", None)
     assert shown == corpora(_traces(live=True))

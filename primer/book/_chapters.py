@@ -126,19 +126,21 @@ class CodeGraph:
         self._grown = False
         # Inside snapshot(): each module found (None: not followed), and the schema version.
         self._memo: dict[str, Module | None] | None = None
+        self._closures: dict[str, dict[str, Module]] | None = None
         self._schema: str | None = None
 
     @contextmanager
     def snapshot(self) -> Iterator[None]:
         """Within the block, each file is read once: a save during it is seen by the next."""
-        outer, self._memo = self._memo, self._memo if self._memo is not None else {}
+        if self._memo is not None:  # inside one already
+            yield
+            return
+        self._memo, self._closures = {}, {}
         try:
             yield
         finally:
-            self._memo = outer
-            if outer is None:
-                self._schema = None
-                self._save()
+            self._memo = self._closures = self._schema = None
+            self._save()
 
     def path_of(self, name: str) -> Path | None:
         """The source file of a module, if it is one of the followed packages."""
@@ -181,16 +183,30 @@ class CodeGraph:
 
     def modules(self, *modules: str) -> dict[str, Module]:
         """The followed modules the given ones import, transitively, themselves included, by name."""
+        found: dict[str, Module] = {}
+        for name in modules:
+            if (module := self._module(name)) is not None:
+                found[name] = module
+                for imported in module[2]:  # the library's, shared by every chapter: walked once a snapshot
+                    found |= self._closure(imported)
+        if self._memo is None:
+            self._save()
+        return found
+
+    def _closure(self, start: str) -> dict[str, Module]:
+        if self._closures is not None and start in self._closures:
+            return self._closures[start]
         seen: dict[str, Module | None] = {}
-        todo = list(modules)
+        todo = [start]
         while todo:
             name = todo.pop()
             if name not in seen:
                 seen[name] = found = self._module(name)
                 todo += found[2] if found is not None else []
-        if self._memo is None:
-            self._save()
-        return {name: found for name, found in seen.items() if found is not None}
+        closure = {name: found for name, found in seen.items() if found is not None}
+        if self._closures is not None:
+            self._closures[start] = closure
+        return closure
 
     def files(self, *modules: str) -> list[Path]:
         """Every followed source file the modules import, transitively, themselves included."""

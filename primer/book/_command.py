@@ -67,7 +67,10 @@ def _parser() -> argparse.ArgumentParser:
 
 def _stamp(book: Book) -> None:
     """Write the stamps of the frozen live traces a replay verified into their files (``--stamp``)."""
-    for run in book.store.stamped_runs():
+    for chapter in book.prepared.chapters():
+        run = book.prepared.traces(chapter).live
+        if run is None or not book.store.is_stamped(run):
+            continue
         book.save(run)
         book.log.info(f"traces: stamped {book.store.path(run.chapter, 'live')} (verified by replay {run.verified_at})")
 

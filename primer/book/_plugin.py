@@ -159,7 +159,7 @@ class TraceBookPlugin(BasePlugin[TraceBookConfig]):  # type: ignore[no-untyped-c
             **({"chapters": chapters} if chapters else {}),
         }
         if book is not None:
-            options.update(source=book.store, cache=book.rendered)
+            options.update(source=book.prepared, cache=book.rendered)
         options["options"] = rendering = self._render_options(config)
         if book is not None:
             book.prices = rendering.prices  # the prose check finds the costs the pages show

@@ -31,9 +31,9 @@ from primer.locator import unknown
 if TYPE_CHECKING:
     from markdown import Markdown
 
+    from primer.book._prepare import Prepared
     from primer.book._prices import PriceTable
     from primer.book._source import ChapterTraces
-    from primer.book._store import TraceStore
     from primer.trace import ScenarioRun
 
 __all__ = ["Corpora", "LiveProse", "ModeBlock", "blocks", "corpora", "facts", "kept_corpora", "problems", "select"]
@@ -158,8 +158,9 @@ _NAME = re.compile(
     re.S,
 )
 _HEADING = re.compile(r" {0,3}#{1,6}[ \t]")
-# What the comparison leaves out: JSON's escaped line breaks and tabs, whitespace, quotes, backslashes.
-_IGNORED = re.compile(r"\\[nrt]|[\s\"'\\]")
+# What the comparison leaves out: whitespace, quotes, backslashes; and JSON's escaped line breaks and tabs.
+_IGNORED = (" ", "\t", "\n", "\r", "\f", "\v", "\u00a0", '"', "'", "\\")
+_ESCAPED_SPACE = re.compile(r"\\[nrt]")
 # A header as the JSON has it (``["retry-after", "1"]``), read as the page lists it.
 _HEADER = re.compile(r'\["((?:[^"\\]|\\.)*)", ?"((?:[^"\\]|\\.)*)"\]')
 _APART = "\x00"  # between the pieces of what runs show: a fact is found within one piece
@@ -201,7 +202,9 @@ def facts(markdown: str) -> list[Fact]:
 
 
 def _normal(text: str) -> str:
-    return _IGNORED.sub("", text).casefold()  # case too: a header's name is the same in any case
+    for each in _IGNORED:  # str.replace, a C-speed pass each: five times as fast as one regex
+        text = text.replace(each, "")
+    return text.casefold()  # case too: a header's name is the same in any case
 
 
 def _shown(run: ScenarioRun, cost: str | None) -> Iterator[str]:
@@ -218,7 +221,7 @@ def _shown(run: ScenarioRun, cost: str | None) -> Iterator[str]:
         if view is not None:
             yield from (view.line, str(view.timeline), str(view.sse))
         yield from (summary.tool_line(tool) for tool in turn.tools)
-    yield _HEADER.sub(r"\1: \2", run.model_dump_json())
+    yield _ESCAPED_SPACE.sub(" ", _HEADER.sub(r"\1: \2", run.model_dump_json()))
 
 
 def corpora(traces: ChapterTraces, prices: PriceTable | None = None) -> dict[str, dict[str, str]]:
@@ -246,16 +249,16 @@ _CODE_DIGEST = hashlib.sha256(b"".join(Path(__file__).with_name(n).read_bytes() 
 _KEPT = f"prose-{_CODE_DIGEST.hexdigest()[:16]}.json"
 
 
-def kept_corpora(store: TraceStore, chapter: str, prices: PriceTable | None) -> Corpora | None:
-    """``corpora`` of a chapter the store shows (None: it shows none), kept in the chapter's entry of the one cache."""
-    shown = store.summary(chapter)
-    if shown is None:
+def kept_corpora(shown: Prepared, chapter: str, prices: PriceTable | None) -> Corpora | None:
+    """``corpora`` of a chapter a build shows (None: it shows none), kept in the chapter's entry of the one cache."""
+    summary = shown.summary(chapter)
+    if summary is None or shown.store is None:
         return None
-    entry = store.entry(chapter, shown.key)
+    entry = shown.store.entry(chapter, summary.key)
     with contextlib.suppress(ValueError, TypeError):  # not kept, or unreadable: made again
         return dict(json.loads(entry.read(_KEPT) or ""))
-    found = corpora(store.traces(chapter), prices)
-    if shown.key:  # "": shown from its traces alone, and kept nowhere
+    found = corpora(shown.traces(chapter), prices)
+    if summary.key:  # "": shown from its traces alone, and kept nowhere
         entry.write(_KEPT, json.dumps(found))
     return found
 

@@ -157,7 +157,7 @@ class TraceExtension(Extension):
                 package = Settings.without_live().chapters_package(self.getConfig("chapters") or None)
                 self._source = MockRunSource(ChapterLocator(package))
             else:
-                self._source = book.store
+                self._source = book.prepared
                 self._cache = self._cache or book.rendered
                 book.prices = self.options.prices  # Zensical: the extension's prices are the book's
         return self._source
