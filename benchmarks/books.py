@@ -410,7 +410,13 @@ class Editor:
         before = self._last.get(edit.kind, edit.old)
         if before not in text:
             raise SystemExit(f"{edit.path}: the {edit.kind} edit looks for {before!r}, which is not there")
-        target.write_text(text.replace(before, edit.new(n), 1), "utf-8")
+        # Saved whole, as editors that write a new file and rename it do: a file written in
+        # place is empty for a moment, and a rebuild the truncation set off could read it so
+        # (one save in seven, on a loaded machine, seemed "rebuilt without it", either book's).
+        # The new file is written outside the watched folders: only the rename is seen.
+        saved = self.book / ".editor-save.tmp"
+        saved.write_text(text.replace(before, edit.new(n), 1), "utf-8")
+        os.replace(saved, target)
         self._last[edit.kind] = edit.new(n)
 
 

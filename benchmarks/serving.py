@@ -73,11 +73,20 @@ class Serve:
             return str(response.read().decode())
 
     def idle(self, quiet: float = 1.0, limit: float = 120) -> None:
-        """Wait until no line was logged for ``quiet`` seconds (or ``limit``)."""
+        """Wait until no rebuild is under way and no line was logged for ``quiet`` seconds (or ``limit``).
+
+        A rebuild logs nothing for seconds between its first lines and its last: quiet alone
+        would take one under way for rest, and a save timed then would be served by it.
+        """
         deadline = time.monotonic() + limit
         while time.monotonic() < deadline:
-            last = self.lines[-1][0] if self.lines else 0.0
-            if time.monotonic() - last >= quiet:
+            lines = list(self.lines)
+            last = lines[-1][0] if lines else 0.0
+            began = sum("Detected file changes" in line for _, line in lines)
+            ended = sum(
+                "Reloading browsers" in line or "error happened during the rebuild" in line for _, line in lines
+            )
+            if time.monotonic() - last >= quiet and began <= ended:
                 return
             time.sleep(0.05)
 

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from primer.book._markers import Marker
     from primer.book._session import Session
 
 REPO = Path(__file__).resolve().parents[1]
@@ -202,8 +203,8 @@ def make_book(
 ) -> SmallBook:
     """A book with the given chapters (alpha and beta by default) and pages.
 
-    ``renderer=False`` leaves the Markdown extension out: the hook then lists
-    the summary lines itself. ``plugin`` (the options' YAML, "" for none)
+    ``renderer=False`` leaves the Markdown extension out of ``mkdocs.yml``:
+    the hook then adds it itself, as the plugin does. ``plugin`` (the options' YAML, "" for none)
     configures the book the plugin way instead, as an author does: no hook,
     no extension named (the plugin adds it).
     """
@@ -275,3 +276,12 @@ def hook_session() -> Session:
     from primer.book import mkdocs_hook
 
     return mkdocs_hook.on_config.__self__.session  # type: ignore[attr-defined, no-any-return]
+
+
+def placeholder(marker: Marker) -> str:
+    """The note a marker becomes with traces off, as the extension writes it."""
+    import html
+
+    from primer.book._markers import OFF_CLASS, off_note
+
+    return f'<p class="{OFF_CLASS}">{html.escape(off_note(marker))}</p>'

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from primer.book._source import find_markers
+from primer.book._markers import find_markers
 from primer.chapters import chapter_names, scenarios_of
 from primer.cli import summary_lines
 from primer.runner import run_chapter

@@ -14,12 +14,11 @@ from types import SimpleNamespace
 import pytest
 
 from primer.book._markers import Marker
-from primer.book._pages import placeholder
 from primer.book._plugin import EXTENSION, TraceBookPlugin
 from primer.book.markdown import TraceExtension
 from primer.summary import chapter_line, scenario_line
 from primer.trace import SCHEMA_VERSION, ChapterRun
-from tests.books import ALPHA, BETA, BROKEN, PAGE, edit, make_book
+from tests.books import ALPHA, BETA, BROKEN, PAGE, edit, make_book, placeholder
 
 pytestmark = pytest.mark.slow
 
@@ -74,7 +73,7 @@ def test_rebuilds_run_only_what_changed(tmp_path, plugin):
     assert cache.stat().st_mtime_ns == stamp, "editing beta must leave alpha's trace alone"
 
 
-def test_without_the_renderer_the_hook_lists_summary_lines(tmp_path):
+def test_without_the_extension_named_the_hook_adds_it_as_the_plugin_does(tmp_path):
     book = make_book(tmp_path, renderer=False)
     # Not --strict: with no extension to take the option, the book's rules are on, and this
     # test book breaks them (ch_alpha's traces on index.md).
@@ -82,16 +81,10 @@ def test_without_the_renderer_the_hook_lists_summary_lines(tmp_path):
     assert done.returncode == 0, done.log
     assert all("traces: docs/index.md line" not in w or "its own chapter's" in w for w in done.lines("WARNING"))
     page = book.page()
-    alpha = ChapterRun.model_validate(_published(book, "ch_alpha")["mock"])
-    assert html.escape(chapter_line(alpha)) in page
-    assert html.escape(scenario_line(alpha.scenario("asks_price"))) in page
-    assert "&lt;b&gt;1.20&lt;/b&gt;" in page
+    assert "scenario asks_price" in page
+    assert "Milk is &lt;b&gt;1.20&lt;/b&gt; &amp; fresh." in page
     assert "<b>1.20</b>" not in page
-    # One scenario asked for, one shown.
-    beta = page.split('data-chapter="ch_beta"')[1].split("</pre>")[0]
-    assert "scenario greets" in beta
-    assert "live trace missing" in beta
-    assert "::: trace" not in page.split("<code>")[0], "every marker outside code was replaced"
+    assert "::: trace" not in page.split("<code>")[0], "every marker outside code was rendered"
 
 
 @pytest.mark.parametrize("plugin", [None, ""], ids=["hook", "plugin"])
@@ -282,9 +275,9 @@ def test_traces_off_shows_a_placeholder_wherever_the_page_has_a_marker(tmp_path)
         done = book.build("--strict", PRIMER_TRACES="off")
         assert done.returncode == 0, done.log
         built = book.page()
-        # The extension shows a placeholder for each marker it renders (inside an admonition or a
-        # list too); without it the hook does, for the markers that start a line.
-        assert [built.count(each) for each in shown] == ([1, 1, 1] if renderer else [1, 0, 0]), built
+        # The extension shows a placeholder for each marker (inside an admonition or a list too),
+        # named in mkdocs.yml or not (the hook adds it).
+        assert [built.count(each) for each in shown] == [1, 1, 1], built
         assert "In the live run" not in built
         assert "::: trace ch_beta" in built, "the fenced example stays as written"
         assert "scenario asks_price" not in built
@@ -319,12 +312,12 @@ def test_with_traces_off_the_hook_leaves_the_markers_to_the_extension(monkeypatc
         assert hook.on_page_markdown(text, page=page, config=config, files=None) == text  # type: ignore[arg-type]
     [warning] = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
     assert warning.startswith("traces: docs/ch.md line 5: `:::trace ch_alpha` looks like a trace marker")
-    # Without the extension the hook puts the placeholder in itself.
+    # Without the extension named the hook adds its own, as the plugin does.
     config.markdown_extensions = ["toc"]
     hook.on_config(config)  # type: ignore[arg-type]
-    assert config.markdown_extensions == ["toc"]
-    placed = hook.on_page_markdown(text, page=page, config=config, files=None)  # type: ignore[arg-type]
-    assert placeholder(Marker("ch_alpha", None, 0)) in placed
+    [toc, extension] = config.markdown_extensions
+    assert isinstance(extension, TraceExtension)
+    assert extension.off
 
 
 def test_traces_off_loads_neither_the_engine_nor_pydantic(tmp_path):

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from primer.book._depends import CodeGraph, code_digest
+from primer.book._chapters import CodeGraph, code_digest
 from primer.grocery import PriceOf
 from primer.tools import tool
 from tests.books import copy_library, edit, make_book
@@ -154,7 +154,7 @@ def test_a_fingerprint_is_the_same_wherever_the_library_is_installed(tmp_path: P
     book = make_book(tmp_path / "m_book")
     script = (
         "import sys, primer\n"
-        "from primer.book._depends import CodeGraph\n"
+        "from primer.book._chapters import CodeGraph\n"
         "graph = CodeGraph(['primer', sys.argv[1]])\n"
         "files = graph.files(sys.argv[1] + '.ch_alpha')\n"
         "print(primer.__file__, len({f.parts[:-2] for f in files}), graph.fingerprint(sys.argv[1] + '.ch_alpha'))\n"

@@ -74,14 +74,8 @@ def library_files() -> list[Path]:
 #: The hook form of the plugin, which the book's hook file re-exports.
 ADAPTER = "primer.book.mkdocs_hook"
 #: The modules of the package that may import MkDocs and ProperDocs: the plugin, its twin, its hook form,
-#: its options, and the reader of a book's configuration through MkDocs' loader (the commands').
-ADAPTERS = (
-    "primer.book._plugin",
-    "primer.book._properdocs_plugin",
-    ADAPTER,
-    "primer.book._options",
-    "primer.book._configuration",
-)
+#: and its options with the reader of a book's configuration through MkDocs' loader (the commands').
+ADAPTERS = ("primer.book._plugin", "primer.book._properdocs_plugin", ADAPTER, "primer.book._configuration")
 #: The one module outside the machinery that reaches into it: the command line, run in a book's folder,
 #: reads the book's configuration (deferred, only where there is a mkdocs.yml).
 CLI = "primer.cli"

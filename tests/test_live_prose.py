@@ -9,7 +9,7 @@ from pathlib import Path
 import markdown
 import pytest
 
-from primer.book._live_prose import blocks, problems, select
+from primer.book._prose import blocks, problems, select
 from primer.book._source import ChapterTraces, LiveStatus
 from primer.book.markdown import TraceExtension
 from primer.errors import NotFound

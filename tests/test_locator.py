@@ -19,7 +19,7 @@ from pathlib import Path
 import markdown
 import pytest
 
-from primer.book._pages import check
+from primer.book._markers import check
 from primer.book.markdown import TraceExtension
 from primer.errors import ConfigError, NotFound
 from primer.locator import ChapterLocator, no_scenario, unknown

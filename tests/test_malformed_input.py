@@ -30,8 +30,7 @@ from mkdocs.exceptions import Abort
 from primer.book._atomic import STALE_AFTER, TEMP_SUFFIX, remove_stale, write_if_changed
 from primer.book._build import Book, anomalies
 from primer.book._chapters import Chapters
-from primer.book._markers import find_near_misses, scan
-from primer.book._source import MARKER_FORM, Marker, NearMiss, find_markers, parse_line
+from primer.book._markers import MARKER_FORM, Marker, NearMiss, find_markers, find_near_misses, parse_line, scan
 from primer.book._store import CorruptTrace, TraceStore
 from primer.errors import ChapterError
 from primer.locator import chapter_names_in

@@ -12,10 +12,10 @@ import pytest
 
 from primer.book import markdown as extension_module
 from primer.book._markers import Marker
-from primer.book._pages import placeholder
 from primer.book.markdown import NO_KEY, MockRunSource, TraceExtension, makeExtension
 from primer.chapters import chapter_names
 from primer.errors import ConfigError
+from tests.books import placeholder
 from tests.test_render_data import FixtureSource, mock_chapter, parse
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -204,7 +204,7 @@ def test_source_given_as_an_import_path() -> None:
 
 
 def test_an_unknown_option_is_an_error_naming_it_and_listing_the_options() -> None:
-    with pytest.raises(ConfigError, match=r"no option 'chapter'\. Its options are: chapters, docs_dir"):
+    with pytest.raises(ConfigError, match=r"no option 'chapter'\. Its options are: chapters, warn_missing"):
         markdown.markdown(
             "x", extensions=["primer.book.markdown"], extension_configs={"primer.book.markdown": {"chapter": "x"}}
         )

@@ -112,7 +112,7 @@ def run(book: Path, installed: Path, *command: str, **extra: str) -> subprocess.
 
 def test_the_wheel_carries_the_hook_the_templates_and_the_assets(installed: Path) -> None:
     book = installed / "primer" / "book"
-    for part in ("plugin.py", "mkdocs_hook.py", "assets/traces.css", "assets/traces.js", "templates/chapter.html.j2"):
+    for part in ("_plugin.py", "mkdocs_hook.py", "assets/traces.css", "assets/traces.js", "templates/chapter.html.j2"):
         assert (book / part).is_file(), part
     assert (installed / "primer" / "py.typed").is_file()
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from primer.book._options import SETTINGS
+from primer.book._configuration import SETTINGS
 from primer.book._plugin import TraceBookPlugin
 from primer.variables import BOOK_VARIABLES, VARIABLES
 from tests.books import make_book
@@ -73,7 +73,9 @@ def test_the_hook_is_the_plugin() -> None:
 
     owner = mkdocs_hook.on_config.__self__
     assert isinstance(owner, TraceBookPlugin)
-    assert all(getattr(mkdocs_hook, name).__self__ is owner for name in mkdocs_hook.__all__)
+    public = [name for name in dir(mkdocs_hook) if not name.startswith("_")]
+    assert public == sorted(name for name in dir(TraceBookPlugin) if name.startswith("on_")), "what `import *` takes"
+    assert all(getattr(mkdocs_hook, name).__self__ is owner for name in public)
     assert mkdocs_hook.on_page_content.mkdocs_priority == -100
 
 

@@ -18,7 +18,7 @@ import pytest
 
 from primer.book._payloads import BLOCK_END, BLOCK_START
 from primer.book._prices import PriceTable, default_prices, dollars
-from primer.book._prose_check import problems
+from primer.book._prose import corpora, problems
 from primer.book._render import RenderOptions, render_traces
 from primer.book._source import ChapterTraces, LiveStatus
 from primer.errors import ConfigError
@@ -184,17 +184,19 @@ def test_a_wrong_price_in_the_plugins_options_fails_the_build_naming_the_file_an
 def test_the_prose_check_finds_a_cost_where_the_page_shows_one_and_only_there() -> None:
     live = read_trace(TRACES / f"{CH09}.live.json")
 
-    def traces(chapter: str) -> ChapterTraces:
-        return ChapterTraces(CH09, run_chapter(CH09), live, LiveStatus("current"))
+    traces = ChapterTraces(CH09, run_chapter(CH09), live, LiveStatus("current"))
+
+    def check(text: str, prices: PriceTable) -> list[str]:
+        return problems("docs/x.md", text, {CH09: None}, lambda chapter: corpora(traces, prices))
 
     said = "The busy service cost `· $0.00017 · ended`, in all `$0.0014 (prices read 2026-12-01)`.\n"
     page = f"# Retries\n\n::: trace {CH09}\n\n{said}"
     in_live = page.replace("The busy", f"::: live {CH09}\nThe busy") + "::: end live\n"
-    assert problems("docs/x.md", in_live, traces, default_prices()) == []
+    assert check(in_live, default_prices()) == []
     # Beside both runs it is false for the mock, which shows no cost.
-    warnings = problems("docs/x.md", page, traces, default_prices())
+    warnings = check(page, default_prices())
     assert len(warnings) == 2
     assert all("which the mock runs do not show" in w for w in warnings)
     # With other prices, the figures the prose quotes are not the page's.
     dearer = default_prices().extended({"deepseek-flash": {"input": 1, "output": 1, "read": "2026-12-01"}}, where="t")
-    assert len(problems("docs/x.md", in_live, traces, dearer)) == 2
+    assert len(check(in_live, dearer)) == 2

@@ -1,15 +1,19 @@
-"""Prose says what the traces show, in each mode it shows in: ``primer.book._prose_check`` and mode blocks."""
+"""Prose says what the traces show, in each mode it shows in: ``primer.book._prose``'s check and mode blocks."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import markdown
 import pytest
 
-from primer.book import _live_prose as live_prose
-from primer.book._prose_check import ProseChecks, facts, problems
-from primer.book._source import ChapterTraces, LiveStatus
+from primer.book import _prose as prose
+from primer.book._cache import TraceCache
+from primer.book._prepare import Chapter, Prepared, Report
+from primer.book._prose import corpora, facts, kept_corpora
+from primer.book._source import ChapterTraces, LiveStatus, Shown
+from primer.book._store import TraceStore
 from primer.book.markdown import TraceExtension
 from primer.chapters import chapter_names
 from primer.errors import NotFound
@@ -20,6 +24,15 @@ from tests.books import make_book
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
+
+
+def problems(page: str, text: str, traces: Callable[[str], ChapterTraces | None]) -> list[str]:
+    """The prose check of a page against these traces (its mode blocks' names not checked)."""
+    return prose.problems(page, text, dict.fromkeys(chapter_names()) | {"ch_a": None}, _corpora(traces))
+
+
+def _corpora(traces: Callable[[str], ChapterTraces | None]) -> Callable[[str], prose.Corpora | None]:
+    return lambda chapter: None if (found := traces(chapter)) is None else corpora(found)
 
 
 def _book_traces(chapter: str) -> ChapterTraces | None:
@@ -108,31 +121,21 @@ def test_a_fact_must_hold_in_every_mode_it_shows_in() -> None:
     assert problems("p.md", page, lambda chapter: _traces(live=False)) == []
 
 
-def test_the_kept_answer_is_asked_again_only_when_the_page_or_its_traces_change(tmp_path: Path) -> None:
-    from primer.book._source import Shown
+def test_what_the_runs_show_is_kept_in_the_chapters_entry_by_its_key(tmp_path: Path) -> None:
+    def store(key: str, traces: ChapterTraces | None) -> Prepared:
+        made = TraceStore(tmp_path / "traces", TraceCache(tmp_path / "entries"))
+        shown = Shown("ch_a", key, ("asks",), ("asks",), LiveStatus("current"))
+        return Prepared(Report(), {"ch_a": Chapter(shown, traces, shown.mock)}, made)
 
-    class Store:
-        reads = 0
-        key = "k1"
-
-        def chapters(self) -> list[str]:
-            return ["ch_a"]
-
-        def summary(self, chapter: str) -> Shown:
-            return Shown(chapter, self.key, ("asks",), ("asks",), LiveStatus("current"))
-
-        def traces(self, chapter: str) -> ChapterTraces:
-            self.reads += 1
-            return _traces(live=True)
-
-    store, page = Store(), "::: trace ch_a\n\nThe answer: `is 1.20 and`.\n"
-    [warning] = ProseChecks(tmp_path).problems("p.md", page, store)
-    assert ProseChecks(tmp_path).problems("p.md", page, store) == [warning], "kept on disk"
-    assert store.reads == 1
-    store.key = "k2"
-    assert ProseChecks(tmp_path).problems("p.md", page, store) == [warning]
-    assert store.reads == 2, "the traces changed: checked again"
-    assert ProseChecks(tmp_path).problems("p.md", page.replace("is 1.20 and", "Milk"), store) == []
+    shown = kept_corpora(store("k1", _traces(live=True)), "ch_a", None)
+    assert shown == corpora(_traces(live=True))
+    [warning] = prose.problems("p.md", "::: trace ch_a\n\nThe answer: `is 1.20 and`.\n", {}, lambda c: shown)
+    assert "which the live runs do not show" in warning
+    # A later build finds it in the entry: no run is read (this store has none to read).
+    assert kept_corpora(store("k1", None), "ch_a", None) == shown
+    assert [p.parent.name for p in (tmp_path / "entries").glob("ch_a/*/prose-*.json")] == ["k1"]
+    assert kept_corpora(store("k2", None), "ch_a", None) == {}, "a new key: made again, from the runs it has"
+    assert kept_corpora(store("k1", None), "ch_b", None) is None, "a chapter the build does not show"
 
 
 # -- mode blocks --------------------------------------------------------------------
@@ -190,14 +193,14 @@ def test_a_mode_block_shows_labelled_with_its_mode_where_its_runs_are() -> None:
 )
 def test_a_line_meant_as_a_mode_block_that_is_not_one_is_warned_about(line: str, why: str) -> None:
     page = f"Before.\n\n{line}\nProse.\n::: end live\n\n```\n::: live ../x\n```\n::: lively x\n"
-    [warning, *rest] = live_prose.problems("docs/p.md", page, {"x": None})
+    [warning, *rest] = prose.problems("docs/p.md", page, {"x": None})
     assert warning.startswith(f"docs/p.md line 3: {why} looks like the line of a mode block but is not one.")
     assert all("line 8" not in each and "line 10" not in each for each in rest), "code and other words are not ours"
 
 
 def test_a_block_closed_by_the_other_modes_line_is_said() -> None:
     page = "::: mock x\nProse.\n::: end live\n"
-    assert live_prose.problems("p.md", page, {"x": None}) == [
+    assert prose.problems("p.md", page, {"x": None}) == [
         "p.md line 1: the mock block `::: mock x` is closed on line 3 by the other mode's line: write `::: end mock`."
     ]
 

@@ -267,7 +267,7 @@ def test_the_book_shows_them_as_current_or_says_they_are_from_earlier_code(tmp_p
     book.prepare()
     chapters = Chapters()
     for chapter in CHAPTERS:
-        traces = book.store.traces(chapter)
+        traces = book.prepared.traces(chapter)
         assert traces.live is not None
         # Stamped current when imported; any later edit of the code it depends on
         # makes it stale, which the page then says (and is true): both are right.

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import shutil
@@ -176,15 +177,22 @@ def test_a_dirty_serve_rebuilds_the_pages_whose_traces_changed(tmp_path: Path) -
             "traces: ran 2, reused 1"
         )
         assert "Hi from alpha." in server.get()
+        assert "Hi from alpha." in server.get("traces/ch_alpha.json"), "a chapter whose traces changed is published"
         assert _rebuilt(server, lambda: edit(book.chapter("ch_beta"), "Beta says hi.", "Beta says hello.")) == (
             "traces: ran 1, reused 2"
         )
         assert "Beta says hello." in server.get()
         assert "Beta says hello." in server.get("other/")
-        assert _rebuilt(server, lambda: edit(book.docs / "other.md", "Other prose.", "New prose.")) == (
-            "traces: ran 0, reused 3"
-        )
-        assert "New prose." in server.get("other/")
+        # Prose saves, each served with its edit (no rebuild serves a page without it); they
+        # publish nothing, and what was published stands.
+        prose = "Other prose."
+        for n in range(3):
+            saved, prose = prose, f"Prose edit {n}."
+            save = functools.partial(edit, book.docs / "other.md", saved, prose)
+            assert _rebuilt(server, save) == "traces: ran 0, reused 3"
+            assert prose in server.get("other/")
+        assert "Beta says hello." in server.get("traces/ch_beta.json")
+        assert "Hi from alpha." in server.get("traces/ch_alpha.json")
 
 
 @pytest.mark.slow

@@ -16,11 +16,11 @@ import pytest
 from primer.book import _store as store_module
 from primer.book._atomic import TEMP_SUFFIX, write_if_changed
 from primer.book._build import Book
-from primer.book._chapters import Chapters
-from primer.book._depends import CodeGraph
-from primer.book._pages import check, listing, replace
+from primer.book._chapters import Chapters, CodeGraph
+from primer.book._markers import Marker, check, find_markers
+from primer.book._prepare import Chapter, Prepared, Report
 from primer.book._run import run_bounded
-from primer.book._source import ChapterTraces, LiveStatus, Marker, Shown, find_markers
+from primer.book._source import ChapterTraces, LiveStatus, Shown
 from primer.book._store import CorruptTrace, TraceStore
 from primer.errors import NotFound
 from primer.settings import Settings
@@ -140,14 +140,19 @@ def test_a_file_holding_another_chapter_is_corrupt(tmp_path):
         TraceStore(tmp_path / "live", tmp_path / "cache").load("ch", "live")
 
 
-def test_the_store_is_the_renderers_source_and_publishes_both_modes(tmp_path):
+def shown(store: TraceStore, *chapters: tuple[Shown, ChapterTraces | None]) -> Prepared:
+    """What a build shows of these chapters, each with its runs (or None: read from its entry)."""
+    return Prepared(Report(), {s.chapter: Chapter(s, traces, s.mock) for s, traces in chapters}, store)
+
+
+def test_the_prepared_value_is_the_renderers_source_and_the_store_publishes_both_modes(tmp_path):
     store = TraceStore(tmp_path / "live", tmp_path / "cache")
     traces = ChapterTraces("ch", _run(), _run("ch", "live"), LiveStatus("stale", "older code"), "traces/ch.json")
-    store.show(traces)
-    assert store.traces("ch") is traces
+    prepared = shown(store, (Shown.of(traces, ""), traces))
+    assert prepared.traces("ch") is traces
     with pytest.raises(NotFound, match="The chapters are: ch"):
-        store.traces("nope")
-    published, otlp = store.publish(tmp_path / "site")
+        prepared.traces("nope")
+    published, otlp = store.publish(tmp_path / "site", prepared)
     assert published == tmp_path / "site" / "traces" / "ch.json"
     assert otlp == tmp_path / "site" / "traces" / "ch.otlp.json"  # beside it, for OpenTelemetry tools
     document = json.loads(published.read_text())
@@ -162,37 +167,38 @@ def test_the_store_publishes_each_chapters_payload_page_and_removes_a_gone_chapt
     store = TraceStore(tmp_path / "live", tmp_path / "cache")
     url = store.payloads_url("ch")
     assert url == "traces/ch.payloads.html"
-    store.show(Shown("ch", "k1", ("one",), None, LiveStatus("missing", "no key")), _traces(url))
+    prepared = shown(store, (Shown("ch", "k1", ("one",), None, LiveStatus("missing", "no key")), _traces(url)))
     folder = tmp_path / "site" / "traces"
     folder.mkdir(parents=True)
     (folder / "gone.payloads.html").write_text(
         render_payloads(ChapterTraces("gone", _run("gone"), None, LiveStatus("missing")))
     )
     (folder / "mine.payloads.html").write_text("<p>an author's own page</p>")
-    written = store.publish(tmp_path / "site", lambda c: ("p.html", lambda: render_payloads(store.traces(c))))
+    written = store.publish(
+        tmp_path / "site", prepared, lambda c: ("p.html", lambda: render_payloads(prepared.traces(c)))
+    )
     page = folder / "ch.payloads.html"
     assert page in written
-    assert page.read_text() == render_payloads(store.traces("ch"))
+    assert page.read_text() == render_payloads(prepared.traces("ch"))
     assert not (folder / "gone.payloads.html").exists()  # a chapter no longer shown
     assert (folder / "mine.payloads.html").exists()  # not the book's
     # Another site, the same key: the copy kept in the entry, not made again.
-    kept = store.publish(tmp_path / "site2", lambda chapter: ("p.html", lambda: pytest.fail("made again")))
+    kept = store.publish(tmp_path / "site2", prepared, lambda chapter: ("p.html", lambda: pytest.fail("made again")))
     assert kept[-1].read_bytes() == page.read_bytes()
     # Another key is another entry: made again.
-    store.show(Shown("ch", "k2", ("one",), None, LiveStatus("missing", "no key")), _traces(url))
-    store.publish(tmp_path / "site3", lambda chapter: ("p.html", lambda: "<p>new</p>"))
+    prepared = shown(store, (Shown("ch", "k2", ("one",), None, LiveStatus("missing", "no key")), _traces(url)))
+    store.publish(tmp_path / "site3", prepared, lambda chapter: ("p.html", lambda: "<p>new</p>"))
     assert (tmp_path / "site3" / "traces" / "ch.payloads.html").read_text() == "<p>new</p>"
     # Without a way to render them, none is written.
     page.unlink()
-    store.publish(tmp_path / "site")
+    store.publish(tmp_path / "site", prepared)
     assert not page.exists()
 
 
 def test_the_otlp_json_is_the_same_in_every_build_and_kept_in_the_entry(tmp_path):
     traces = ChapterTraces("ch", _run(), _run("ch", "live"), LiveStatus("current"), "traces/ch.json")
     first = TraceStore(tmp_path / "live", tmp_path / "cache")
-    first.show(Shown.of(traces, "k1"), traces)
-    (_, otlp) = first.publish(tmp_path / "site1")
+    (_, otlp) = first.publish(tmp_path / "site1", shown(first, (Shown.of(traces, "k1"), traces)))
     made = otlp.read_bytes()
     assert b'"startTimeUnixNano":"946684800' in made  # the mock scenario, at the fixed MOCK_EPOCH (2000-01-01)
     cached = tmp_path / "cache" / "ch" / "k1" / "otlp.json"
@@ -200,24 +206,23 @@ def test_the_otlp_json_is_the_same_in_every_build_and_kept_in_the_entry(tmp_path
     # A new process (a new store) reads the entry instead of encoding the spans again...
     cached.write_text("from the cache\n", encoding="utf-8")
     second = TraceStore(tmp_path / "live", tmp_path / "cache")
-    second.show(Shown.of(traces, "k1"), traces)
-    assert second.publish(tmp_path / "site2")[1].read_text(encoding="utf-8") == "from the cache\n"
+    published = second.publish(tmp_path / "site2", shown(second, (Shown.of(traces, "k1"), traces)))
+    assert published[1].read_text(encoding="utf-8") == "from the cache\n"
     # ...and without its entry, made again, byte for byte.
     cached.unlink()
     third = TraceStore(tmp_path / "live", tmp_path / "cache")
-    third.show(Shown.of(traces, "k1"), traces)
-    assert third.publish(tmp_path / "site3")[1].read_bytes() == made
+    assert third.publish(tmp_path / "site3", shown(third, (Shown.of(traces, "k1"), traces)))[1].read_bytes() == made
 
 
 def test_a_chapter_shown_from_its_entry_reads_its_runs_only_when_asked(tmp_path):
     first = TraceStore(tmp_path / "live", tmp_path / "cache")
     first.save(_run(), "k1")
     first.save(_run("ch", "live"))
-    shown = Shown("ch", "k1", ("one",), ("one",), LiveStatus("current"))
+    kept = Shown("ch", "k1", ("one",), ("one",), LiveStatus("current"))
     second = TraceStore(tmp_path / "live", tmp_path / "cache")
-    second.show(shown)
-    assert second.summary("ch") == shown
-    traces = second.traces("ch")
+    prepared = shown(second, (kept, None))
+    assert prepared.summary("ch") == kept
+    traces = prepared.traces("ch")
     assert (traces.mock, traces.live) == (_run(), _run("ch", "live"))
     assert traces.download_url == "traces/ch.json"
 
@@ -314,7 +319,7 @@ def test_a_rebuild_with_nothing_changed_reads_and_validates_nothing(package, tmp
     monkeypatch.setattr(ast, "parse", refuse)
     prepared = book.prepare()
     assert (prepared.report.ran, prepared.report.reused) == (0, 1)
-    assert not prepared.chapters["ch_one"].warnings
+    assert not prepared.by_chapter["ch_one"].warnings
 
 
 @pytest.mark.slow
@@ -325,7 +330,7 @@ def test_a_serve_session_sees_edited_chapters_and_library_code(package, tmp_path
     book = Book(tmp_path / "docs", tmp_path / ".cache", chapters=chapters, settings=Settings())
 
     def said() -> str:
-        mock = book.store.traces("ch_one").mock
+        mock = book.prepared.traces("ch_one").mock
         assert mock is not None
         return mock.scenarios[0].transcript[-1].content or ""
 
@@ -390,9 +395,9 @@ def test_a_chapter_that_cannot_be_imported_is_shown_not_fatal(package, tmp_path,
     book = Book(tmp_path / "docs", tmp_path / ".cache", chapters=Chapters(f"{name}.chapters"), settings=Settings())
     prepared = book.prepare()
     assert prepared.report.ran == 1
-    [failure] = prepared.chapters["ch_two"].warnings
+    [failure] = prepared.by_chapter["ch_two"].warnings
     assert "ch_two / import (mock)" in failure
-    mock = book.store.traces("ch_two").mock
+    mock = book.prepared.traces("ch_two").mock
     assert mock is not None
     assert "nowhere_to_be_found" in (mock.scenarios[0].ending.detail or "")
     assert book.scenario_names["ch_two"] is None
@@ -430,22 +435,6 @@ def test_check_names_the_page_and_what_exists():
         "docs/p.md line 17: the marker `::: trace ch_a three` names no scenario of ch_a. Its scenarios are: one, two.",
     ]
     assert check("p", "::: trace ch_a x\n", {"ch_a": None}) == [], "unknown scenarios of a broken chapter"
-
-
-def test_the_listing_is_escaped_and_keeps_the_page_intact():
-    run = _run("ch_a", names=("one", "two"))
-    run.scenarios[0].ending = Ending(reason="scenario_error", detail="<script>alert(1)</script>\n\nmore")
-    traces = ChapterTraces("ch_a", run, None, LiveStatus("missing", "no key"), None)
-    out = replace(PAGE, lambda m: listing(traces if m.chapter == "ch_a" else None, m))
-    assert "<script>" not in out
-    assert "&lt;script&gt;" in out
-    assert "::: trace ch_in_code" in out, "code blocks are left as they are"
-    whole, single = out.split('<pre class="primer-trace-listing"')[1:]
-    assert "scenario one" in whole
-    assert "scenario two" in whole
-    assert "scenario one" not in single
-    assert "scenario two" in single
-    assert "\n\n" not in whole.split("</pre>")[0], "no blank line may end the HTML block early"
 
 
 # -- the pool -----------------------------------------------------------------

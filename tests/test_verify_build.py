@@ -320,7 +320,7 @@ def test_with_a_key_a_verified_trace_is_re_stamped_instead_of_recorded_again(tmp
     assert report.verified == len(scenarios_of("ch05_loop_endings"))
     # Chapters without a live trace are recorded; ch05 is not: its replay verified it.
     assert not any(name in runner.calls for name in ("within_token_limit", "tokens_exhausted"))
-    assert book.store.traces("ch05_loop_endings").live_status.state == "current"
+    assert book.prepared.traces("ch05_loop_endings").live_status.state == "current"
 
 
 def test_with_a_key_a_diverged_trace_is_recorded_again_without_a_warning_about_it(

@@ -19,9 +19,8 @@ if TYPE_CHECKING:
     from primer.book._build import Book
     from primer.book._cache import TraceCache
     from primer.book._chapters import Chapters
-    from primer.book._configuration import BookConfig, read_config
+    from primer.book._configuration import BookConfig, TraceBookConfig, read_config
     from primer.book._lock import BuildLock
-    from primer.book._options import TraceBookConfig
     from primer.book._plugin import TraceBookPlugin
     from primer.book._prepare import Report
     from primer.book._render import render_payloads, render_traces
@@ -63,7 +62,7 @@ _HOMES = {
     "LiveStatus": "primer.book._source",
     "MockRunSource": "primer.book._sources",
     "Report": "primer.book._prepare",
-    "TraceBookConfig": "primer.book._options",
+    "TraceBookConfig": "primer.book._configuration",
     "TraceBookPlugin": "primer.book._plugin",
     "TraceCache": "primer.book._cache",
     "TraceExtension": "primer.book.markdown",

@@ -18,17 +18,14 @@ from contextlib import contextmanager
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 
-from primer.book import _live_prose as live_prose
-from primer.book import _prose_check as prose_check
+from primer.book import _prose as prose
 from primer.book._cache import CACHE_VARIABLE, TraceCache
 from primer.book._chapters import Chapters
 from primer.book._logs import book_logger
-from primer.book._markers import find_markers
-from primer.book._pages import check, listing, off_page, replace
-from primer.book._prepare import Chapter, Prepared, Report, Setup, anomalies, failed, prepare
+from primer.book._markers import check, find_markers, malformed
+from primer.book._prepare import Prepared, Report, Setup, anomalies, failed, prepare
 from primer.book._prices import PriceTable, default_prices
 from primer.book._rendered import Rendered
-from primer.book._source import Shown
 from primer.book._store import PUBLISHED_DIR, TraceStore
 from primer.variables import chapters_package
 
@@ -112,8 +109,6 @@ class Book:
         self.rendered = Rendered(self.cache, self._key_of)
         #: The page each chapter is first shown on (its URL), which its payload page links back to.
         self.chapter_pages: dict[str, str] = {}
-        #: The check of every page's quoted trace facts, its answers kept by what they depend on.
-        self.prose = prose_check.ProseChecks(cache_dir / "prose")
         #: This build's own time, per part.
         self.clock = Stopwatch()
         #: Chapters whose traces shown changed in the last ``prepare``.
@@ -123,8 +118,8 @@ class Book:
         self.workers = workers
         self.time_limit = time_limit
         self.log = book_logger(logger or LOGGER_NAME)
-        #: What every page shows, as the last ``prepare`` made it.
-        self.shown = Prepared(Report())
+        #: What every page shows, as the last ``prepare`` made it: the renderer's source.
+        self.prepared = Prepared(Report())
         #: Page -> its Markdown, as this build read it (for ``check_rules``).
         self.pages: dict[str, str] = {}
         #: Page name (stem) -> its path in the docs folder, found once a build (``_own_pages``).
@@ -135,7 +130,7 @@ class Book:
         self.prices: PriceTable = default_prices()
 
     def prepare(self) -> Prepared:
-        """Make this build's ``Prepared`` (``primer.book._prepare``) and hand what each chapter shows to the store."""
+        """Make this build's ``Prepared`` (``primer.book._prepare``): what every page shows."""
         self.clock.parts = {}
         self.rendered.reset()
         self.cache.reset()
@@ -153,29 +148,28 @@ class Book:
             self.time_limit,
             self.log,
         )
-        before = self.shown.chapters
+        before = self.prepared
         with self.clock("prepare"):
-            self.store.clear_shown()
-            self.shown = prepare(self.chapters, self.store, setup)
-            for chapter in self.shown.chapters.values():
-                self.store.show(chapter.shown, chapter.traces)
-        after = self.shown.chapters
-        self.changed = {c for c in before.keys() | after.keys() if _shown(before.get(c)) != _shown(after.get(c))}
-        return self.shown
+            self.store.reset()
+            self.prepared = prepare(self.chapters, self.store, setup)
+        chapters = {*before.chapters(), *self.prepared.chapters()}
+        self.changed = {c for c in chapters if before.summary(c) != self.prepared.summary(c)}
+        return self.prepared
 
     def _key_of(self, chapter: str) -> str | None:
-        shown = _shown(self.shown.chapters.get(chapter))
+        shown = self.prepared.summary(chapter)
         return shown.key if shown is not None else None
 
     @property
     def enabled(self) -> bool:
         """Whether traces are on in the last build prepared."""
-        return self.shown.enabled
+        return self.prepared.enabled
 
     @property
     def scenario_names(self) -> dict[str, list[str] | None]:
         """Chapter -> its scenario names (None if the chapter cannot be imported), as last prepared."""
-        return {n: list(c.names) if c.names is not None else None for n, c in self.shown.chapters.items()}
+        chapters = self.prepared.by_chapter.items()
+        return {name: list(c.names) if c.names is not None else None for name, c in chapters}
 
     def save(self, run: ChapterRun) -> None:
         """Write a frozen live run; one not written is warned about."""
@@ -186,23 +180,20 @@ class Book:
 
     # -- pages and the site -------------------------------------------------
 
-    def page(self, name: str, markdown: str, *, renderer: bool, url: str | None = None) -> str:
+    def page(self, name: str, markdown: str, *, url: str | None = None) -> str:
         """A page's Markdown as it goes to the renderer, its markers and live blocks checked.
 
         Markers naming what does not exist, and lines meant as markers that
-        are not valid ones, are warned about (naming page and line). With traces off
-        they become a placeholder; without the renderer (``renderer=False``)
-        a plain listing of summary lines. ``url``, the page's URL relative to
-        the site root, is where the payload page of each chapter it shows first
-        links back to.
+        are not valid ones, are warned about (naming page and line); the
+        extension renders them. ``url``, the page's URL relative to the site
+        root, is where the payload page of each chapter it shows first links back to.
         """
         with self.clock("pages"):
             self.pages[name] = markdown
             if not self.enabled:
-                placed, warnings = off_page(name, markdown)
-                for warning in warnings:
+                for warning in malformed(name, markdown):
                     self.log.warning(f"traces: {warning}")
-                return placed
+                return markdown
             names = self.scenario_names
             if url is not None:
                 for marker in find_markers(markdown):
@@ -211,14 +202,12 @@ class Book:
                         self.chapter_pages[marker.chapter] = url
                     else:
                         self.chapter_pages.setdefault(marker.chapter, url)
-            found = check(name, markdown, names) + live_prose.problems(name, markdown, names)
-            for warning in found + self.prose.problems(name, markdown, self.store, self.prices):
+            said = prose.problems(
+                name, markdown, names, lambda chapter: prose.kept_corpora(self.prepared, chapter, self.prices)
+            )
+            for warning in check(name, markdown, names) + said:
                 self.log.warning(f"traces: {warning}")
-            if renderer:
-                return markdown  # the extension keeps or drops the live blocks
-            shown = set(self.store.chapters())
-            markdown = live_prose.select(markdown, self.has_live)
-            return replace(markdown, lambda m: listing(self.store.traces(m.chapter) if m.chapter in shown else None, m))
+            return markdown  # the extension keeps or drops the live blocks
 
     def check_rules(self) -> None:
         """Warn about each of the book's rules its chapters and the pages read so far break (``primer.book._rules``).
@@ -236,7 +225,7 @@ class Book:
 
     def has_live(self, chapter: str, scenario: str | None) -> bool:
         """Whether the chapter (or that scenario of it) has a live run on the page."""
-        shown = self.store.summary(chapter)
+        shown = self.prepared.summary(chapter)
         return shown is not None and shown.live is not None and (scenario is None or scenario in shown.live)
 
     def publish(self, root: Path) -> list[Path]:
@@ -247,11 +236,11 @@ class Book:
         which every front end copies it as a static file.
         """
         with self.clock("publish"):
-            return self.store.publish(root, self._payloads) if self.enabled else []
+            return self.store.publish(root, self.prepared, self._payloads) if self.enabled else []
 
     def prune(self) -> None:
         """Drop the cache's entries this build did not use (but the last few of each chapter): after a full build."""
-        self.cache.prune(self.store.chapters())
+        self.cache.prune(self.prepared.chapters())
 
     def _chapter_page(self, chapter: str) -> str | None:
         """The URL a chapter's payload page links back to: its own page (named after it), else the first showing it.
@@ -286,7 +275,7 @@ class Book:
         def make() -> str:
             from primer.book._render import render_payloads
 
-            return render_payloads(self.store.traces(chapter), page_url=page)
+            return render_payloads(self.prepared.traces(chapter), page_url=page)
 
         return name, make
 
@@ -300,7 +289,3 @@ class Book:
     def watched_dirs(self) -> Iterable[Path]:
         """The folders of code a serving front end should watch."""
         return self.chapters.watched_dirs()
-
-
-def _shown(chapter: Chapter | None) -> Shown | None:
-    return chapter.shown if chapter is not None else None

@@ -1,18 +1,15 @@
 """The one cache: what a build made of each chapter, content-addressed by one key.
 
-``chapter_key`` hashes everything a build makes of a chapter depends on: the
-fingerprint of its normalised code (``primer.book._depends``), its frozen live
-trace's bytes, the options that matter (``PRIMER_*`` settings, a secret only
-as set; a front end's render options; the prices), and ``renderer_version``
-(read at every build, so a template saved under ``mkdocs serve`` is a new
-key at once). Under it, ``.cache/trace-book/entries/CHAPTER/KEY/`` keeps what
-the build made: the mock trace, a replay's verdict, what the pages show, each
-marker's HTML, the published files. What depends on less than the key (the
-mock trace, a verdict) is also looked for in the chapter's other entries.
-Unused entries are pruned after a full build, but the last ``KEEP`` of each
-chapter. Turned off (``PRIMER_CACHE=off``, the plugin's ``cache: false``)
-nothing is read or kept; a file that cannot be read or written is a miss:
-the cache never fails a build.
+``chapter_key`` hashes all a chapter's output depends on: its code's
+fingerprint (``primer.book._chapters``), its frozen live trace's bytes, the
+options that matter (a secret only as set) and ``renderer_version`` (read at
+every build: a template saved under ``mkdocs serve`` is a new key at once).
+``entries/CHAPTER/KEY/`` keeps the mock trace, a replay's verdict, what the
+pages show, each marker's HTML and the published files; the mock trace and a
+verdict, which depend on less, are also looked for in the chapter's other
+entries. Entries unused by a full build are pruned but the last ``KEEP``.
+Off (``PRIMER_CACHE=off``), nothing is read or kept; a file that cannot be
+read or written is a miss: the cache never fails a build.
 """
 
 from __future__ import annotations
@@ -145,7 +142,6 @@ class TraceCache:
         return Entry(chapter, key, os.path.join(self.folder, chapter, key) if self.enabled else None)
 
     def _entries(self, chapter: str, used: set[str]) -> list[Path]:
-        """The chapter's entries but ``used``, newest first."""
         try:
             found = [path for path in (self.folder / chapter).iterdir() if path.is_dir() and path.name not in used]
             return sorted(found, key=lambda path: path.stat().st_mtime_ns, reverse=True)

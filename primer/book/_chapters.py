@@ -1,41 +1,237 @@
-"""The book's chapters: found in a package, imported fresh when their source changed.
+"""The book's code: its chapters, imported fresh when their source changed, and the fingerprint of what they use.
 
-The chapters are the modules of one package (``primer.locator.ChapterLocator``).
-``mkdocs serve`` keeps one process for hours while the author edits code: a
-chapter, or a helper of the chapters' package, whose file changed since it
-was imported is re-imported before it runs. Library modules cannot be
-reloaded safely (classes would exist twice): ``stale_library`` names those
-that changed, and the build runs their chapters in a fresh interpreter.
+A fingerprint hashes the normalised code (``code_digest``: no comments,
+formatting, or module and function docstrings; a class docstring is a tool's
+description) of the chapter, the runner and all they import, followed through
+the imports as written (``ast``, never imported), ``primer.book`` left out;
+files named by module, so it is the same in any checkout and venv. A module's
+imports and digest are kept by its bytes' digest (in ``imports_cache`` too):
+a new process parses only what was edited; a ``snapshot()`` reads each once.
 
-"Changed since imported" needs the source as it was *when imported*.
-``Executed`` keeps it without hooking the import system: before a chapter is
-imported, the files of its dependencies not imported yet are read; a module
-imported by other means is read at the next look, and counts as unknown (so
-changed) if its file was saved since the look before.
+Under ``mkdocs serve`` a chapter, or a helper of its package, changed since
+imported is re-imported before it runs; a changed library module cannot be
+(``stale_library``: its chapters run in a fresh interpreter). ``Executed``
+keeps the source each module was executed from, without an import hook.
 """
 
 from __future__ import annotations
 
-import importlib
+import ast
+import hashlib
+import importlib.util
+import json
 import os
+import re
 import sys
 import time
-from contextlib import AbstractContextManager
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING
 
-from primer.book._depends import CodeGraph, code_digest
+from primer.book._atomic import write_if_changed
 from primer.locator import DEFAULT_PACKAGE, ChapterLocator, scenarios_of
 
 if TYPE_CHECKING:
     from primer.scenario import Scenario
 
-__all__ = ["DEFAULT_PACKAGE", "Chapters", "Executed"]
+__all__ = ["DEFAULT_PACKAGE", "Chapters", "CodeGraph", "Executed", "code_digest"]
 
-# How much earlier than a look a file must have been saved for its bytes to be those executed
-# after the look: file systems stamp coarsely (FAT: 2 s).
+#: Bump when what ``code_digest`` hashes changes (and the layout of ``imports_cache``).
+_FORMAT, _FILE_FORMAT = 2, 3
+_SCHEMA = re.compile(rb"^SCHEMA_VERSION = (\d+)$", re.MULTILINE)
+# How much earlier than a look a file must have been saved for its bytes to be those
+# executed after it: file systems stamp coarsely (FAT: 2 s).
 _MARGIN_NS = 2_000_000_000
+
+#: A module found: its file, its name in fingerprints (``primer/agent.py``), its imports, its code's digest.
+Module = tuple[Path, str, list[str], str]
+
+
+def _schema_version() -> str:
+    """``primer.trace.SCHEMA_VERSION``, read from its source: a warm build does not import the models."""
+    spec = importlib.util.find_spec("primer.trace")
+    found = _SCHEMA.search(Path(spec.origin).read_bytes()) if spec is not None and spec.origin else None
+    if found is None:
+        from primer.trace import SCHEMA_VERSION
+
+        return str(SCHEMA_VERSION)
+    return found.group(1).decode()
+
+
+def _tree_digest(tree: ast.AST) -> str:
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Module | ast.FunctionDef | ast.AsyncFunctionDef) and node.body:
+            first = node.body[0]
+            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and type(first.value.value) is str:
+                node.body = node.body[1:] or [ast.Pass()]
+    return hashlib.sha256(ast.dump(tree).encode()).hexdigest()  # no line numbers or columns
+
+
+def code_digest(source: bytes) -> str:
+    """A digest of Python source that only a change in what the code does can change (see the module).
+
+    >>> code_digest(b"x = 1  # one") == code_digest(b"x = (1)")
+    True
+    """
+    try:
+        return _tree_digest(ast.parse(source))
+    except (SyntaxError, ValueError):  # hashed as bytes: running it shows the error
+        return "bytes " + hashlib.sha256(source).hexdigest()
+
+
+def _imports(name: str, path: Path, tree: ast.AST) -> list[str]:
+    """The names a module imports, in any statement (a deferred import is a dependency too)."""
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found: list[str] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found += [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = package.split(".")
+                anchor = ".".join(parts[: len(parts) - node.level + 1])
+                base = f"{anchor}.{base}" if base else anchor
+            # `from package import module` names a module, not an attribute.
+            found += [base, *(f"{base}.{alias.name}" for alias in node.names if alias.name != "*")]
+    return found
+
+
+class CodeGraph:
+    """The import graph of the packages that make a book, read from source."""
+
+    def __init__(
+        self, packages: Iterable[str], exclude: Iterable[str] = ("primer.book",), *, imports_cache: Path | None = None
+    ) -> None:
+        self.roots: dict[str, Path] = {}
+        for top in sorted({name.split(".")[0] for name in packages}):
+            spec = importlib.util.find_spec(top)  # found, not imported
+            if spec is not None and spec.submodule_search_locations:
+                self.roots[top] = Path(next(iter(spec.submodule_search_locations))).resolve()
+        self.exclude = tuple(exclude)
+        self.imports_cache = imports_cache
+        # "name sha256-of-bytes" -> (imports, code digest): the name too, as relative imports resolve from it.
+        self._kept: dict[str, tuple[list[str], str]] | None = None
+        self._used: set[str] = set()
+        self._grown = False
+        # Inside snapshot(): each module found (None: not followed), and the schema version.
+        self._memo: dict[str, Module | None] | None = None
+        self._closures: dict[str, dict[str, Module]] | None = None
+        self._schema: str | None = None
+
+    @contextmanager
+    def snapshot(self) -> Iterator[None]:
+        """Within the block, each file is read once: a save during it is seen by the next."""
+        if self._memo is not None:  # inside one already
+            yield
+            return
+        self._memo, self._closures = {}, {}
+        try:
+            yield
+        finally:
+            self._memo = self._closures = self._schema = None
+            self._save()
+
+    def path_of(self, name: str) -> Path | None:
+        """The source file of a module, if it is one of the followed packages."""
+        found = self._where(name)
+        return None if found is None else found[0]
+
+    def _where(self, name: str) -> tuple[Path, str] | None:
+        top, *rest = name.split(".")
+        if top not in self.roots or any(name == ex or name.startswith(ex + ".") for ex in self.exclude):
+            return None
+        base = os.path.join(self.roots[top], *rest)
+        for suffix in ("/__init__.py", ".py"):
+            if os.path.isfile(base + suffix):
+                return Path(base + suffix), "/".join([top, *rest]) + suffix
+        return None
+
+    def _module(self, name: str) -> Module | None:
+        if self._memo is not None and name in self._memo:
+            return self._memo[name]
+        found, where = None, self._where(name)
+        try:
+            data = where[0].read_bytes() if where is not None else None
+        except OSError:
+            data = None  # gone since: not a dependency now
+        if where is not None and data is not None:
+            key = f"{name} {hashlib.sha256(data).hexdigest()}"
+            kept = self._load().get(key)
+            if kept is None:
+                try:
+                    tree = ast.parse(data, filename=str(where[0]))
+                    kept = (_imports(name, where[0], tree), _tree_digest(tree))
+                except (SyntaxError, ValueError):
+                    kept = ([], "bytes " + key.rpartition(" ")[2])
+                self._load()[key], self._grown = kept, True
+            self._used.add(key)
+            found = (*where, *kept)
+        if self._memo is not None:
+            self._memo[name] = found
+        return found
+
+    def modules(self, *modules: str) -> dict[str, Module]:
+        """The followed modules the given ones import, transitively, themselves included, by name."""
+        found: dict[str, Module] = {}
+        for name in modules:
+            if (module := self._module(name)) is not None:
+                found[name] = module
+                for imported in module[2]:  # the library's, shared by every chapter: walked once a snapshot
+                    found |= self._closure(imported)
+        if self._memo is None:
+            self._save()
+        return found
+
+    def _closure(self, start: str) -> dict[str, Module]:
+        if self._closures is not None and start in self._closures:
+            return self._closures[start]
+        seen: dict[str, Module | None] = {}
+        todo = [start]
+        while todo:
+            name = todo.pop()
+            if name not in seen:
+                seen[name] = found = self._module(name)
+                todo += found[2] if found is not None else []
+        closure = {name: found for name, found in seen.items() if found is not None}
+        if self._closures is not None:
+            self._closures[start] = closure
+        return closure
+
+    def files(self, *modules: str) -> list[Path]:
+        """Every followed source file the modules import, transitively, themselves included."""
+        return sorted(found[0] for found in self.modules(*modules).values())
+
+    def fingerprint(self, *modules: str) -> str:
+        """One hash of the normalised code of the modules' dependencies, by name, and of the trace schema version."""
+        lines = sorted(f"{named} {code}\n" for _, named, _, code in self.modules(*modules).values())
+        schema = self._schema or _schema_version()
+        if self._memo is not None:
+            self._schema = schema
+        return hashlib.sha256(f"schema {schema} code {_FORMAT}\n{''.join(lines)}".encode()).hexdigest()[:20]
+
+    def _load(self) -> dict[str, tuple[list[str], str]]:
+        if self._kept is None:
+            self._kept = {}
+            try:
+                data = json.loads(self.imports_cache.read_bytes()) if self.imports_cache is not None else {}
+                if data.get("format") == _FILE_FORMAT:
+                    self._kept = {key: (list(names), str(code)) for key, (names, code) in data["modules"].items()}
+            except (OSError, ValueError, AttributeError, KeyError, TypeError):
+                pass  # none yet, or unreadable: parsed again and rewritten
+        return self._kept
+
+    def _save(self) -> None:
+        if self._grown and self.imports_cache is not None and self._kept is not None:
+            # Only what this process used: entries of files edited away do not pile up.
+            kept = {key: value for key, value in sorted(self._kept.items()) if key in self._used}
+            try:
+                write_if_changed(self.imports_cache, json.dumps({"format": _FILE_FORMAT, "modules": kept}))
+                self._grown = False
+            except OSError:
+                pass  # a cache: the next process parses again
 
 
 def _read(path: str | Path | None, *, saved_before: int | None = None) -> bytes | None:
@@ -70,7 +266,7 @@ class Executed:
         new = sys.modules.keys() - self._names  # asked before every chapter's import: only what is new
         self._names |= new
         for name in new:
-            own = name == self._reloaded or name.startswith(f"{self._reloaded}.")
+            own = f"{name}.".startswith(f"{self._reloaded}.")
             if name not in self.sources and name.partition(".")[0] in self.tops and not own:
                 self.sources[name] = _read(getattr(sys.modules.get(name), "__file__", None), saved_before=looked)
 
@@ -97,10 +293,6 @@ class Chapters:
         self.executed = Executed(*self.graph.roots, reloaded=package)
         self.executed.look()
 
-    def snapshot(self) -> AbstractContextManager[None]:
-        """One build's fingerprints, each file read once (``CodeGraph.snapshot``)."""
-        return self.graph.snapshot()
-
     def names(self) -> list[str]:
         """Every chapter module's name, sorted (the modules are not imported)."""
         return self.locator.names()
@@ -113,8 +305,13 @@ class Chapters:
         """The hash of the code the chapter's traces depend on (``CodeGraph.fingerprint``)."""
         return self.graph.fingerprint(self.module_name(chapter), "primer.runner")
 
+    def fingerprints(self, chapters: Iterable[str]) -> dict[str, str]:
+        """Each chapter's ``fingerprint``, as the files are at one moment: each read once."""
+        with self.graph.snapshot():
+            return {chapter: self.fingerprint(chapter) for chapter in chapters}
+
     def _dependencies(self, chapter: str) -> list[tuple[str, Path, bool]]:
-        """Each module the chapter depends on, sorted by file: its name, its file, whether it is the book's own."""
+        """Each module the chapter depends on, by file: its name, its file, whether it is of the chapters' package."""
         found = self.graph.modules(self.module_name(chapter), "primer.runner").items()
         own = [(name, module[0], f"{name}.".startswith(f"{self.package}.")) for name, module in found]
         return sorted(own, key=lambda dependency: dependency[1])
@@ -122,11 +319,8 @@ class Chapters:
     def stale_library(self, chapter: str) -> list[Path]:
         """Library files this process imported that changed on disk since."""
         self.executed.look()
-        return [
-            path
-            for name, path, own in self._dependencies(chapter)
-            if not own and name in sys.modules and self.executed.changed(name, path)
-        ]
+        dependencies = self._dependencies(chapter)
+        return [p for n, p, own in dependencies if not own and n in sys.modules and self.executed.changed(n, p)]
 
     def load(self, chapter: str) -> ModuleType:
         """Import a chapter, re-importing what of its package changed since; raises what importing raises."""
@@ -170,10 +364,8 @@ class Chapters:
 
     def watched_dirs(self) -> list[Path]:
         """The package folders holding the book's code, the book machinery's own left out."""
-        roots = self.graph.roots
-        excluded = {
-            roots[top].joinpath(*rest) for top, *rest in (ex.split(".") for ex in self.graph.exclude) if top in roots
-        }
+        roots, names = self.graph.roots, [ex.split(".") for ex in self.graph.exclude]
+        excluded = {roots[top].joinpath(*rest) for top, *rest in names if top in roots}
         dirs = []
         for root in roots.values():
             for folder, subdirs, _files in os.walk(root):

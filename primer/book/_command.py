@@ -3,15 +3,13 @@
     python -m primer.book build [--strict] [--stamp] [-q] [-f mkdocs.yml]
     python -m primer.book new DIR [--package NAME] [--title TITLE]
 
-``build`` does what the plugin does before a build, without building the site: reads ``mkdocs.yml``
-through MkDocs' own loader (``primer.book._configuration``), refreshes the store (``Book.prepare``),
-checks every page, and publishes ``traces/`` and the assets into the docs folder, from where every
-front end copies them. ``--stamp`` writes into the frozen live traces the stamps of those a replay
-verified, for a maintainer to commit. Zensical does not count an extension's warnings, so for it
-this is the strict check: ``python -m primer.book build --strict && zensical build``.
-``new`` writes a book that builds ``--strict`` as written (``primer.book._new_book``).
-
-Exit status: 0 done, 1 warnings under ``--strict``, 2 a usage or configuration error.
+``build`` does what the plugin does before a build, without building the site: reads
+``mkdocs.yml`` as MkDocs does, refreshes the store, checks every page, and publishes ``traces/``
+and the assets into the docs folder, from where every front end copies them (Zensical counts no
+extension's warnings: ``python -m primer.book build --strict && zensical build``). ``--stamp``
+writes the stamps of the frozen live traces a replay verified into them. ``new`` writes a book
+that builds ``--strict`` as written. Exit status: 0 done, 1 warnings under ``--strict``, 2 a
+usage or configuration error.
 """
 
 from __future__ import annotations
@@ -69,7 +67,10 @@ def _parser() -> argparse.ArgumentParser:
 
 def _stamp(book: Book) -> None:
     """Write the stamps of the frozen live traces a replay verified into their files (``--stamp``)."""
-    for run in book.store.stamped_runs():
+    for chapter in book.prepared.chapters():
+        run = book.prepared.traces(chapter).live
+        if run is None or not book.store.is_stamped(run):
+            continue
         book.save(run)
         book.log.info(f"traces: stamped {book.store.path(run.chapter, 'live')} (verified by replay {run.verified_at})")
 
@@ -133,7 +134,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             for page in sorted(config.docs_dir.rglob("*.md")):
                 # Named as the hook names a page (docs/ch05_loop_endings.md); warnings only.
                 name = f"{config.docs_dir.name}/{page.relative_to(config.docs_dir).as_posix()}"
-                book.page(name, page.read_text(encoding="utf-8"), renderer=True)
+                book.page(name, page.read_text(encoding="utf-8"))
             book.check_rules()
             book.publish(config.docs_dir)
             if book.enabled:

@@ -1,61 +1,59 @@
-"""The one marker parser: where a chapter page asks for traces.
+"""The one marker parser: where a chapter page asks for traces, and the warnings its markers give.
 
 A chapter page marks where traces go with one line of its own::
 
     ::: trace ch09_who_retries                    every scenario of the chapter
     ::: trace ch09_who_retries service_is_busy    one scenario
 
-Every front end reads markers through ``parse_line`` (one line) or ``scan``
-(a page, fenced code left out), which sort each line three ways:
+``parse_line`` sorts a line three ways: a ``Marker`` (``:::``, a space, ``trace``, a chapter and
+at most one scenario, names of letters, digits and underscores, at the start of the line); a
+``NearMiss``, a line meant as a marker that is not a valid one (*meant*: the first word after
+``:::`` is ``trace`` or ``traces``, in any case and spacing, so ``::: trace`` alone is ours and
+not mkdocstrings' ``trace`` module); or None (``::: tracemalloc``, ``::: trace.x``).
 
-* a ``Marker``: ``:::``, a space, ``trace``, a chapter and at most one
-  scenario, names of letters, digits and underscores, at the start of the line;
-* a ``NearMiss``: a line that was meant as a marker but is not a valid one.
-  *Meant* is decided by the first word after ``:::``: ``trace`` or
-  ``traces``, in any case, whatever the spacing (``:::trace x``,
-  ``::: Traces x``, ``::: trace``, ``  ::: trace x``). The book reserves that
-  word, so ``::: trace`` alone is a near miss rather than mkdocstrings'
-  documentation of the standard library's ``trace`` module;
-* anything else, mkdocstrings' ``::: package.module`` identifiers included
-  (``::: tracemalloc``, ``::: trace.x``: the first word is not ``trace``).
-
-A near miss is reported with the reason and the valid form, so a typo in a
-marker fails ``mkdocs build --strict`` instead of showing the line as text.
+``scan`` parses a page once (fenced code left out: an example, not a request); ``check`` and
+``malformed`` word its warnings, naming page and line, so a typo fails ``--strict``.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
+from functools import lru_cache
 from typing import NamedTuple
 
-__all__ = ["MARKER_FORM", "Marker", "NearMiss", "find_markers", "find_near_misses", "parse_line", "scan"]
+from primer.locator import unknown
+
+__all__ = [
+    "MARKER_FORM",
+    "OFF_CLASS",
+    "Marker",
+    "NearMiss",
+    "check",
+    "find_markers",
+    "find_near_misses",
+    "malformed",
+    "off_note",
+    "parse_line",
+    "scan",
+]
 
 #: The valid form of a marker, as messages quote it.
 MARKER_FORM = "::: trace CHAPTER [SCENARIO]"
+#: The class of the note a marker becomes when traces are off.
+OFF_CLASS = "primer-traces-off"
 
-# A line meant as a marker: at most three spaces (four make indented code),
-# ":::", and a first word "trace" or "traces" ending the line or followed by
-# a space (so "::: trace.module" and "::: tracemalloc" are not ours).
+# A line meant as a marker: at most three spaces (four make indented code), ":::", and a first
+# word "trace" or "traces" ending the line or followed by a space.
 _MEANT = re.compile(r"(?P<indent> {0,3}):::(?P<gap>[ \t]*)(?P<word>traces?)(?P<rest>[ \t].*)?", re.IGNORECASE)
-# A valid marker, as parse_line reads one.
-_VALID = r":::[ \t]+trace[ \t]+[A-Za-z0-9_]+(?:[ \t]+[A-Za-z0-9_]+)?[ \t]*"
-# The start of a line meant as a marker (as _MEANT reads it; parse_line strips
-# the "\r" that ends a line) that is not a valid one, fenced code or not:
-# found by one search of the whole page.
-_NEAR_MISS = re.compile(rf"^(?!{_VALID}\r*$) {{0,3}}:::[ \t]*(?i:traces?)(?:[ \t]|\r*$)", re.MULTILINE)
 _NAME = re.compile(r"[A-Za-z0-9_]+")
 _SPACES = re.compile(r"[ \t]+")
-
-# An opening fence: three or more backticks or tildes, indented or not (fences
-# nest in lists and admonitions). It closes on a run of the same character at
-# least as long.
+# An opening fence, indented or not (fences nest in lists and admonitions); it closes on a run
+# of the same character at least as long.
 _FENCE = re.compile(r"^[ \t]*(?P<fence>`{3,}|~{3,})")
 
 
-# Records as NamedTuples, not frozen dataclasses: both are made as this module
-# is imported, which every build does, traces off too, and a dataclass takes
-# about six times as long to make (a quarter of a millisecond each).
+# NamedTuples, not dataclasses: made as every build imports this, traces off too, and cheaper.
 class Marker(NamedTuple):
     """One marker found in a page."""
 
@@ -106,8 +104,8 @@ def parse_line(line: str, number: int = 1) -> Marker | NearMiss | None:
 
 
 def _lines_outside_code(markdown: str) -> Iterator[tuple[int, str]]:
-    # Numbered as an editor numbers them: only "\n" ends a line (MkDocs reads
-    # pages with universal newlines, so "\r\n" arrives as "\n").
+    # Numbered as an editor numbers them: only "\n" ends a line (MkDocs reads pages with
+    # universal newlines, so "\r\n" arrives as "\n").
     inside: str | None = None
     for number, line in enumerate(markdown.split("\n"), start=1):
         match = _FENCE.match(line)
@@ -120,19 +118,14 @@ def _lines_outside_code(markdown: str) -> Iterator[tuple[int, str]]:
             inside = None
 
 
-def scan(markdown: str) -> list[Marker | NearMiss]:
-    """Every marker and near miss of a page, in order, leaving out fenced code.
-
-    A page that *documents* the marker shows it in a code block: that is an
-    example, not a request, and not a mistake either.
-    """
-    found = []
-    for number, line in _lines_outside_code(markdown):
-        if ":::" in line:  # cheap: most lines are prose
-            parsed = parse_line(line, number)
-            if parsed is not None:
-                found.append(parsed)
-    return found
+# A page is asked for its markers by the plugin, the book's checks and the payload links: parsed once.
+@lru_cache(maxsize=16)
+def scan(markdown: str) -> tuple[Marker | NearMiss, ...]:
+    """Every marker and near miss of a page, in order, leaving out fenced code."""
+    if ":::" not in markdown:
+        return ()
+    found = (parse_line(line, n) for n, line in _lines_outside_code(markdown) if ":::" in line)
+    return tuple(each for each in found if each is not None)
 
 
 def find_markers(markdown: str) -> list[Marker]:
@@ -142,8 +135,32 @@ def find_markers(markdown: str) -> list[Marker]:
 
 def find_near_misses(markdown: str) -> list[NearMiss]:
     """Every line of a page outside fenced code meant as a marker but not a valid one."""
-    # Asked of every page, traces off too: a page with no such line anywhere
-    # (fenced or not) need not be read line by line.
-    if ":::" not in markdown or _NEAR_MISS.search(markdown) is None:
-        return []
     return [each for each in scan(markdown) if isinstance(each, NearMiss)]
+
+
+def malformed(page: str, markdown: str) -> list[str]:
+    """Warnings for the page's lines meant as markers that are not valid ones, naming page and line."""
+    return [f"{page} line {near.line}: {near.message}" for near in find_near_misses(markdown)]
+
+
+def check(page: str, markdown: str, scenarios: Mapping[str, Sequence[str] | None]) -> list[str]:
+    """Warnings for near misses and for markers naming what does not exist, naming page and line.
+
+    ``scenarios`` maps each chapter to its scenario names (None: not known, the chapter has its own warning).
+    """
+    warnings = []
+    for marker in scan(markdown):
+        if isinstance(marker, NearMiss):
+            warnings.append(f"{page} line {marker.line}: {marker.message}")
+            continue
+        missing = unknown(marker.chapter, marker.scenario, scenarios)
+        if missing is not None:
+            named = f"{marker.chapter} {marker.scenario}" if marker.scenario else marker.chapter
+            warnings.append(f"{page} line {marker.line}: the marker `::: trace {named}` {missing}")
+    return warnings
+
+
+def off_note(marker: Marker) -> str:
+    """The words of the note a marker becomes when traces are off."""
+    what = f"{marker.chapter} {marker.scenario}" if marker.scenario else marker.chapter
+    return f"Traces of {what} are not shown: this build ran with PRIMER_TRACES=off."

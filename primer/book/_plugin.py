@@ -1,34 +1,14 @@
 """The ``trace-book`` MkDocs plugin: the book's traces in its pages, and MkDocs' quirks kept here.
 
-The book machinery's front end for MkDocs (and ProperDocs, through its
-twin, ``primer.book._properdocs_plugin``): the one place its events are
-handled. A book names it as authors name mkdocstrings::
+A book names it as authors name mkdocstrings (``plugins: [search, trace-book: {chapters:
+mybook.chapters}]``); its options are ``primer.book._configuration``'s, the environment winning
+over them. It adds the Markdown extension itself, as mkdocstrings does (replacing a
+``primer.book.markdown`` entry, which Zensical needs). A hook file (``hooks/traces.py``) is the
+same class (``primer.book.mkdocs_hook``); ProperDocs loads its twin (``_properdocs_plugin``).
 
-    plugins:
-      - search
-      - trace-book:
-          chapters: mybook.chapters   # the chapters' package (PRIMER_CHAPTERS wins)
-
-Its options (``enabled``, ``chapters``, ``traces_dir``, ``cache_dir``,
-``cache``, ``live``, ``rules``, ``prices``) are ``primer.book._options``'s: an unknown or mistyped
-one fails the configuration, naming it; environment variables win over
-them. The plugin adds the Markdown extension itself, as
-mkdocstrings does: an instance that renders from this plugin's book. A
-``primer.book.markdown`` entry of ``markdown_extensions`` (which Zensical,
-running no plugin, needs) is replaced by it, and its ``chapters`` option
-is read when the plugin's own is not given.
-
-A book may instead name a hook file, as this one does (``hooks/traces.py``):
-the same class (``TraceBookPlugin.hook``), one code path; it lists summary
-lines itself in a book that names no extension.
-
-What lasts across ``mkdocs serve`` rebuilds lives on the instance, which
-MkDocs keeps for the whole process (its plugin cache, or the loaded hook):
-the book, whether it serves with ``--dirty``, which chapters each page shows.
-
-Each event's docstring says what it does. From ``on_config`` to
-``on_post_build`` (or ``on_build_error``) a build holds the cache's lock
-(``primer.book._lock``): a second build of the same book waits, and says so.
+What lasts across ``mkdocs serve`` rebuilds lives on the instance, which MkDocs keeps for the
+process. From ``on_config`` to ``on_post_build`` (or ``on_build_error``) a build holds the
+cache's lock (``primer.book._lock``): a second build of the same book waits, and says so.
 """
 
 from __future__ import annotations
@@ -43,12 +23,13 @@ from mkdocs.exceptions import PluginError
 from mkdocs.plugins import BasePlugin, event_priority
 from mkdocs.structure.files import File, InclusionLevel
 
-from primer.book import _options as plugin_options
+from primer.book import _configuration as plugin_options
+from primer.book import _prose as prose
+from primer.book._configuration import TraceBookConfig
 from primer.book._links import page_relative
 from primer.book._lock import BuildLock
 from primer.book._logs import book_logger
-from primer.book._options import TraceBookConfig
-from primer.book._pages import chapters_named, malformed, off_page
+from primer.book._markers import find_markers, malformed
 from primer.book._session import Session
 from primer.errors import ConfigError
 from primer.variables import traces_off, unknown_variables
@@ -88,15 +69,14 @@ class TraceBookPlugin(BasePlugin[TraceBookConfig]):  # type: ignore[no-untyped-c
         self.extension: TraceExtension | None = None
         #: The cache's build lock, held from on_config to on_post_build (``primer.book._lock``).
         self.lock: BuildLock | None = None
-        # A plugin adds the extension itself; a hook adds it only where mkdocs.yml names it.
-        self._adds_extension = True
+        #: The site this process last published the trace JSON into (``on_post_build``).
+        self._published: Path | None = None
 
     @classmethod
     def hook(cls) -> TraceBookPlugin:
-        """The plugin as a hook file's: default options, the extension only where ``mkdocs.yml`` names it."""
+        """The plugin as a hook file's: its default options."""
         plugin = cls()
         plugin.load_config({})
-        plugin._adds_extension = False
         return plugin
 
     def events(self) -> dict[str, Callable[..., Any]]:
@@ -109,10 +89,6 @@ class TraceBookPlugin(BasePlugin[TraceBookConfig]):  # type: ignore[no-untyped-c
         """Validate the options; one no option reads is an error naming it (MkDocs only warns)."""
         errors, warnings = super().load_config(options, config_file_path)
         return plugin_options.unknown_as_errors([name for name, _ in self.config_scheme], errors, warnings)
-
-    def defaults(self) -> dict[str, str]:
-        """The ``PRIMER_*`` settings the options give, which the environment overrides (``primer.book._options``)."""
-        return plugin_options.defaults(self.config)
 
     def environ(self) -> Mapping[str, str]:
         """The ``PRIMER_*`` settings of this build: the options as defaults, the environment over them."""
@@ -173,11 +149,7 @@ class TraceBookPlugin(BasePlugin[TraceBookConfig]):  # type: ignore[no-untyped-c
         return config
 
     def _put_extension(self, config: MkDocsConfig, *, off: bool, chapters: str | None) -> None:
-        """Put this build's extension instance where ``mkdocs.yml`` names it (a plugin: in any case)."""
-        self.extension = None
-        named = EXTENSION in config.markdown_extensions
-        if not (named or self._adds_extension):
-            return  # a hook, and no renderer named: on_page_markdown lists the summary lines
+        """Put this build's extension instance in, where ``mkdocs.yml`` names it or last."""
         from primer.book.markdown import TraceExtension
 
         book = self.book
@@ -187,12 +159,12 @@ class TraceBookPlugin(BasePlugin[TraceBookConfig]):  # type: ignore[no-untyped-c
             **({"chapters": chapters} if chapters else {}),
         }
         if book is not None:
-            options.update(source=book.store, cache=book.rendered)
+            options.update(source=book.prepared, cache=book.rendered)
         options["options"] = rendering = self._render_options(config)
         if book is not None:
             book.prices = rendering.prices  # the prose check finds the costs the pages show
         self.extension = TraceExtension(**options)
-        if named:
+        if EXTENSION in config.markdown_extensions:
             config.markdown_extensions.remove(EXTENSION)
         config.markdown_extensions.append(self.extension)  # type: ignore[arg-type]  # MkDocs takes instances
 
@@ -257,22 +229,20 @@ class TraceBookPlugin(BasePlugin[TraceBookConfig]):  # type: ignore[no-untyped-c
         return expired
 
     def on_page_markdown(self, markdown: str, *, page: Page, config: MkDocsConfig, files: Files) -> str:
-        """Check the page's markers (naming page and line); a placeholder or a listing where there is no renderer."""
+        """Check the page's markers, warning naming page and line (the extension renders them)."""
         name = _name(config, page.file.src_uri)
         if self.extension is not None:
             # For the extension, which warns about the markers only it finds.
             self.extension.reading = (name, markdown)
         book = self.book
-        if book is None:
-            if self.extension is not None:  # it shows the placeholders
-                placed, warnings = markdown, malformed(name, markdown)
-            else:
-                placed, warnings = off_page(name, markdown)
-            for warning in warnings:
+        if book is None:  # traces off: the extension shows the placeholders
+            for warning in malformed(name, markdown):
                 log.warning(f"traces: {warning}")
-            return placed
-        self.session.page_chapters[name] = chapters_named(markdown)
-        return book.page(name, markdown, renderer=self.extension is not None, url=page.url)
+            return markdown
+        # The chapters its traces depend on: its markers' and its mode blocks'.
+        named = {marker.chapter for marker in find_markers(markdown)} | {b.chapter for b in prose.blocks(markdown)}
+        self.session.page_chapters[name] = named
+        return book.page(name, markdown, url=page.url)
 
     # Last, so every other plugin's on_page_content sees the whole page.
     @event_priority(-100)
@@ -304,7 +274,12 @@ class TraceBookPlugin(BasePlugin[TraceBookConfig]):  # type: ignore[no-untyped-c
         book = self.book
         if book is None:
             return
-        book.publish(Path(config.site_dir))
+        site = Path(config.site_dir)
+        # Under --dirty the site is kept between rebuilds: what was published there stands
+        # unless a chapter's traces changed (a prose save publishes nothing).
+        if not (self.session.dirty and self._published == site and not book.changed):
+            book.publish(site)
+            self._published = site
         if not self.session.dirty:  # every page was read: the rules can be checked, and unused cached HTML is stale
             book.check_rules()
             book.prune()

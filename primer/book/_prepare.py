@@ -107,15 +107,41 @@ class Chapter:
 
 @dataclass(frozen=True)
 class Prepared:
-    """What every page of one build shows: each chapter's, and the build's report."""
+    """What every page of one build shows, each chapter's; the renderer's, the checks' and publishing's source."""
 
     report: Report
-    chapters: Mapping[str, Chapter] = field(default_factory=dict)
+    by_chapter: Mapping[str, Chapter] = field(default_factory=dict)
+    #: Where the runs of a chapter shown from its entry are read, when first asked for.
+    store: TraceStore | None = None
+    _read: dict[str, ChapterTraces] = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def enabled(self) -> bool:
         """Whether traces are on for this build (``PRIMER_TRACES`` not ``off``)."""
         return not self.report.off
+
+    def chapters(self) -> list[str]:
+        """The chapters shown, sorted."""
+        return sorted(self.by_chapter)
+
+    def summary(self, chapter: str) -> Shown | None:
+        """What the pages show of a chapter, without reading a run (None: it shows none)."""
+        found = self.by_chapter.get(chapter)
+        return found.shown if found is not None else None
+
+    def traces(self, chapter: str) -> ChapterTraces:
+        """A chapter's runs (read from its entry on first use); raises ``NotFound`` naming what exists."""
+        found = self.by_chapter.get(chapter)
+        if found is None or (found.traces is None and self.store is None):
+            from primer.errors import NotFound
+
+            chapters = ", ".join(self.chapters()) or "none"
+            raise NotFound(f"There are no traces for chapter {chapter!r}. The chapters are: {chapters}.")
+        if found.traces is not None:
+            return found.traces
+        if chapter not in self._read and self.store is not None:
+            self._read[chapter] = self.store.read(found.shown)
+        return self._read[chapter]
 
 
 @dataclass(frozen=True)
@@ -167,7 +193,7 @@ def prepare(chapters: Chapters, store: TraceStore, setup: Setup) -> Prepared:
     except Exception as error:  # noqa: BLE001 - a broken package is reported, not fatal
         why = (settings or setup.settings_now()).redactor().text(str(error))
         log.warning(f"traces: the chapters' package {chapters.package} could not be imported: {why}")
-        return Prepared(Report(live=live))
+        return Prepared(Report(live=live), store=store)
     renderer = renderer_version()
     options = {
         **(settings_options(setup.settings) if setup.settings is not None else environ_options(environ)),
@@ -177,8 +203,7 @@ def prepare(chapters: Chapters, store: TraceStore, setup: Setup) -> Prepared:
     def key(chapter: str, code: str) -> str:
         return chapter_key(chapter, code, store.frozen_bytes(chapter), options, renderer)
 
-    with chapters.snapshot():
-        codes = {name: chapters.fingerprint(name) for name in names}
+    codes = chapters.fingerprints(names)
     keys = {name: key(name, codes[name]) for name in names}
     found: dict[str, Chapter] = {}
     reused = 0
@@ -202,7 +227,7 @@ def prepare(chapters: Chapters, store: TraceStore, setup: Setup) -> Prepared:
         live=None if live is None else sum(work.live_runs for work in works),
     )
     log.info(report.line())
-    return Prepared(report, {name: found[name] for name in names})
+    return Prepared(report, {name: found[name] for name in names}, store)
 
 
 # -- the plan: decisions from data alone -----------------------------------------

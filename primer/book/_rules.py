@@ -1,14 +1,7 @@
 """A book's rules (``docs/authors.md``), checked by its build: chapter names, placed scenarios, own pages.
 
-* a chapter module is named ``chNN_name``, numbered ``ch01``, ``ch02``, ... with no gap or repeat;
-* every scenario is placed on a page, by a marker naming it or its whole chapter;
-* a page places its own chapter's traces only (the page named after the chapter; another page,
-  a home page, may show the first chapter it places).
-
-Any book's: the checks read the chapters' and scenarios' names and the pages' Markdown, nothing else.
-Each broken rule is one sentence naming the module or page (and line) and what to do, logged as a
-warning (``mkdocs build --strict`` fails). A chapter whose scenarios are not known (it could not be
-imported) is checked for its name only.
+Each broken rule is one sentence naming the module or page (and line) and what to do, logged as a warning
+(``--strict`` fails). A chapter whose scenarios are not known (it could not be imported) is checked by name only.
 """
 
 from __future__ import annotations
@@ -21,10 +14,8 @@ from primer.book._markers import _lines_outside_code, find_markers
 
 __all__ = ["check"]
 
-#: A chapter module's name, as the guide gives it: ``ch``, two digits, ``_``, a lower-case name.
 _CHAPTER = re.compile(r"ch(?P<number>\d{2,})_[a-z][a-z0-9_]*")
-# Any line that places traces, however indented, as the extension also finds
-# them inside admonitions and list items (fenced code is left out before).
+# A line placing traces, however indented: the extension finds them in admonitions and lists too.
 _PLACING = re.compile(r"[ \t]*:::[ \t]+trace[ \t]+(?P<chapter>\w+)(?:[ \t]+(?P<scenario>\w+))?[ \t]*")
 
 
@@ -46,25 +37,21 @@ def _names(package: str, chapters: Sequence[str]) -> list[str]:
             )
             continue
         numbered.setdefault(int(named["number"]), []).append(chapter)
-    for number, same in sorted(numbered.items()):
+    for expected, (number, same) in enumerate(sorted(numbered.items()), start=1):
         if len(same) > 1:
             problems.append(
                 f"{package}.{same[1]}: chapter {number:02d} is {', '.join(same[:-1])} already, and each chapter has "
                 f"a place of its own: renumber {same[1]}."
             )
-    expected = 1
-    for number, same in sorted(numbered.items()):
         if number != expected:
             problems.append(
                 f"{package}.{same[0]}: the chapters are numbered ch01, ch02, ... with no gap, and this one is "
                 f"ch{number:02d} where ch{expected:02d} comes next: rename it ch{expected:02d}{same[0][4:]}."
             )
-        expected += 1
     return problems
 
 
 def _page_of(chapter: str, pages: Mapping[str, str]) -> str | None:
-    """The chapter's own page, the one named after it, if there is one."""
     return next((name for name in sorted(pages) if PurePosixPath(name).stem == chapter), None)
 
 
@@ -79,9 +66,7 @@ def _placed(package: str, scenarios: Mapping[str, Sequence[str] | None], pages: 
     problems = []
     for chapter, names in scenarios.items():
         marked = placed.get(chapter, set())
-        if names is None or None in marked:
-            continue
-        missing = [name for name in names if name not in marked]
+        missing = [] if names is None or None in marked else [name for name in names if name not in marked]
         if not missing:
             continue
         page = _page_of(chapter, pages) or f"{docs}/{chapter}.md"
@@ -98,12 +83,10 @@ def _own_pages(scenarios: Mapping[str, Sequence[str] | None], pages: Mapping[str
     problems = []
     for name, markdown in sorted(pages.items()):
         markers = [marker for marker in find_markers(markdown) if marker.chapter in scenarios]
-        # A chapter's page is the one named after it; any other page (a home page) may show one chapter.
+        # Any page not named after a chapter (a home page) may show one chapter.
         stem = PurePosixPath(name).stem
         own = stem if stem in scenarios else next((marker.chapter for marker in markers), None)
-        for marker in markers:
-            if marker.chapter == own:
-                continue
+        for marker in (marker for marker in markers if marker.chapter != own):
             home = _page_of(marker.chapter, pages) or str(PurePosixPath(name).with_name(f"{marker.chapter}.md"))
             problems.append(
                 f"{name} line {marker.line}: the marker `::: trace {marker.chapter}"

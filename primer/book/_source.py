@@ -5,9 +5,6 @@ mock run, the live run if there is one, and the live run's status (why there
 is none, or why the one shown is from an earlier run). What a page needs of
 a chapter without reading its runs, the scenario names, the live status and
 the chapter's key in the one cache (``primer.book._cache``), is its ``Shown``.
-
-The one marker parser (``::: trace CHAPTER [SCENARIO]``) is
-``primer.book._markers``; its names are re-exported here.
 """
 
 from __future__ import annotations
@@ -16,8 +13,6 @@ import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal, Protocol
 
-from primer.book._markers import MARKER_FORM, Marker, NearMiss, find_markers, find_near_misses, parse_line, scan
-
 if TYPE_CHECKING:  # the trace models are not loaded with traces off, nor by a warm build
     from primer.book._cache import Entry
     from primer.trace import ChapterRun, ErrorInfo
@@ -25,19 +20,7 @@ if TYPE_CHECKING:  # the trace models are not loaded with traces off, nor by a w
 #: The part of a chapter's entry in the cache that keeps its ``Shown``.
 SHOWN = "shown.json"
 
-__all__ = [
-    "MARKER_FORM",
-    "ChapterTraces",
-    "LiveStatus",
-    "Marker",
-    "NearMiss",
-    "Shown",
-    "TraceSource",
-    "find_markers",
-    "find_near_misses",
-    "parse_line",
-    "scan",
-]
+__all__ = ["ChapterTraces", "LiveStatus", "Shown", "TraceSource"]
 
 
 @dataclass(frozen=True)

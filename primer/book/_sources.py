@@ -1,19 +1,8 @@
-"""Where a page's traces come from: a given source, the book, or mock runs in this process.
+"""Where the extension's traces come from besides a given source: the book under Zensical, or mock runs.
 
-The Markdown extension (``primer.book.markdown``) asks, in order:
-
-1. a ``TraceSource`` it was given (``resolve_source``: an object, or
-   ``"package.module:name"`` from YAML);
-2. the book (``book_for_page``): the one whose docs folder the MkDocs hook
-   names in the extension's ``docs_dir`` option (prepared already), or the
-   one whose docs folder Zensical names in the page's rendering context,
-   which is prepared here, once per build (``primer.book._session``);
-3. ``MockRunSource``: the chapter's mock scenarios, run in this process.
-
-``collect`` loads a marker's traces from a source, checking the scenario
-asked for exists (``require_scenario``, which a page also uses with a
-``Shown``'s names); ``page_source`` is the Markdown file being rendered, when
-the generator says (Zensical does).
+``book_for_page`` is the book whose docs folder Zensical names in the page's rendering context,
+prepared once per build (``primer.book._session``); ``MockRunSource`` runs a chapter's mock
+scenarios in this process. ``collect`` loads a marker's traces, checking its scenario exists.
 """
 
 from __future__ import annotations
@@ -47,12 +36,9 @@ NO_KEY = "no key yet: live runs are recorded by the book build when PRIMER_API_K
 
 
 class MockRunSource:
-    """A ``TraceSource`` that runs a chapter's mock scenarios in-process.
+    """A ``TraceSource`` that runs a chapter's mock scenarios in-process, once each (milliseconds, virtual clock).
 
-    The fallback when no book is given: mock runs take milliseconds on the
-    virtual clock, so a plain ``markdown.Markdown`` can show real traces.
-    Each chapter is run once per source; the chapters are ``chapters``'
-    (by default those ``PRIMER_CHAPTERS`` names, else ``primer.chapters``).
+    The chapters are ``chapters``' (by default those ``PRIMER_CHAPTERS`` names, else ``primer.chapters``).
     """
 
     def __init__(self, chapters: ChapterLocator | None = None) -> None:
@@ -90,9 +76,7 @@ def require_scenario(chapter: str, scenario: str | None, names: list[str]) -> No
 
 
 def resolve_source(source: Any) -> TraceSource:
-    """The source given: an object, or from YAML ``package.module:name`` (an object, a class or a factory)."""
-    # ``source`` may come from YAML as "package.module:name": an object, or a
-    # class or factory, called with no arguments.
+    """The source given: an object, or from YAML ``package.module:name`` (an object, or a class or factory to call)."""
     if isinstance(source, str):
         module, _, name = source.partition(":")
         try:
@@ -111,26 +95,20 @@ def resolve_source(source: Any) -> TraceSource:
 
 
 def _context(md: Markdown | None) -> Any:
-    # Zensical's rendering context: the page and the configuration
-    # (``ContextPreprocessor.from_markdown`` looks it up the same way).
+    # Zensical's rendering context: the page and the configuration (as its ContextPreprocessor finds it).
     if md is None or "rendering_context" not in md.preprocessors:
         return None
     context = md.preprocessors["rendering_context"]
     return context if isinstance(getattr(context, "config", None), dict) else None
 
 
-def book_for_page(md: Markdown | None, chapters: str, docs_dir: str) -> Book | None:
-    """The book a page belongs to, ready for this build; None if the page is no book's."""
-    from primer.book._session import SESSION  # the engine: only for a book
-
-    if docs_dir:
-        docs = Path(docs_dir)
-        book = SESSION.book(docs.parent, docs, chapters=chapters)
-        SESSION.ready(book, None)  # prepared by the hook already, or once per process
-        return book
+def book_for_page(md: Markdown | None, chapters: str) -> Book | None:
+    """The book whose docs folder Zensical names for the page, ready for this build; None if there is none."""
     context = _context(md)
     if context is None:
         return None
+    from primer.book._session import SESSION  # the engine: only for a book
+
     config = context.config
     root = Path(config["root_dir"])
     book = SESSION.book(root, root / config["docs_dir"], chapters=chapters)
@@ -142,12 +120,8 @@ def book_for_page(md: Markdown | None, chapters: str, docs_dir: str) -> Book | N
 def assets_for_page(md: Markdown | None) -> None:
     """With traces off under Zensical: write the stylesheet and script into the docs and the site, once a build.
 
-    A book built with Zensical names them in ``mkdocs.yml`` (it runs no
-    hook), so its pages link them, traces off too, and they style the
-    placeholder. With traces on, preparing the book writes them
-    (``Session.ready``); under MkDocs the plugin serves them (``on_files``).
-    Zensical makes a new configuration object for every build, and the
-    session keeps the last one the assets were written for.
+    Its pages link them (``mkdocs.yml`` names them), traces off too, and they style the
+    placeholder; with traces on, preparing the book writes them (``Session.ready``).
     """
     context = _context(md)
     if context is None:

@@ -1,18 +1,13 @@
-"""The trace store: where each chapter's traces live, what this build shows of them, and publishing them.
+"""The trace store: each chapter's traces, reading them, and publishing what a build shows.
 
-Frozen live traces are ``docs/traces/CHAPTER.live.json`` (committed, indented);
-mock traces and replays' verdicts are kept in the chapter's entry of the one
-cache (``primer.book._cache``). Every trace is a ``ChapterRun`` as JSON; a file
-that does not read as one raises ``CorruptTrace`` naming it.
-
-The store is the renderer's ``TraceSource``: ``summary`` gives what the
-build shows of a chapter (``Shown``, no run read) and ``traces`` its runs,
-read when first asked. ``publish`` writes, for readers to download,
-``traces/CHAPTER.json`` (``{"chapter", "live_status", "mock", "live"}``), its
-OTLP JSON (with the ``otel`` extra; mock runs placed at ``MOCK_EPOCH``, so the
-file is the same in every build) and its payload page (a plain page of the
-payload blocks, which traces.js fills a block in from). Each is made once
-per key and kept in the entry: a warm build copies it from there.
+Frozen live traces are ``docs/traces/CHAPTER.live.json`` (committed); mock
+traces and replays' verdicts are kept in the chapter's entry of the one cache.
+A file that does not read as a ``ChapterRun`` raises ``CorruptTrace`` naming
+it. What each chapter shows is the build's value (``primer.book._prepare.Prepared``);
+a chapter shown from its entry has its runs read here (``read``) when first asked.
+``publish`` writes ``traces/CHAPTER.json`` (both modes), its OTLP JSON (with the
+``otel`` extra) and its payload page, each made once per key and kept in the entry,
+from where a warm build copies it.
 """
 
 from __future__ import annotations
@@ -29,12 +24,13 @@ from primer.book._atomic import remove_stale, write_if_changed
 from primer.book._links import PAYLOADS_HEAD, PAYLOADS_SUFFIX, PUBLISHED_DIR
 from primer.book._logs import book_logger
 from primer.book._source import ChapterTraces, Shown
-from primer.errors import MissingExtra, NotFound
+from primer.errors import MissingExtra
 from primer.trace_file import UnreadableTrace as CorruptTrace
 from primer.trace_file import parse, read
 
 if TYPE_CHECKING:  # the trace models are loaded by the first file parsed (primer.trace_file)
     from primer.book._cache import Entry, TraceCache
+    from primer.book._prepare import Prepared
     from primer.replay import ChapterCheck
     from primer.trace import ChapterRun, Mode
 
@@ -50,7 +46,7 @@ Payloads = Callable[[str], tuple[str, Callable[[], str]]]
 
 
 class TraceStore:
-    """Trace files and the cache's entries; the renderer's ``TraceSource``."""
+    """Trace files and the cache's entries."""
 
     def __init__(self, live_dir: Path, cache: TraceCache | Path) -> None:
         self.live_dir = live_dir
@@ -63,8 +59,6 @@ class TraceStore:
         self._stamped: dict[str, tuple[ChapterRun, ChapterRun]] = {}
         # (chapter, key) -> its mock run, kept even if the cache is off or not writable.
         self._mock: dict[tuple[str, str], ChapterRun] = {}
-        self._shown: dict[str, Shown] = {}
-        self._traces: dict[str, ChapterTraces] = {}
         self._otlp_missing = False
 
     def path(self, chapter: str, mode: Mode = "live", key: str = "") -> Path:
@@ -131,9 +125,7 @@ class TraceStore:
     def verdict(self, chapter: str, key: str, code: str | None = None) -> tuple[ChapterCheck, str, str] | None:
         """What replaying the frozen trace under the chapter's code found, its day and that code; None if not kept.
 
-        Kept by its inputs (the frozen file's bytes and the code), so a
-        diverged trace is not replayed at every build. With ``code``, a
-        verdict on the same file and code in another entry is found too.
+        Kept by its inputs (the frozen file's bytes, the code): with ``code``, found in another entry too.
         """
         text = self.entry(chapter, key).read("verdict.json")
         if text is None and code is not None:
@@ -162,18 +154,14 @@ class TraceStore:
         return hashlib.sha256(frozen).hexdigest() if frozen is not None else "none"
 
     def stamped(self, frozen: ChapterRun, key: str, day: str) -> ChapterRun:
-        """``frozen`` as shown once a replay verified it under the fingerprint ``key`` on ``day``: a copy.
-
-        Only ``python -m primer.book build --stamp`` writes such copies into the frozen files (``stamped_runs``).
-        """
+        """A copy of ``frozen`` as verified under the code ``key`` on ``day`` (``build --stamp`` writes it)."""
         copy = frozen.model_copy(update={"source_hash": key, "verified_at": day})
         self._stamped[frozen.chapter] = (copy, frozen)
         return copy
 
-    def stamped_runs(self) -> list[ChapterRun]:
-        """The verified copies this build shows in place of their frozen files (``stamped``)."""
-        shown = [self.traces(chapter).live for chapter in self.chapters()]
-        return [run for run in shown if run is not None and self._stamped.get(run.chapter, (None,))[0] is run]
+    def is_stamped(self, run: ChapterRun) -> bool:
+        """Whether ``run`` is a verified copy shown in place of its frozen file (``stamped``)."""
+        return self._stamped.get(run.chapter, (None,))[0] is run
 
     def save(self, run: ChapterRun, key: str = "") -> bool:
         """Keep a run (a mock one in the entry of ``key``, compact); write a file only if its content changed."""
@@ -184,51 +172,21 @@ class TraceStore:
         # Committed: indented, so a refresh reads well in a diff.
         return write_if_changed(self.path(run.chapter, run.mode), run.model_dump_json(indent=2) + "\n")
 
-    def show(self, shown: Shown | ChapterTraces, traces: ChapterTraces | None = None) -> None:
-        """Set what the pages show of a chapter in this build (its runs, if known, else read when asked).
-
-        Given its traces alone, the chapter is kept under the key ``""``.
-        """
-        if isinstance(shown, ChapterTraces):
-            traces, shown = shown, Shown.of(shown, "")
-        self._shown[shown.chapter] = shown
-        self._traces.pop(shown.chapter, None)
-        if traces is not None:
-            self._traces[shown.chapter] = traces
-
-    def clear_shown(self) -> None:
-        """Forget what the previous build showed (chapters may have gone)."""
-        self._shown.clear()
-        self._traces.clear()
+    def reset(self) -> None:
+        """A new build: forget the mock runs kept in memory."""
         self._mock.clear()
 
-    def chapters(self) -> list[str]:
-        """The chapters this build shows, sorted."""
-        return sorted(self._shown)
-
-    def summary(self, chapter: str) -> Shown | None:
-        """What this build shows of a chapter, without reading a run (None: it shows none)."""
-        return self._shown.get(chapter)
-
-    def traces(self, chapter: str) -> ChapterTraces:
-        """The renderer's view of one chapter, its runs read if not in memory; ``NotFound`` names what exists."""
-        found = self._traces.get(chapter)
-        if found is not None:
-            return found
-        shown = self._shown.get(chapter)
-        if shown is None:
-            chapters = ", ".join(self.chapters()) or "none"
-            raise NotFound(f"There are no traces for chapter {chapter!r}. The chapters are: {chapters}.")
+    def read(self, shown: Shown) -> ChapterTraces:
+        """The runs of a chapter as ``shown`` (from its entry) says, read now; raises ``CorruptTrace``."""
+        chapter = shown.chapter
         mock = self.load(chapter, "mock", shown.key)
         live = self.load(chapter, "live", shown.key) if shown.live is not None else None
         verdict = self.verdict(chapter, shown.key) if live is not None else None
         if live is not None and verdict is not None and verdict[0].verified:
             live = self.stamped(live, verdict[2], verdict[1])  # as the build that kept the entry showed it
-        found = ChapterTraces(
+        return ChapterTraces(
             chapter, mock, live, shown.live_status, self.download_url(chapter), self.payloads_url(chapter)
         )
-        self._traces[chapter] = found
-        return found
 
     @staticmethod
     def download_url(chapter: str) -> str:
@@ -242,20 +200,20 @@ class TraceStore:
 
     # -- publishing ----------------------------------------------------------
 
-    def publish(self, root: Path, payloads: Payloads | None = None) -> list[Path]:
-        """Write each chapter's files to ``root/traces/`` (the site, or the docs folder); remove gone chapters' own.
+    def publish(self, root: Path, shown: Prepared, payloads: Payloads | None = None) -> list[Path]:
+        """Write the files of each chapter ``shown`` to ``root/traces/`` (the site, or the docs); remove gone ones'.
 
         ``payloads`` gives each chapter's payload page (its name in the entry, and how to make it).
         """
         folder = root / PUBLISHED_DIR
         remove_stale(folder)  # once, not at each of its files' writes
         written: list[Path] = []
-        shown = self.chapters()
-        for chapter in shown:
-            entry = self.entry(chapter, self._shown[chapter].key)
+        chapters = shown.chapters()
+        for chapter in chapters:
+            entry = self.entry(chapter, shown.by_chapter[chapter].shown.key)
             parts: list[tuple[str, str, Callable[[], str | None]]] = [
-                ("published.json", ".json", partial(self._document, chapter)),
-                ("otlp.json", ".otlp.json", partial(self._otlp, chapter)),
+                ("published.json", ".json", partial(_document, shown, chapter)),
+                ("otlp.json", ".otlp.json", partial(self._otlp, shown, chapter)),
             ]
             if payloads is not None:
                 name, page = payloads(chapter)
@@ -270,22 +228,12 @@ class TraceStore:
                     write_if_changed(target, data, durable=False, sweep=False)
                     written.append(target)
         for path in folder.glob("*.*"):  # only what publish wrote: an author's own files there stay
-            gone = path.name.split(".")[0] not in shown and not path.name.endswith(".live.json")
+            gone = path.name.split(".")[0] not in chapters and not path.name.endswith(".live.json")
             if gone and _head(path).startswith((b'{"chapter": ', b'{"resourceSpans":', PAYLOADS_HEAD.encode())):
                 path.unlink(missing_ok=True)
         return written
 
-    def _document(self, chapter: str) -> str:
-        traces = self.traces(chapter)
-        status = traces.live_status
-        failure = status.failure.model_dump() if status.failure else None
-        live_status = {"state": status.state, "reason": status.reason, "failure": failure}
-        head = json.dumps({"chapter": chapter, "live_status": live_status}, ensure_ascii=False)
-        # The runs serialised by pydantic itself (fast, and exactly the stored form).
-        runs = [run.model_dump_json() if run else "null" for run in (traces.mock, traces.live)]
-        return f'{head[:-1]}, "mock": {runs[0]}, "live": {runs[1]}}}\n'
-
-    def _otlp(self, chapter: str) -> str | None:
+    def _otlp(self, shown: Prepared, chapter: str) -> str | None:
         try:
             from primer.export.otlp import chapter_json  # optional, and slow to import: only on a miss
         except MissingExtra as missing:
@@ -293,8 +241,19 @@ class TraceStore:
                 self._otlp_missing = True
                 _log.info(f"traces: no OTLP JSON is published: {missing}")
             return None
-        traces = self.traces(chapter)
+        traces = shown.traces(chapter)
         return chapter_json(traces.mock, traces.live, start=MOCK_EPOCH)
+
+
+def _document(shown: Prepared, chapter: str) -> str:
+    traces = shown.traces(chapter)
+    status = traces.live_status
+    failure = status.failure.model_dump() if status.failure else None
+    live_status = {"state": status.state, "reason": status.reason, "failure": failure}
+    head = json.dumps({"chapter": chapter, "live_status": live_status}, ensure_ascii=False)
+    # The runs serialised by pydantic itself (fast, and exactly the stored form).
+    runs = [run.model_dump_json() if run else "null" for run in (traces.mock, traces.live)]
+    return f'{head[:-1]}, "mock": {runs[0]}, "live": {runs[1]}}}\n'
 
 
 def _head(path: Path) -> bytes:

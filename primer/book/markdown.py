@@ -1,73 +1,42 @@
 """The Python-Markdown extension that puts traces into chapter pages.
 
-A line ``::: trace CHAPTER [SCENARIO]`` becomes the chapter's (or one
-scenario's) traces as collapsible HTML. It works wherever Python-Markdown
-does, and finds its traces in the first of these that applies:
+A line ``::: trace CHAPTER [SCENARIO]`` becomes the chapter's (or one scenario's) traces, from
+``source`` (a ``TraceSource``, or ``"module:name"``), else the book (the ``trace-book`` plugin
+gives its store; under Zensical, the book the page's rendering context names, prepared once a
+build: ``primer.book._sources``), else mock runs in this process::
 
-1. ``source``, a ``TraceSource`` given to the constructor (or as
-   ``"module:name"``): a test's, or a program's own;
-2. **the book** whose docs folder the site generator names: the MkDocs hook
-   sets the ``docs_dir`` option to its own (and has prepared the book);
-   Zensical, which runs no MkDocs hook, names it in the page's rendering
-   context, and the extension then prepares the book itself, once per build
-   (``primer.book._session``): frozen live traces from ``docs/traces``, cached
-   mock traces, what is missing run, the trace JSON published into the docs;
-3. otherwise the chapter's mock scenarios, run in-process; the live run is
-   reported missing::
+    html = markdown.markdown("::: trace ch09_who_retries", extensions=["primer.book.markdown"])
 
-       import markdown
-       html = markdown.markdown("::: trace ch09_who_retries", extensions=["primer.book.markdown"])
-
-The chapters are those of the ``chapters`` option's package (``primer.chapters``
-by default; ``PRIMER_CHAPTERS`` wins over it). Like mkdocstrings, it *loads*
-(asks the source for the chapter's traces) and then *renders*
-(``primer.book._render``); a trace that cannot be loaded is shown as an
-error block naming what exists, and logged as a warning, so
-``mkdocs build --strict`` fails but the rest of the page still renders.
-
-A line meant as a marker that is not a valid one (``:::trace x``,
-``::: traces x``, ``::: trace``: see ``primer.book._source``) is shown as an
-error block with the valid form, and logged, rather than left as text.
-
-Three more options serve the book's hook, which sets them: ``docs_dir``;
-``warn_missing``: with False, a marker naming an unknown chapter or scenario,
-or a malformed one, still shows its error block but is not logged here,
-because the hook warns about it already, naming the page and line; and
-``traces_off``: with True, each marker shows the short note
-``primer.book._pages.placeholder`` writes, no live block's prose shows, and
-nothing is loaded or run. ``PRIMER_TRACES=off`` does the same where no hook
-sets the option (Zensical, a plain ``markdown.Markdown``). The note is built as elements, never parsed
-(as raw HTML, or as Markdown): the build then costs what it costs without
-the machinery (``benchmarks/scale.py``). A book's
-rendered markers are kept in its ``Rendered`` (``primer.book._rendered``), in
-each chapter's entry of the one cache; a ``cache`` may also be given to the constructor.
-
-The trace JSON link a block carries is written relative to the site root.
-The MkDocs hook makes it relative to the page (``primer.book._links``);
-Zensical resolves the links of a page's HTML as links of its Markdown file,
-so when it names the file being rendered the link is made relative to that
-file here, and Zensical makes it relative to the page: the same link either
-way, which works without JavaScript.
+A trace that cannot be loaded, or a near miss (``primer.book._markers``), shows an error block
+and is logged (``--strict`` fails). With ``traces_off`` (or ``PRIMER_TRACES=off``) a marker is a
+note, and nothing runs. Each marker's HTML is held as a token and put back whole (``PutBack``):
+Python-Markdown never parses a trace block. Its root-relative links are made relative to the
+page by the plugin, or here to the Markdown file under Zensical, which resolves them so.
 """
 
 from __future__ import annotations
 
+import re
 import time
+import xml.etree.ElementTree as etree
 from typing import TYPE_CHECKING, Any
 
 from markdown import Markdown
+from markdown.blockparser import BlockParser
+from markdown.blockprocessors import BlockProcessor
 from markdown.extensions import Extension
+from markdown.postprocessors import Postprocessor
 from markdown.util import AtomicString
 
 from primer.book._links import page_relative
-from primer.book._live_prose import LiveProse, ModeBlock, opening_html
 from primer.book._logs import book_logger
-from primer.book._markers import Marker, NearMiss, parse_line
-from primer.book._placement import PutBack, TraceProcessor, token
+from primer.book._markers import OFF_CLASS, Marker, NearMiss, off_note, parse_line
 from primer.book._prices import RenderOptions
+from primer.book._prose import LiveProse, ModeBlock, opening_html, select
 from primer.book._sources import (
     NO_KEY,
     MockRunSource,
+    assets_for_page,
     book_for_page,
     collect,
     page_source,
@@ -87,39 +56,24 @@ if TYPE_CHECKING:  # loaded on first use: MkDocs loads the extension with traces
 
 __all__ = ["NO_KEY", "MockRunSource", "PutBack", "TraceExtension", "TraceProcessor", "collect", "makeExtension"]
 
-# Under ``mkdocs.`` so MkDocs counts the warnings (``--strict``); elsewhere it
-# is an ordinary logger.
+# Under ``mkdocs.`` so MkDocs counts the warnings (``--strict``).
 log = book_logger("mkdocs.plugins.primer.book")
 
 
 class PageIds:
     """The ids a page uses so far, while its traces all come from the cache (the renderer not loaded)."""
 
-    # A plain class: this module is loaded by every build, traces off too.
     def __init__(self, used: set[str]) -> None:
         self.used = used
 
 
 def _names(line: str) -> tuple[str, str | None] | None:
-    # The chapter and scenario a line names, if it is a valid marker.
     parsed = parse_line(line)
     return (parsed.chapter, parsed.scenario) if isinstance(parsed, Marker) else None
 
 
 class TraceExtension(Extension):
-    """``::: trace CHAPTER [SCENARIO]`` → the rendered traces.
-
-    Constructor only: ``source``, a ``TraceSource`` (or ``"module:name"``);
-    ``cache``, a ``Rendered`` asked before rendering. Options (from
-    ``mkdocs.yml``): ``chapters``, the chapters' package; ``docs_dir``, the
-    book's docs folder (set by the MkDocs hook; Zensical gives it in the
-    page's rendering context); ``warn_missing`` (default True): log markers
-    naming an unknown chapter or scenario, and lines meant as markers that
-    are not valid ones (the book's hook warns about those itself, naming
-    page and line); ``traces_off`` (default False): show a placeholder for
-    each marker, load and run nothing (the book's hook sets it when
-    ``PRIMER_TRACES=off``, which the extension also reads itself).
-    """
+    """``::: trace CHAPTER [SCENARIO]`` → the rendered traces (``source``, ``cache``, ``options``: see the module)."""
 
     def __init__(
         self,
@@ -132,32 +86,26 @@ class TraceExtension(Extension):
         self.config = {
             # No default for a book (primer.variables.book_chapters); a plain Markdown instance runs primer.chapters.
             "chapters": ["", "The chapters' package (PRIMER_CHAPTERS wins over it)."],
-            "docs_dir": ["", "The book's docs folder; none: the one the site generator names, if it does."],
-            "warn_missing": [
-                True,
-                "Log markers naming an unknown chapter or scenario, and malformed markers (the book's hook does).",
-            ],
+            "warn_missing": [True, "Log markers naming what does not exist, and malformed ones (the plugin does)."],
             "traces_off": [False, "Show a placeholder for each marker, load and run nothing (PRIMER_TRACES=off)."],
-            "rules": [True, "Have the book's build check its rules (primer.book._rules); the hook reads it."],
+            "rules": [True, "Have the book's build check its rules (primer.book._rules); the plugin reads it."],
             "prices": [{}, "Prices per model over the package's own (primer.book._prices): costs of live runs."],
         }
         super().__init__(**kwargs)
-        #: Whether traces are off: the option, or ``PRIMER_TRACES=off`` where no hook sets it (Zensical).
+        #: Whether traces are off: the option, or ``PRIMER_TRACES=off`` where no plugin sets it (Zensical).
         self.off = bool(self.getConfig("traces_off")) or traces_off()
         if cache is not None:
             from primer.book._rendered import Rendered
 
             if not isinstance(cache, Rendered):
                 raise ConfigError(f"The trace extension's cache must be a Rendered, not {type(cache).__name__}.")
-        #: What the book's configuration changes in the HTML (the plugin's, or from the ``prices`` option).
         self.options = options if options is not None else render_options(self.getConfig("prices"), "the extension")
         self._given = source
         self._source: TraceSource | None = None
         self._cache = cache
         self.md: Markdown | None = None
         self._anchors: Anchors | None = None
-        # The ids used on the page so far: the renderer's Anchors hold this
-        # set, and a page whose every trace comes from the cache needs no more.
+        # The ids used on the page so far: the renderer's Anchors hold this set.
         self._ids = PageIds(set())
         self._headed: set[str] = set()
         #: The HTML of the page's markers so far, by token (``hold``).
@@ -194,24 +142,24 @@ class TraceExtension(Extension):
         if self._source is None:
             if self._given is not None:
                 self._source = resolve_source(self._given)
-            else:
-                book = book_for_page(self.md, self.getConfig("chapters"), self.getConfig("docs_dir"))
-                if book is None and self.md is not None and "relpath" in self.md.treeprocessors:
-                    # MkDocs' own treeprocessor: a MkDocs page, and no plugin (or hook) prepared its book.
-                    raise ConfigError(
-                        "The trace machinery is not enabled for this book: mkdocs.yml names the trace extension "
-                        f"but not the plugin that runs the scenarios and keeps their traces: "
-                        f"{enable_with(self.getConfig('chapters') or None)}."
-                    )
-                if book is None:
-                    from primer.settings import Settings
+                return self._source
+            book = book_for_page(self.md, self.getConfig("chapters"))
+            if book is None and self.md is not None and "relpath" in self.md.treeprocessors:
+                # MkDocs' own treeprocessor: a MkDocs page, and no plugin (or hook) prepared its book.
+                raise ConfigError(
+                    "The trace machinery is not enabled for this book: mkdocs.yml names the trace extension "
+                    f"but not the plugin that runs the scenarios and keeps their traces: "
+                    f"{enable_with(self.getConfig('chapters') or None)}."
+                )
+            if book is None:
+                from primer.settings import Settings
 
-                    package = Settings.without_live().chapters_package(self.getConfig("chapters") or None)
-                    self._source = MockRunSource(ChapterLocator(package))
-                else:
-                    self._source = book.store
-                    self._cache = self._cache or book.rendered
-                    book.prices = self.options.prices  # Zensical: the extension's prices are the book's
+                package = Settings.without_live().chapters_package(self.getConfig("chapters") or None)
+                self._source = MockRunSource(ChapterLocator(package))
+            else:
+                self._source = book.prepared
+                self._cache = self._cache or book.rendered
+                book.prices = self.options.prices  # Zensical: the extension's prices are the book's
         return self._source
 
     @property
@@ -221,22 +169,16 @@ class TraceExtension(Extension):
         return self._cache
 
     def extendMarkdown(self, md: Markdown) -> None:
-        """Register the one block processor, and reset anchors per document."""
+        """Register the block processor, the live prose's preprocessor and the postprocessor."""
         self.md = md
         md.registerExtension(self)
-        # Priority 77: below the indented-code processor (80), so a marker
-        # quoted in an indented code sample stays code; above mkdocstrings'
-        # `::: identifier` processor (75), which would read `trace CHAPTER` as
-        # an identifier; far above paragraphs (10), which would swallow it.
-        # Fenced code is stashed by preprocessors before any block runs.
+        # 77: below indented code (80), so a quoted marker stays code; above mkdocstrings'
+        # `::: identifier` (75), which would read `trace CHAPTER` as one; far above paragraphs.
         md.parser.blockprocessors.register(TraceProcessor(md.parser, self), "primer_trace", 77)
-        # Priority 24: just after fenced code is stashed (25), so a live block
-        # quoted in a code sample stays an example.
-        # A kept block's two lines become tokens PutBack swaps for its labelled element.
-        prose = LiveProse(md, self.has_live, wrap=self._wrap, shows=lambda: not self.off)
+        # 24: just after fenced code is stashed (25), so a mode block quoted in a code sample stays one.
+        prose = LiveProse(md, lambda text: select(text, self.has_live, mock=not self.off, wrap=self._wrap))
         md.preprocessors.register(prose, "primer_live_prose", 24)
-        # Priority 29: just after raw HTML is put back (30), before any
-        # postprocessor of another extension, which sees the page whole.
+        # 29: just after raw HTML is put back (30), before any other extension's postprocessor.
         md.postprocessors.register(PutBack(md, self), "primer_put_back", 29)
 
     def reset(self) -> None:
@@ -247,7 +189,7 @@ class TraceExtension(Extension):
         self.held = []
 
     def html_for_near_miss(self, near: NearMiss) -> str:
-        """The error block for a line meant as a marker that is not a valid one (logged unless the hook does)."""
+        """The error block for a line meant as a marker that is not a valid one (logged unless the plugin does)."""
         from primer.book._render import render_error
 
         if self.getConfig("warn_missing"):
@@ -257,20 +199,10 @@ class TraceExtension(Extension):
         return render_error(near.message, marker=near.text)
 
     def _unseen(self, meant: Callable[[str], bool]) -> str | None:
-        """``page line N`` of a marker the hook did not see, as it warns; None if it did, or there is no hook.
-
-        The hook warns about markers, naming page and line, from the lines it
-        reads as the page's own (``markers.scan``: indented at most three
-        spaces). One inside an admonition, a content tab or a list item is
-        indented more, and only this extension, parsing the page as Markdown
-        does, finds it; so it warns itself, or ``--strict`` would pass a
-        marker that shows an error block. ``meant`` says whether a line,
-        unindented, is the one found.
-        """
-        reading = self.reading
-        if reading is None:
+        """``page line N`` of a marker indented more than the plugin reads (an admonition's, a list's); else None."""
+        if self.reading is None:
             return None
-        page, markdown = reading
+        page, markdown = self.reading
         for number, line in enumerate(markdown.split("\n"), 1):
             if ":::" in line and meant(text := line.lstrip(" \t")):
                 indent = len(line.expandtabs(4)) - len(text.expandtabs(4))
@@ -282,13 +214,12 @@ class TraceExtension(Extension):
         return self.hold(opening_html(block)), self.hold("</div>")
 
     def _summary(self, chapter: str) -> Shown | None:
-        # A book's store shows every chapter by its ``Shown`` (names, status,
-        # its key in the cache): its runs are read only on a miss.
+        # A book's store shows every chapter by its ``Shown``: its runs are read only on a miss.
         summary = getattr(self.source, "summary", None)
         return summary(chapter) if summary is not None else None
 
     def has_live(self, chapter: str, scenario: str | None) -> bool:
-        """Whether a live block's prose shows: the chapter (or the scenario) has a live run (``live_prose``)."""
+        """Whether a live block's prose shows: the chapter (or the scenario) has a live run."""
         if self.off:
             return False
         summary = self._summary(chapter)
@@ -322,9 +253,7 @@ class TraceExtension(Extension):
             if html is None:
                 html = self._rendered(chapter, scenario, started)
             self._headed.add(chapter)
-            # Zensical resolves links as written in the page's Markdown file, as for its
-            # own links: relative to that file, which it then makes relative to the page.
-            source = page_source(self.md)
+            source = page_source(self.md)  # Zensical: relative to the page's Markdown file
             return html if source is None else page_relative(html, source)
         except NotFound as error:
             if self.getConfig("warn_missing"):
@@ -348,8 +277,7 @@ class TraceExtension(Extension):
         from primer.book._render import render_traces  # the first marker's: its share too
 
         traces = collect(self.source, chapter, scenario)
-        # A chapter's switch, totals and live status head its first trace
-        # on the page only: chapters mostly place one marker per scenario.
+        # A chapter's switch, totals and live status head its first trace on the page only.
         head = chapter not in self._headed
         anchors = self.anchors
 
@@ -359,9 +287,96 @@ class TraceExtension(Extension):
         cache = self.cache
         if cache is None:
             return render()
-        # Loading the renderer and the traces count with the cache's own time.
-        cache.seconds += time.perf_counter() - started
+        cache.seconds += time.perf_counter() - started  # loading the renderer and the traces count here
         return cache.html(traces, scenario, anchors=anchors, head=head, render=render, variant=self.options.key)
+
+
+class TraceProcessor(BlockProcessor):
+    """Replaces each marker line with its rendered traces (held as a token, put back whole: never re-parsed)."""
+
+    def __init__(self, parser: BlockParser, extension: TraceExtension) -> None:
+        super().__init__(parser)
+        self.extension = extension
+        # What test() found in the block, for run(), which Python-Markdown calls next with it.
+        self._tested: tuple[str, tuple[int, Marker | NearMiss] | None] = ("", None)
+
+    @staticmethod
+    def _first(block: str) -> tuple[int, Marker | NearMiss] | None:
+        for index, line in enumerate(block.split("\n")):
+            parsed = parse_line(line) if ":::" in line else None
+            if parsed is not None:
+                return index, parsed
+        return None
+
+    def test(self, parent: etree.Element, block: str) -> bool:
+        """Whether the block holds a line meant as a marker (a near miss is shown as an error)."""
+        if ":::" not in block:  # asked of nearly every block of every page
+            return False
+        self._tested = (block, self._first(block))
+        return self._tested[1] is not None
+
+    def run(self, parent: etree.Element, blocks: list[str]) -> None:
+        """Render the first marker of the block; the text around it is parsed as usual."""
+        block = blocks.pop(0)
+        tested, found = self._tested
+        if tested is not block:
+            found = self._first(block)
+        if found is None:  # another processor changed the block since test()
+            blocks.insert(0, block)
+            return
+        index, marker = found
+        lines = block.split("\n")
+        before, after = "\n".join(lines[:index]).rstrip("\n"), "\n".join(lines[index + 1 :]).lstrip("\n")
+        if before:
+            self.parser.parseBlocks(parent, [before])
+        if isinstance(marker, Marker) and self.extension.off:
+            assets_for_page(self.parser.md)
+            # An element of atomic text: no inline pattern reads it, and no stashed HTML to put back.
+            note = etree.SubElement(parent, "p", {"class": OFF_CLASS})
+            note.text = AtomicString(off_note(marker))
+        else:
+            if isinstance(marker, NearMiss):
+                html = self.extension.html_for_near_miss(marker)
+            else:
+                html = self.extension.html_for(marker.chapter, marker.scenario)
+            held = etree.SubElement(parent, "p")
+            held.text = self.extension.hold(html)
+        if after:
+            blocks.insert(0, after)
+
+
+class PutBack(Postprocessor):
+    """Puts each marker's HTML where the paragraph holding its token is (``TraceExtension.hold``).
+
+    Not Python-Markdown's HTML stash, whose postprocessor searches every stashed block (a trace
+    block is tens of kilobytes) for placeholders nested in it: a token is looked for once.
+    """
+
+    def __init__(self, md: Markdown, extension: TraceExtension) -> None:
+        super().__init__(md)
+        self.extension = extension
+
+    def run(self, text: str) -> str:
+        """The document with each token, and the paragraph around it, replaced by its HTML."""
+        held = self.extension.held
+        if not held:
+            return text
+
+        def back(match: re.Match[str]) -> str:
+            index = int(match[1] or match[2])
+            return held[index] if index < len(held) else match[0]
+
+        return _TOKEN.sub(back, text)
+
+
+# STX and ETX, which the renderer never lets through from a model, a tool or a service
+# (``render._clean``): no trace can forge a token.
+def token(index: str) -> str:
+    """The token that stands for the held HTML number ``index`` until ``PutBack`` puts it back."""
+    return f"\x02trace-book:{index}\x03"
+
+
+_TOKEN = re.compile(f"<p>{token('([0-9]+)')}</p>|{token('([0-9]+)')}")
 
 
 def _error(message: str, marker: str) -> str:

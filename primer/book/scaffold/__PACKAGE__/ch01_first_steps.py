@@ -1,9 +1,4 @@
-"""First steps: one agent written twice, on the book's library and on the openai SDK by hand.
-
-Code: ``primer/loop.py`` and ``primer/tools.py`` (the library's loop and a
-tool), and ``weather_by_hand`` below (a loop of its own, which the book
-records at the HTTP seam).
-"""
+"""First steps: one agent written twice, on the book's library and on the openai SDK by hand (recorded over HTTP)."""
 
 from __future__ import annotations
 
