@@ -62,7 +62,9 @@ def sleeps(monkeypatch: pytest.MonkeyPatch) -> list[float]:
     return asked
 
 
-def made_once(tmp_path_factory: pytest.TempPathFactory, name: str, make: Callable[[Path], None]) -> Path:
+def made_once(
+    config: pytest.Config, tmp_path_factory: pytest.TempPathFactory, name: str, make: Callable[[Path], None]
+) -> Path:
     """A folder ``make`` fills once a run, shared by every pytest-xdist worker.
 
     Under xdist each worker has a session of its own; a session fixture
@@ -72,7 +74,9 @@ def made_once(tmp_path_factory: pytest.TempPathFactory, name: str, make: Callabl
     read it. A ``make`` that failed leaves no mark: the next to ask tries again.
     """
     root = tmp_path_factory.getbasetemp()
-    if "PYTEST_XDIST_WORKER" in os.environ:
+    # Asked of this process's own config, not of PYTEST_XDIST_WORKER, which a pytest a test
+    # starts inherits (test_authors_example.py): that one must make its own, in its own folder.
+    if hasattr(config, "workerinput"):
         root = root.parent  # the run's folder; each worker's own is popen-gwN inside it
     folder, made = root / name, root / f"{name}.made"
     with (root / f"{name}.lock").open("w") as lock:
@@ -86,17 +90,17 @@ def made_once(tmp_path_factory: pytest.TempPathFactory, name: str, make: Callabl
 
 
 @pytest.fixture(scope="session")
-def installed_wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def installed_wheel(pytestconfig: pytest.Config, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """This checkout's wheel, built once a run and unpacked: a folder to put first on ``PYTHONPATH``."""
 
     def make(folder: Path) -> None:
         unpack(build_wheel(folder / "wheels"), folder / "site-packages")
 
-    return made_once(tmp_path_factory, "wheel", make) / "site-packages"
+    return made_once(pytestconfig, tmp_path_factory, "wheel", make) / "site-packages"
 
 
 @pytest.fixture(scope="session")
-def built_book(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+def built_book(pytestconfig: pytest.Config, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     """This repository's book, copied and built once a run: its site folder and the build's log.
 
     ``mkdocs build --strict`` in mock mode (no ``PRIMER_`` variable: the frozen
@@ -124,5 +128,5 @@ def built_book(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
         assert result.returncode == 0, log
         (book / "build.log").write_text(log, encoding="utf-8")
 
-    book = made_once(tmp_path_factory, "book", make)
+    book = made_once(pytestconfig, tmp_path_factory, "book", make)
     return book / "site", (book / "build.log").read_text(encoding="utf-8")
