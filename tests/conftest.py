@@ -25,9 +25,12 @@ from tests.wheel import build_wheel, unpack
 LONG_POLES = (
     "test_browser.py",
     "test_front_ends.py",
+    "test_authors_example.py",
     "test_build.py",
-    "test_verify_build.py",
+    "test_secrets_paths.py",
+    "test_hostile_traces.py",
     "test_benchmarks.py",
+    "test_verify_build.py",
     "test_serve.py",
     "test_book_of_your_own.py",
     "test_inert.py",
