@@ -41,10 +41,14 @@ npm ci --prefix tests --no-audit --no-fund --loglevel=error >/dev/null
 # pytest exits 5 when it collected nothing: that is a broken suite, not a pass.
 # Two workers (pytest-xdist): the suite spends much of its time waiting on
 # builds, servers and the browser. `--dist loadfile` keeps a file's tests on
-# one worker, so its module fixtures (a built book, a browser) are made once;
+# one worker, so its module fixtures (a browser, a settled book) are made once;
+# the session's built book and wheel are made once for both workers
+# (tests/conftest.py). `--no-loadscope-reorder` keeps the order the suite's
+# conftest gives, the longest files first (xdist's own order is by how many
+# tests a file holds, which left the browser's file running alone at the end).
 # `-n 0` after it runs everything in this process.
 set +e
-.venv/bin/python -m pytest -n 2 --dist loadfile "$@"
+.venv/bin/python -m pytest -n 2 --dist loadfile --no-loadscope-reorder "$@"
 status=$?
 set -e
 if [ "$status" -eq 5 ]; then

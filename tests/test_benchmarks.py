@@ -126,6 +126,7 @@ def test_callgrind_counts_instructions(tmp_path: Path, started: Runs) -> None:
             "streaming.py", ["--rounds", "2", "--events", "50"], ["typed recorded", "recording, dicts"], id="streaming"
         ),
         pytest.param("verify.py", ["--quick"], ["ch09 replay", "ch09 mock run"], id="verify"),
+        pytest.param("size.py", [], ["machinery lines", "largest module", "modules over 400"], id="size"),
         pytest.param(
             "foreign_code.py",
             ["--rounds", "1"],

@@ -712,9 +712,9 @@ def _published(traces: ChapterTraces) -> ChapterTraces:
 
 
 _STUB = re.compile(
-    r'<div class="tr-body" data-search-exclude id="(?P<id>[^"]+)" data-tr-payload><p class="tr-note">'
+    r'<div class="tr-body" data-search-exclude id="(?P<id>[^"]+)" data-tr-payload>'
     r'<a class="tr-load" href="(?P<href>[^"]+)" data-tr-root-relative="(?P<path>[^"]+)">'
-    r"show the payloads \(on a separate page\)</a></p></div>"
+    r"show the payloads \(on a separate page\)</a></div>"
 )
 _ELEMENT = re.compile(
     r'<div class="tr-payload" id="(?P<id>[^"]+)"><h3 class="tr-payload-head">[^<]*(?:<a [^>]*>[^<]*</a>)?</h3>\n'

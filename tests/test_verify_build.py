@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import subprocess
 import sys
 from datetime import UTC, datetime
@@ -72,6 +73,30 @@ def settled(book: SmallBook) -> dict[str, bytes]:
     return {chapter: frozen(book, chapter).read_bytes() for chapter in LIVE}
 
 
+#: A settled live book: the book, its library's copy, and the frozen files' bytes after its first build.
+Settled = tuple[SmallBook, Path, dict[str, bytes]]
+
+
+@pytest.fixture(scope="module")
+def settled_once(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, bytes]]:
+    """The live book's first build (``settled``), done once for the module: a cold build runs every scenario."""
+    root = tmp_path_factory.mktemp("settled")
+    book, _library = live_book(root)
+    return root, settled(book)
+
+
+@pytest.fixture
+def settled_book(tmp_path: Path, settled_once: tuple[Path, dict[str, bytes]]) -> Settled:
+    """A copy of the settled live book for one test to edit: ``live_book`` and ``settled``, as if built here.
+
+    Its cache, site and frozen files are the first build's, as a build of
+    its own would leave them (the cache is the same from any folder).
+    """
+    root, before = settled_once
+    shutil.copytree(root, tmp_path, symlinks=True, dirs_exist_ok=True)
+    return SmallBook(tmp_path, "primer.chapters"), tmp_path / "primer", dict(before)
+
+
 def verify(book: SmallBook, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "primer", "verify", *args],
@@ -84,9 +109,8 @@ def verify(book: SmallBook, *args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-def test_a_comment_or_docstring_edit_runs_nothing_and_the_live_traces_stay_current(tmp_path: Path) -> None:
-    book, library = live_book(tmp_path)
-    before = settled(book)
+def test_a_comment_or_docstring_edit_runs_nothing_and_the_live_traces_stay_current(settled_book: Settled) -> None:
+    book, library, before = settled_book
     edit(library / "redact.py", "import json\n", "import json  # for the JSON forms of a secret\n")
     edit(
         library / "loop.py",
@@ -102,9 +126,9 @@ def test_a_comment_or_docstring_edit_runs_nothing_and_the_live_traces_stay_curre
         assert published(book, chapter)["live_status"]["state"] == "current"
 
 
-def test_a_refactor_that_sends_the_same_requests_is_verified_and_stamped_only_when_asked(tmp_path: Path) -> None:
-    book, library = live_book(tmp_path)
-    before = {chapter: json.loads(data) for chapter, data in settled(book).items()}
+def test_a_refactor_that_sends_the_same_requests_is_verified_and_stamped_only_when_asked(settled_book: Settled) -> None:
+    book, library, settled_bytes = settled_book
+    before = {chapter: json.loads(data) for chapter, data in settled_bytes.items()}
     committed = {chapter: frozen(book, chapter).read_bytes() for chapter in LIVE}
     # A new helper in the loop: the same calls, in the same order.
     edit(
@@ -158,9 +182,8 @@ def test_a_refactor_that_sends_the_same_requests_is_verified_and_stamped_only_wh
     assert book.build().count() == f"traces: ran 0, reused {MOCK + VERIFIED}"
 
 
-def test_a_changed_system_prompt_fails_verify_says_stale_and_fails_strict(tmp_path: Path) -> None:
-    book, library = live_book(tmp_path)
-    before = settled(book)
+def test_a_changed_system_prompt_fails_verify_says_stale_and_fails_strict(settled_book: Settled) -> None:
+    book, library, before = settled_book
     edit(library / "scenario.py", "You answer briefly and plainly.", "You answer tersely and plainly.")
 
     checked = verify(book)
@@ -198,9 +221,8 @@ def test_a_changed_system_prompt_fails_verify_says_stale_and_fails_strict(tmp_pa
         assert frozen(book, chapter).read_bytes() == before[chapter], "a failed verification never rewrites"
 
 
-def test_a_changed_field_description_is_named_by_verify(tmp_path: Path) -> None:
-    book, library = live_book(tmp_path)
-    settled(book)
+def test_a_changed_field_description_is_named_by_verify(settled_book: Settled) -> None:
+    book, library, _before = settled_book
     edit(
         library / "grocery.py",
         "from pydantic import BaseModel, ConfigDict,",
@@ -218,9 +240,8 @@ def test_a_changed_field_description_is_named_by_verify(tmp_path: Path) -> None:
     assert verify(book, "ch05_loop_endings").returncode == 0
 
 
-def test_a_recording_shorter_than_the_new_run_is_named_as_such(tmp_path: Path) -> None:
-    book, library = live_book(tmp_path)
-    before = settled(book)
+def test_a_recording_shorter_than_the_new_run_is_named_as_such(settled_book: Settled) -> None:
+    book, library, before = settled_book
     # The loop asks once more after the answer: a request no recording holds.
     edit(
         library / "loop.py",
@@ -248,9 +269,8 @@ def test_a_recording_shorter_than_the_new_run_is_named_as_such(tmp_path: Path) -
     ],
     ids=["corrupt", "unknown-schema", "incomplete-recording"],
 )
-def test_a_bad_frozen_file_is_named_and_never_rewritten(tmp_path: Path, damage: Any, said: str) -> None:
-    book, _library = live_book(tmp_path)
-    settled(book)
+def test_a_bad_frozen_file_is_named_and_never_rewritten(settled_book: Settled, damage: Any, said: str) -> None:
+    book, _library, _before = settled_book
     path = frozen(book, "ch09_who_retries")
     # Stamped by other code, so the build tries to verify it.
     text = path.read_text().replace(json.loads(path.read_text())["source_hash"], "0" * 20)
@@ -318,11 +338,10 @@ def test_with_a_key_a_diverged_trace_is_recorded_again_without_a_warning_about_i
     assert "it is recorded again now" in note.getMessage()
 
 
-def test_a_library_edit_while_serving_is_replayed_with_the_new_code(tmp_path: Path) -> None:
+def test_a_library_edit_while_serving_is_replayed_with_the_new_code(settled_book: Settled) -> None:
     from tests.test_serve import serving
 
-    book, library = live_book(tmp_path)
-    before = settled(book)
+    book, library, before = settled_book
     # A first build that finds every chapter's entry in the cache (primer.book._cache)
     # imports none of the library, and an edit is then read fresh in the server itself.
     # This server must have imported it: its first build takes the full way.

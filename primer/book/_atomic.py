@@ -15,8 +15,8 @@ import contextlib
 import os
 import re
 import stat
-import tempfile
 import time
+from itertools import count
 from pathlib import Path
 
 __all__ = ["TEMP_SUFFIX", "remove_stale", "write_if_changed"]
@@ -24,6 +24,8 @@ __all__ = ["TEMP_SUFFIX", "remove_stale", "write_if_changed"]
 TEMP_SUFFIX = ".tmp"
 #: A temporary file this old is stale whoever wrote it: no write takes an hour.
 STALE_AFTER = 3600.0
+_WRITES = count()
+_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_BINARY", 0)
 _TEMP = re.compile(r"\.(?P<name>.+)\.(?P<pid>[0-9]+)-[a-z0-9_]+" + re.escape(TEMP_SUFFIX))
 
 
@@ -64,23 +66,28 @@ def write_if_changed(path: Path, data: bytes | str, *, durable: bool = True, swe
     """
     data = data.encode() if isinstance(data, str) else data
     try:
-        if path.stat().st_size == len(data) and path.read_bytes() == data:
+        old = path.stat()
+        if old.st_size == len(data) and path.read_bytes() == data:
             return False
+        mode = stat.S_IMODE(old.st_mode)  # a replaced file keeps its permissions
     except OSError:
-        pass  # not there yet
-    path.parent.mkdir(parents=True, exist_ok=True)
+        mode = 0o644  # not there yet
     if sweep:
         remove_stale(path.parent, path.name)
-    # The writer's pid in the name tells a later write whether it is still under way.
-    fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.{os.getpid()}-", suffix=TEMP_SUFFIX)
+    # The writer's pid in the name tells a later write whether it is still under way; the count, which write.
+    temp = path.with_name(f".{path.name}.{os.getpid()}-{next(_WRITES)}{TEMP_SUFFIX}")
+    try:
+        fd = os.open(temp, _FLAGS, 0o644)
+    except FileNotFoundError:  # the folder first
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(temp, _FLAGS, 0o644)
     try:
         with os.fdopen(fd, "wb") as out:
             out.write(data)
             if durable:  # on disk before the rename: a power cut cannot leave an empty file
                 out.flush()
                 os.fsync(out.fileno())
-        # mkstemp makes the file private; a replaced file keeps its permissions.
-        os.chmod(temp, stat.S_IMODE(path.stat().st_mode) if path.exists() else 0o644)
+        os.chmod(temp, mode)
         os.replace(temp, path)
     except BaseException:
         with contextlib.suppress(OSError):

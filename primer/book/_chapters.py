@@ -1,25 +1,17 @@
 """The book's code: its chapters, imported fresh when their source changed, and the fingerprint of what they use.
 
-A chapter's traces are reused while the code that produced them is
-unchanged: the chapter, the runner, and every module they import, followed
-through the imports *as written* (read with ``ast``, never imported) in the
-packages that make the book, the book machinery (``primer.book``) left out.
-What is hashed is the normalised code (``code_digest``): no comments,
-formatting, or docstrings of modules and functions (a class docstring stays:
-it is the description a tool declares to the model). A module's imports and
-digest are kept by its bytes' digest, in memory and in ``imports_cache``, so
-a new process parses only what was edited; in ``snapshot()`` (one build's
-fingerprints) each file is read once. Files are named by module, so a
-fingerprint is the same in any checkout and wherever the venv is.
+A fingerprint hashes the normalised code (``code_digest``: no comments,
+formatting, or module and function docstrings; a class docstring is a tool's
+description) of the chapter, the runner and all they import, followed through
+the imports as written (``ast``, never imported), ``primer.book`` left out;
+files named by module, so it is the same in any checkout and venv. A module's
+imports and digest are kept by its bytes' digest (in ``imports_cache`` too):
+a new process parses only what was edited; a ``snapshot()`` reads each once.
 
-``mkdocs serve`` keeps one process for hours: a chapter, or a helper of the
-chapters' package, whose file changed since it was imported is re-imported
-before it runs. Library modules cannot be (classes would exist twice):
-``stale_library`` names them, and the build runs their chapters in a fresh
-interpreter. ``Executed`` keeps the source each module was imported from,
-without hooking the import system: a dependency not imported yet is read
-before its chapter's import; one imported by other means is read at the next
-look, and is unknown (so changed) if its file was saved since the look before.
+Under ``mkdocs serve`` a chapter, or a helper of its package, changed since
+imported is re-imported before it runs; a changed library module cannot be
+(``stale_library``: its chapters run in a fresh interpreter). ``Executed``
+keeps the source each module was executed from, without an import hook.
 """
 
 from __future__ import annotations
@@ -126,19 +118,21 @@ class CodeGraph:
         self._grown = False
         # Inside snapshot(): each module found (None: not followed), and the schema version.
         self._memo: dict[str, Module | None] | None = None
+        self._closures: dict[str, dict[str, Module]] | None = None
         self._schema: str | None = None
 
     @contextmanager
     def snapshot(self) -> Iterator[None]:
         """Within the block, each file is read once: a save during it is seen by the next."""
-        outer, self._memo = self._memo, self._memo if self._memo is not None else {}
+        if self._memo is not None:  # inside one already
+            yield
+            return
+        self._memo, self._closures = {}, {}
         try:
             yield
         finally:
-            self._memo = outer
-            if outer is None:
-                self._schema = None
-                self._save()
+            self._memo = self._closures = self._schema = None
+            self._save()
 
     def path_of(self, name: str) -> Path | None:
         """The source file of a module, if it is one of the followed packages."""
@@ -181,16 +175,30 @@ class CodeGraph:
 
     def modules(self, *modules: str) -> dict[str, Module]:
         """The followed modules the given ones import, transitively, themselves included, by name."""
+        found: dict[str, Module] = {}
+        for name in modules:
+            if (module := self._module(name)) is not None:
+                found[name] = module
+                for imported in module[2]:  # the library's, shared by every chapter: walked once a snapshot
+                    found |= self._closure(imported)
+        if self._memo is None:
+            self._save()
+        return found
+
+    def _closure(self, start: str) -> dict[str, Module]:
+        if self._closures is not None and start in self._closures:
+            return self._closures[start]
         seen: dict[str, Module | None] = {}
-        todo = list(modules)
+        todo = [start]
         while todo:
             name = todo.pop()
             if name not in seen:
                 seen[name] = found = self._module(name)
                 todo += found[2] if found is not None else []
-        if self._memo is None:
-            self._save()
-        return {name: found for name, found in seen.items() if found is not None}
+        closure = {name: found for name, found in seen.items() if found is not None}
+        if self._closures is not None:
+            self._closures[start] = closure
+        return closure
 
     def files(self, *modules: str) -> list[Path]:
         """Every followed source file the modules import, transitively, themselves included."""

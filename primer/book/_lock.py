@@ -1,10 +1,8 @@
-"""One build at a time per cache: the operating system's lock on a file in the cache folder, prepare to publish.
+"""One build at a time per cache (``mkdocs serve`` rebuilding while ``mkdocs build`` runs would race).
 
-Two builds of one book at once (``mkdocs serve`` rebuilding while ``mkdocs
-build`` runs) would run the same scenarios twice and race to write the same
-files: the second waits, saying so once and naming the holder's process. A
-build that dies leaves no lock behind. Without ``fcntl`` (Windows) builds are
-not kept apart.
+The second waits, saying so once and naming the holder's process. The lock is
+the operating system's: a build that dies leaves none. Without ``fcntl``
+(Windows) builds are not kept apart.
 """
 
 from __future__ import annotations

@@ -1,19 +1,12 @@
 """Give a search plugin a page's trace blocks as their summary lines only.
 
-A trace block is mostly payload, each in a ``data-search-exclude`` block that
-Material's search plugin leaves out only after its HTML parser has walked every
-tag inside (the largest cost traces added to a build; MkDocs' own search does
-not honour the attribute at all). So the renderer marks each trace block with
-two comments, and the hook swaps each block for a paragraph of its text outside
-its payloads just before search reads the page, and puts it back just after::
-
-    stash = PayloadStash()
-    page.content = stash.take("ch09.md", page.content)       # before search
-    page.content = stash.give_back("ch09.md", page.content)  # after search
-
-If another plugin changed the number of marked paragraphs in between, the page
-gets its HTML as it was before (losing that plugin's change, never a payload),
-and a warning says so.
+Material's search walks every tag of a ``data-search-exclude`` block before it
+leaves it out (the largest cost traces added to a build; MkDocs' own search
+ignores the attribute). So the renderer marks each trace block with two
+comments, and the hook swaps each block for a paragraph of its text outside its
+payloads before search reads the page (``PayloadStash.take``) and puts it back
+after (``give_back``); if a plugin changed the blocks in between, the page keeps
+its HTML from before, and a warning says so.
 """
 
 from __future__ import annotations

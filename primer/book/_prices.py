@@ -1,15 +1,10 @@
 """What a run's tokens cost: a price table, the package's own (``prices.toml``) extended by the book's.
 
-Per model, US dollars per million input, cached input and output tokens, and
-the day the figures were read from the provider's page. A book's
-configuration extends or overrides it, a whole entry per model (``prices``
-of the ``trace-book`` plugin, or of the Markdown extension)::
-
-    table = default_prices().extended({"my-model": {"input": 0.5, "output": 1.5, "read": "2026-11-01"}}, where=...)
-    table.cost(live_run.scenarios).text         # "$0.0012"; None: not every call's price is known
-
-Only live calls cost anything (a mock model's token counts are scripted), and
-a run with a call whose model is not in the table has no cost, not a smaller one.
+Per model: US dollars per million input, cached input and output tokens, and
+the day they were read. A book's ``prices`` option (plugin or extension)
+extends or overrides it a whole entry per model. Only live calls cost anything
+(a mock's token counts are scripted); a run with a call whose model is not in
+the table has no cost, not a smaller one.
 """
 
 from __future__ import annotations

@@ -1,10 +1,8 @@
-"""A run's timeline: each turn's time, split by who spent it.
+"""A run's timeline: each turn's time, split by who spent it (``segments``), added up by kind (``totals``).
 
-``segments`` splits a turn into stretches of the model provider (or, in a
-mock run, the mock model, whose simulated stream is its own time), the
-service, opening a connection to either (a live trace's ``setup_ms``),
-waiting on purpose (backoff) and the library's own code; ``totals`` adds a
-timeline up by kind, for its legend.
+The kinds: the model provider (in a mock run, the mock model, whose simulated
+stream is its own time), the service, connection set-up (a live trace's
+``setup_ms``), waiting on purpose (backoff) and the library's own code.
 """
 
 from __future__ import annotations

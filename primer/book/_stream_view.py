@@ -1,10 +1,7 @@
 """A streamed reply as the page draws it (``stream.html.j2``): its timing in a line, its events folded.
 
-One line of timing, then, folded, one line per event (its arrival and what it
-brought, by size, not content) and the events as SSE: a page grows with the
-events a stream had, no faster::
-
-    stream  38 events · first byte 182.0ms · first token 240.5ms · last token 1630.2ms · 27.3 tokens/s · ...
+The events are drawn one line each (arrival, gap, what came, by size) and as SSE:
+a page grows with the events a stream had, no faster.
 """
 
 from __future__ import annotations

@@ -81,14 +81,15 @@
   // -- the switch ---------------------------------------------------------
 
   // Show `value`'s modes in `box` (a chapter or a scenario) and press its buttons.
+  // Only what changes is written: each write makes the browser restyle what it touches.
   function show(box, value) {
-    box.setAttribute("data-show", value);
+    if (box.getAttribute("data-show") !== value) box.setAttribute("data-show", value);
     var own = box.querySelector(":scope > .tr-head > .tr-switch, :scope > .tr-scenario-name > .tr-switch");
     if (own) {
       own.querySelectorAll(".tr-mode").forEach(function (button) {
         // A disabled mode (no live run recorded) is never shown as pressed.
         var on = !button.disabled && parse(value).indexOf(button.getAttribute("data-tr-mode")) >= 0;
-        button.setAttribute("aria-pressed", on ? "true" : "false");
+        if (button.getAttribute("aria-pressed") !== String(on)) button.setAttribute("aria-pressed", String(on));
       });
     }
     var chapter = box.closest(".tr-chapter");
@@ -103,7 +104,8 @@
     document.querySelectorAll(".tr-prose[data-tr-chapter]").forEach(function (prose) {
       if (prose.getAttribute("data-tr-chapter") !== name) return;
       if (scenario !== null && prose.getAttribute("data-tr-scenario") !== scenario) return;
-      prose.hidden = parse(value).indexOf(prose.getAttribute("data-mode")) < 0;
+      var hidden = parse(value).indexOf(prose.getAttribute("data-mode")) < 0;
+      if (prose.hidden !== hidden) prose.hidden = hidden;
     });
   }
 
@@ -272,9 +274,12 @@
 
   var payloadPages = {}; // URL without its hash -> a promise of the parsed page
 
+  // From the root-relative path the link keeps (see rootRelative).
   function payloadUrl(stub) {
-    var link = stub.querySelector("a.tr-load");
-    return link ? link.href.split("#")[0] : null;
+    var link = stub.querySelector(":scope > a.tr-load");
+    if (!link) return null;
+    var path = link.getAttribute("data-tr-root-relative");
+    return (path ? new URL(path, ROOT) : new URL(link.href)).href.split("#")[0];
   }
 
   function payloadPage(url) {
@@ -341,12 +346,16 @@
     }
   }
 
-  function rootRelative(scope) {
+  // `stubs`: the payload blocks' links too, which a page has one of per call;
+  // at load they are left for when their block is opened (fillPayloads).
+  function rootRelative(scope, stubs) {
     // The path is kept in its own attribute: Material may already have made
     // the href absolute against the page's URL.
-    scope.querySelectorAll(".tr a[data-tr-root-relative]").forEach(function (link) {
+    var links = ".tr a[data-tr-root-relative]" + (stubs ? "" : ":not(.tr-load)");
+    scope.querySelectorAll(links).forEach(function (link) {
       var path = link.getAttribute("data-tr-root-relative");
-      if (!/^([a-z]+:)?\/\//i.test(path) && path.charAt(0) !== "/") link.href = new URL(path, ROOT).href;
+      // The fragment kept: a payload block's link names its block.
+      if (!/^([a-z]+:)?\/\//i.test(path) && path.charAt(0) !== "/") link.href = new URL(path, ROOT).href + link.hash;
       link.removeAttribute("data-tr-root-relative");
     });
   }
@@ -412,6 +421,7 @@
   // Fill the payload blocks directly in `details` (and so every block of its chapter).
   function fillPayloads(details) {
     var urls = [];
+    rootRelative(details, true); // the link stays if the page cannot be fetched: it must land
     details.querySelectorAll(":scope > .tr-body[data-tr-payload]").forEach(function (stub) {
       var url = payloadUrl(stub);
       if (url && urls.indexOf(url) < 0) urls.push(url);
