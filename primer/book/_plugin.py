@@ -160,9 +160,10 @@ class TraceBookPlugin(BasePlugin[TraceBookConfig]):  # type: ignore[no-untyped-c
         }
         if book is not None:
             options.update(source=book.prepared, cache=book.rendered)
-        options["options"] = rendering = self._render_options(config)
-        if book is not None:
-            book.prices = rendering.prices  # the prose check finds the costs the pages show
+        if not off:  # a build with traces off shows no costs and reads no price table
+            options["options"] = rendering = self._render_options(config)
+            if book is not None:
+                book.prices = rendering.prices  # the prose check finds the costs the pages show
         self.extension = TraceExtension(**options)
         if EXTENSION in config.markdown_extensions:
             config.markdown_extensions.remove(EXTENSION)

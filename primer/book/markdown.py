@@ -19,6 +19,7 @@ from __future__ import annotations
 import re
 import time
 import xml.etree.ElementTree as etree
+from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from markdown import Markdown
@@ -99,7 +100,7 @@ class TraceExtension(Extension):
 
             if not isinstance(cache, Rendered):
                 raise ConfigError(f"The trace extension's cache must be a Rendered, not {type(cache).__name__}.")
-        self.options = options if options is not None else render_options(self.getConfig("prices"), "the extension")
+        self._options = options
         self._given = source
         self._source: TraceSource | None = None
         self._cache = cache
@@ -112,6 +113,11 @@ class TraceExtension(Extension):
         self.held: list[str] = []
         #: The page being rendered, its name and Markdown, as the plugin read it (``_unseen``).
         self.reading: tuple[str, str] | None = None
+
+    @cached_property
+    def options(self) -> RenderOptions:
+        """The prices the pages show costs by: made on first use, so a build with traces off reads none."""
+        return self._options if self._options is not None else render_options(self.getConfig("prices"), "the extension")
 
     def setConfig(self, key: str, value: Any) -> None:
         """Set an option; a name the extension has no option for is an error naming it (not a bare KeyError)."""
