@@ -121,7 +121,8 @@ def test_callgrind_counts_instructions(tmp_path: Path, started: Runs) -> None:
 @pytest.mark.parametrize(
     ("script", "args", "rows"),
     [
-        pytest.param("mock_runs.py", ["--quick"], ["fresh process", "warm loop"], id="mock_runs"),
+        # Fresh Pythons that run every chapter, chapter 18's frameworks too: 14 s of CPU, slow.
+        pytest.param("mock_runs.py", ["--quick"], ["fresh process", "warm loop"], marks=slow, id="mock_runs"),
         pytest.param(
             "streaming.py", ["--rounds", "2", "--events", "50"], ["typed recorded", "recording, dicts"], id="streaming"
         ),

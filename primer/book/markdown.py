@@ -31,7 +31,6 @@ from markdown.util import AtomicString
 from primer.book._links import page_relative
 from primer.book._logs import book_logger
 from primer.book._markers import OFF_CLASS, Marker, NearMiss, off_note, parse_line
-from primer.book._prices import RenderOptions
 from primer.book._prose import LiveProse, ModeBlock, opening_html, select
 from primer.book._sources import (
     NO_KEY,
@@ -50,6 +49,7 @@ from primer.variables import enable_with, traces_off
 if TYPE_CHECKING:  # loaded on first use: MkDocs loads the extension with traces off too
     from collections.abc import Callable
 
+    from primer.book._prices import RenderOptions
     from primer.book._render import Anchors
     from primer.book._rendered import Rendered
     from primer.book._source import Shown, TraceSource
@@ -387,7 +387,7 @@ def _error(message: str, marker: str) -> str:
 
 def render_options(prices: Any, where: str) -> RenderOptions:
     """The render options of a ``prices`` option (model → price, over the package's table); ``where`` names it."""
-    from primer.book._prices import default_prices
+    from primer.book._prices import RenderOptions, default_prices
 
     return RenderOptions(default_prices().extended(prices, where=f"the `prices` option of {where}"))
 
