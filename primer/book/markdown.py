@@ -1,17 +1,14 @@
 """The Python-Markdown extension that puts traces into chapter pages.
 
 A line ``::: trace CHAPTER [SCENARIO]`` becomes the chapter's (or one scenario's) traces, from
-``source`` (a ``TraceSource``, or ``"module:name"``), else the book (the ``trace-book`` plugin
-gives its store; under Zensical, the book the page's rendering context names, prepared once a
-build: ``primer.book._sources``), else mock runs in this process::
+``source`` (a ``TraceSource`` or ``"module:name"``), else the book (the plugin's; under Zensical
+the one ``primer.book._sources`` prepares once a build), else mock runs in this process::
 
     html = markdown.markdown("::: trace ch09_who_retries", extensions=["primer.book.markdown"])
 
-A trace that cannot be loaded, or a near miss (``primer.book._markers``), shows an error block
-and is logged (``--strict`` fails). With ``traces_off`` (or ``PRIMER_TRACES=off``) a marker is a
-note, and nothing runs. Each marker's HTML is held as a token and put back whole (``PutBack``):
-Python-Markdown never parses a trace block. Its root-relative links are made relative to the
-page by the plugin, or here to the Markdown file under Zensical, which resolves them so.
+A trace that cannot be loaded, or a near miss, shows an error block and is logged (``--strict``
+fails); with traces off a marker is a note and nothing runs. Each marker's HTML is held as a
+token and put back whole (``PutBack``): Python-Markdown never parses a trace block.
 """
 
 from __future__ import annotations
