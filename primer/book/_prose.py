@@ -210,11 +210,13 @@ def _normal(text: str) -> str:
 def _shown(run: ScenarioRun, cost: str | None) -> Iterator[str]:
     """The lines the page shows of a run, and its JSON (the payloads' values)."""
     from primer import summary
+    from primer.book._render_markdown import ReplyMarkdown
     from primer.book._stream_view import stream_view
 
+    said = ReplyMarkdown().plain  # a reply in a folded line as the page words it (``**butter**`` as ``butter``)
     yield from (summary.scenario_line(run, cost=cost), summary.scenario_story(run), summary.ending_line(run.ending))
     for turn in run.turns:
-        yield from (summary.turn_line(turn), summary.model_line(turn.model_call))
+        yield from (summary.turn_line(turn, said), summary.model_line(turn.model_call, said))
         for note in turn.model_call.notes:  # as the page shows one: ``label {json}``
             yield f"{note.label} {json.dumps(note.data, ensure_ascii=False, default=str)}"
         view = stream_view(turn.model_call, "x")
