@@ -43,9 +43,10 @@ CACHE_VARIABLE = "PRIMER_CACHE"
 KEEP = 2
 
 _LIBRARY = Path(__file__).resolve().parent.parent
-#: What draws and publishes a trace: templates, assets, render modules, the models that serialise runs.
-_RENDERER = ["book/templates/*", "book/assets/*", "book/_render*.py", "book/_stream_view.py", "book/_links.py"]
-_RENDERER += ["book/_store.py", "summary.py", "trace.py", "offsets.py"]
+#: What can change an entry's pages and files: the machinery with its templates, assets and price
+#: table, and the library it renders with (summary, trace, redaction...). By pattern, not by a list
+#: of render modules: a module added or renamed later is in the key without anyone keeping a list.
+_RENDERER = ["book/templates/*", "book/assets/*", "book/*.py", "book/*.toml", "*.py", "export/*.py"]
 _SECRETS = (VARIABLES["api_key"], VARIABLES["service_key"])
 
 
