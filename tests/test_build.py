@@ -339,7 +339,7 @@ def test_traces_off_loads_neither_the_engine_nor_pydantic(tmp_path):
         "pydantic",
         "primer.trace",
         "primer.settings",
-        "primer.book._build",
+        "primer.book._book",
         "primer.book._render",
         "primer.agent",
     }

@@ -16,13 +16,12 @@ import os
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from primer.book._build import Book
+    from primer.book._book import Book, Report
     from primer.book._cache import TraceCache
     from primer.book._chapters import Chapters
     from primer.book._configuration import BookConfig, TraceBookConfig, read_config
     from primer.book._lock import BuildLock
     from primer.book._plugin import TraceBookPlugin
-    from primer.book._prepare import Report
     from primer.book._render import render_payloads, render_traces
     from primer.book._source import ChapterTraces, LiveStatus, TraceSource
     from primer.book._sources import MockRunSource
@@ -54,14 +53,14 @@ __all__ = [
 
 # Each public name's module.
 _HOMES = {
-    "Book": "primer.book._build",
+    "Book": "primer.book._book",
     "BookConfig": "primer.book._configuration",
     "BuildLock": "primer.book._lock",
     "ChapterTraces": "primer.book._source",
     "Chapters": "primer.book._chapters",
     "LiveStatus": "primer.book._source",
     "MockRunSource": "primer.book._sources",
-    "Report": "primer.book._prepare",
+    "Report": "primer.book._book",
     "TraceBookConfig": "primer.book._configuration",
     "TraceBookPlugin": "primer.book._plugin",
     "TraceCache": "primer.book._cache",

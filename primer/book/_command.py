@@ -23,16 +23,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from primer.book import _assets as assets
-from primer.book._build import LOGGER_NAME
+from primer.book._book import LOGGER_NAME, open_book
 from primer.book._configuration import read_config
 from primer.book._lock import BuildLock
-from primer.book._session import SESSION
 from primer.errors import ConfigError
 from primer.inert import inert
 from primer.variables import enable_with
 
 if TYPE_CHECKING:
-    from primer.book._build import Book
+    from primer.book._book import Book, Prepared
 
 __all__ = ["main"]
 
@@ -65,10 +64,10 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _stamp(book: Book) -> None:
+def _stamp(book: Book, prepared: Prepared) -> None:
     """Write the stamps of the frozen live traces a replay verified into their files (``--stamp``)."""
-    for chapter in book.prepared.chapters():
-        run = book.prepared.traces(chapter).live
+    for chapter in prepared.chapters():
+        run = prepared.traces(chapter).live
         if run is None or not book.store.is_stamped(run):
             continue
         book.save(run)
@@ -114,7 +113,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                     f"{config.path} does not enable the trace machinery: it names neither the trace-book plugin "
                     f"nor the trace extension, so its markers stay text: {enable_with(config.chapters)}."
                 )
-            book = SESSION.book(
+            book = open_book(
                 config.root,
                 config.docs_dir,
                 chapters=config.chapters,
@@ -124,20 +123,21 @@ def main(argv: Sequence[str] | None = None) -> int:
             )
         except ConfigError as error:
             return _usage(str(error))
-        book.rules = config.rules
         lock = BuildLock(config.cache_dir)
         lock.acquire(log)  # one build at a time per cache (a serve rebuilding, say): this one waits
         try:
-            book.prepare()
+            prepared = book.prepare()
             if args.stamp:
-                _stamp(book)
+                _stamp(book, prepared)
+            pages = {}
             for page in sorted(config.docs_dir.rglob("*.md")):
                 # Named as the hook names a page (docs/ch05_loop_endings.md); warnings only.
                 name = f"{config.docs_dir.name}/{page.relative_to(config.docs_dir).as_posix()}"
-                book.page(name, page.read_text(encoding="utf-8"))
-            book.check_rules()
-            book.publish(config.docs_dir)
-            if book.enabled:
+                pages[name] = page.read_text(encoding="utf-8")
+                book.check(prepared, name, pages[name])
+            book.check_rules(prepared, pages, rules=config.rules)
+            book.publish(config.docs_dir, prepared)
+            if prepared.enabled:
                 assets.install(config.docs_dir)
         finally:
             lock.release()

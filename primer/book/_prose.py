@@ -31,7 +31,7 @@ from primer.locator import unknown
 if TYPE_CHECKING:
     from markdown import Markdown
 
-    from primer.book._prepare import Prepared
+    from primer.book._book import Prepared
     from primer.book._prices import PriceTable
     from primer.book._source import ChapterTraces
     from primer.trace import ScenarioRun

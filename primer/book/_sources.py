@@ -1,13 +1,14 @@
 """Where the extension's traces come from besides a given source: the book under Zensical, or mock runs.
 
 ``book_for_page`` is the book whose docs folder Zensical names in the page's rendering context,
-prepared once per build (``primer.book._session``); ``MockRunSource`` runs a chapter's mock
+prepared once per build (``primer.book._book.open_book``); ``MockRunSource`` runs a chapter's mock
 scenarios in this process. ``collect`` loads a marker's traces, checking its scenario exists.
 """
 
 from __future__ import annotations
 
 import importlib
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -17,7 +18,8 @@ from primer.errors import ConfigError
 from primer.locator import ChapterLocator, no_scenario
 
 if TYPE_CHECKING:
-    from primer.book._build import Book
+    from primer.book._book import Prepared
+    from primer.book._prices import PriceTable
     from primer.book._source import ChapterTraces, TraceSource
 
 __all__ = [
@@ -30,6 +32,9 @@ __all__ = [
     "require_scenario",
     "resolve_source",
 ]
+
+# The configuration of the Zensical build the assets were last written for with traces off.
+_STYLED: dict[str, object] = {}
 
 #: Why a standalone page has no live run.
 NO_KEY = "no key yet: live runs are recorded by the book build when PRIMER_API_KEY is set"
@@ -102,40 +107,35 @@ def _context(md: Markdown | None) -> Any:
     return context if isinstance(getattr(context, "config", None), dict) else None
 
 
-def book_for_page(md: Markdown | None, chapters: str) -> Book | None:
-    """The book whose docs folder Zensical names for the page, ready for this build; None if there is none."""
+def book_for_page(md: Markdown | None, chapters: str, prices: Callable[[], PriceTable]) -> Prepared | None:
+    """What this build shows of the book whose docs folder Zensical names for the page; None if there is none."""
     context = _context(md)
     if context is None:
         return None
-    from primer.book._session import SESSION  # the engine: only for a book
+    from primer.book._book import open_book  # the engine: only for a book
 
     config = context.config
     root = Path(config["root_dir"])
-    book = SESSION.book(root, root / config["docs_dir"], chapters=chapters)
+    book = open_book(root, root / config["docs_dir"], chapters=chapters)
     # A new configuration object is a new build (Zensical makes one when a watched file changes).
-    SESSION.ready(book, config, site_dir=root / config["site_dir"])
-    return book
+    return book.prepared_for(config, prices(), root / config["site_dir"])
 
 
 def assets_for_page(md: Markdown | None) -> None:
     """With traces off under Zensical: write the stylesheet and script into the docs and the site, once a build.
 
     Its pages link them (``mkdocs.yml`` names them), traces off too, and they style the
-    placeholder; with traces on, preparing the book writes them (``Session.ready``).
+    placeholder; with traces on, preparing the book writes them (``Book.prepared_for``).
     """
     context = _context(md)
-    if context is None:
-        return
-    from primer.book._session import SESSION
-
-    if SESSION.styled is context.config:
+    if context is None or _STYLED.get("build") is context.config:
         return
     from primer.book import _assets as assets
 
     root = Path(context.config["root_dir"])
     for folder in (context.config["docs_dir"], context.config["site_dir"]):
         assets.install(root / folder)
-    SESSION.styled = context.config
+    _STYLED["build"] = context.config
 
 
 def page_source(md: Markdown | None) -> str | None:
