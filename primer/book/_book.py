@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import os
+import shutil
 import sys
 import threading
 import time
@@ -25,7 +26,6 @@ from primer.book._chapters import Chapters
 from primer.book._links import CACHE_DIR
 from primer.book._logs import book_logger
 from primer.book._markers import check, find_markers, malformed
-from primer.book._rendered import Rendered
 from primer.book._source import Shown
 from primer.book._steps import Chapter, Run, Work
 from primer.book._store import PUBLISHED_DIR, TraceStore
@@ -95,8 +95,8 @@ class Prepared:
     store: TraceStore | None = None
     #: The prices the pages' costs are worked out from (part of every key).
     prices: PriceTable | None = None
-    #: This build's rendered markers (None with traces off), and its own time per part.
-    rendered: Rendered | None = None
+    #: The one cache, with this build's markers' HTML (None with traces off), and its own time per part.
+    cache: _cache.TraceCache | None = None
     clock: Stopwatch = field(default_factory=Stopwatch, compare=False)
     _read: dict[str, ChapterTraces] = field(default_factory=dict, compare=False, repr=False)
 
@@ -141,12 +141,12 @@ class Prepared:
 
     def share(self) -> str:
         """The line logged at DEBUG at the end of a build (benchmarks/build.py reads it)."""
-        if self.rendered is not None:
-            self.clock.add("render", self.rendered.seconds)
-            self.rendered.seconds = 0.0
+        if self.cache is not None:
+            self.clock.add("render", self.cache.seconds)
+            self.cache.seconds = 0.0
         parts = ", ".join(f"{part} {seconds * 1000:.1f}" for part, seconds in self.clock.parts.items())
         total = sum(self.clock.parts.values()) * 1000
-        counted = f"; markers rendered {self.rendered.rendered}, reused {self.rendered.reused}" if self.rendered else ""
+        counted = f"; markers rendered {self.cache.rendered}, reused {self.cache.reused}" if self.cache else ""
         return f"traces: the machinery's share of this build: {total:.1f} ms ({parts}){counted}"
 
 
@@ -216,7 +216,6 @@ class Book:
             off = environ.get(_cache.CACHE_VARIABLE, "").strip().lower() == "off"
             self.cache.enabled = self.use_cache if self.use_cache is not None else not off
             self.cache.reset()
-            self.store.reset()
             if prices is None:
                 from primer.book._prices import default_prices
 
@@ -224,8 +223,8 @@ class Book:
             report, found = self._prepare(environ, {"prices": prices.key})
         if report.off:
             return Prepared(report, clock=clock)
-        rendered = Rendered(self.cache, lambda chapter: found[chapter].shown.key if chapter in found else None)
-        return Prepared(report, found, self.store, prices, rendered, clock)
+        self.cache.key_of = lambda chapter: found[chapter].shown.key if chapter in found else None
+        return Prepared(report, found, self.store, prices, self.cache, clock)
 
     def _prepare(self, environ: Mapping[str, str], more: Mapping[str, str]) -> tuple[Report, dict[str, Chapter]]:
         log = self.log
@@ -260,7 +259,7 @@ class Book:
         works, reused = [], 0
         for name in names:
             entry = key(name, codes[name])
-            if (kept := Shown.read(self.store.entry(name, entry))) is not None:
+            if (kept := Shown.read(self.cache.entry(name, entry))) is not None:
                 shown, warnings, count = kept
                 for warning in warnings:
                     log.warning(warning)
@@ -366,6 +365,7 @@ class Book:
     def prune(self, prepared: Prepared) -> None:
         """Drop the cache's entries this build did not use (but the last few of each chapter): after a full build."""
         self.cache.prune(prepared.chapters())
+        shutil.rmtree(self.cache.folder.parent / "prose", ignore_errors=True)  # an older version's, unused
 
 
 _BOOKS: dict[str, Book] = {}
