@@ -24,12 +24,11 @@ from mkdocs.plugins import BasePlugin, event_priority
 from mkdocs.structure.files import File, InclusionLevel
 
 from primer.book import _configuration as plugin_options
-from primer.book import _prose as prose
 from primer.book._configuration import TraceBookConfig
 from primer.book._links import page_relative
 from primer.book._lock import BuildLock
 from primer.book._logs import book_logger
-from primer.book._markers import find_markers, malformed
+from primer.book._markers import check, scan
 from primer.book._session import Session
 from primer.errors import ConfigError
 from primer.variables import traces_off, unknown_variables
@@ -237,12 +236,12 @@ class TraceBookPlugin(BasePlugin[TraceBookConfig]):  # type: ignore[no-untyped-c
             self.extension.reading = (name, markdown)
         book = self.book
         if book is None:  # traces off: the extension shows the placeholders
-            for warning in malformed(name, markdown):
+            for warning in check(name, markdown):
                 log.warning(f"traces: {warning}")
             return markdown
         # The chapters its traces depend on: its markers' and its mode blocks'.
-        named = {marker.chapter for marker in find_markers(markdown)} | {b.chapter for b in prose.blocks(markdown)}
-        self.session.page_chapters[name] = named
+        found = scan(markdown)
+        self.session.page_chapters[name] = {m.chapter for m in found.markers} | {b.chapter for b in found.blocks}
         return book.page(name, markdown, url=page.url)
 
     # Last, so every other plugin's on_page_content sees the whole page.
