@@ -332,10 +332,10 @@ def _add_assets(config: MkDocsConfig, *, scripts: bool) -> None:
     """Link the package's stylesheet (and, with ``scripts``, its script) from every page."""
     from primer.book import _assets as assets
 
-    for path in assets.stylesheets():
+    for path in assets.STYLESHEETS:
         if path not in config.extra_css:
             config.extra_css.append(path)
-    for path in assets.scripts() if scripts else []:
+    for path in assets.SCRIPTS if scripts else []:
         if path not in [str(script) for script in config.extra_javascript]:
             config.extra_javascript.append(ExtraScriptValue(path))
 
@@ -345,7 +345,7 @@ def _serve_assets(files: Files, config: MkDocsConfig, *, only_named: bool) -> No
     from primer.book import _assets as assets
 
     named = {*config.extra_css, *(str(script) for script in config.extra_javascript)}
-    for path, source in assets.sources().items():
+    for path, source in assets.SOURCES.items():
         if only_named and path not in named:
             continue
         earlier = files.get_file_from_path(path)
