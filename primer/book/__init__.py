@@ -13,10 +13,9 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from primer.book._build import Book
-    from primer.book._cache import TraceCache
+    from primer.book._cache import BuildLock, TraceCache
     from primer.book._chapters import Chapters
     from primer.book._configuration import TraceBookConfig, read_config
-    from primer.book._lock import BuildLock
     from primer.book._plugin import TraceBookPlugin
     from primer.book._prepare import Report
     from primer.book._render import render_payloads, render_traces
@@ -29,10 +28,9 @@ if TYPE_CHECKING:
 # Each public name's module (as imported above, for type checkers).
 _HOMES = {
     "primer.book._build": "Book",
-    "primer.book._cache": "TraceCache",
+    "primer.book._cache": "BuildLock TraceCache",
     "primer.book._chapters": "Chapters",
     "primer.book._configuration": "TraceBookConfig read_config",
-    "primer.book._lock": "BuildLock",
     "primer.book._plugin": "TraceBookPlugin",
     "primer.book._prepare": "Report",
     "primer.book._render": "render_payloads render_traces",
