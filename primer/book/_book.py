@@ -25,7 +25,7 @@ from primer.book import _prose as prose
 from primer.book._chapters import Chapters
 from primer.book._links import CACHE_DIR
 from primer.book._logs import book_logger
-from primer.book._markers import check, find_markers, malformed
+from primer.book._markers import check, find_markers
 from primer.book._source import Shown
 from primer.book._steps import Chapter, Run, Work
 from primer.book._store import PUBLISHED_DIR, TraceStore
@@ -318,7 +318,7 @@ class Book:
         """
         with prepared.clock("pages"):
             if not prepared.enabled:
-                for warning in malformed(name, markdown):
+                for warning in check(name, markdown):
                     self.log.warning(f"traces: {warning}")
                 return
             if urls is not None:
@@ -329,7 +329,7 @@ class Book:
                         urls.setdefault(marker.chapter, url)
             names = prepared.scenario_names
             said = prose.problems(
-                name, markdown, names, lambda chapter: prose.kept_corpora(prepared, chapter, prepared.prices)
+                name, markdown, lambda chapter: prose.kept_corpora(prepared, chapter, prepared.prices)
             )
             for warning in check(name, markdown, names) + said:
                 self.log.warning(f"traces: {warning}")
