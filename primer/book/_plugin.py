@@ -46,7 +46,7 @@ if TYPE_CHECKING:
     from mkdocs.utils.templates import TemplateContext
 
     from primer.book._build import Book
-    from primer.book._prices import RenderOptions
+    from primer.book._prices import PriceTable
     from primer.book.markdown import TraceExtension
 
 __all__ = ["EXTENSION", "TraceBookConfig", "TraceBookPlugin"]
@@ -163,22 +163,21 @@ class TraceBookPlugin(BasePlugin[TraceBookConfig]):  # type: ignore[no-untyped-c
         if not off:  # a build with traces off shows no costs and reads no price table
             options["options"] = rendering = self._render_options(config)
             if book is not None:
-                book.prices = rendering.prices  # the prose check finds the costs the pages show
+                book.prices = rendering  # the prose check finds the costs the pages show
         self.extension = TraceExtension(**options)
         if EXTENSION in config.markdown_extensions:
             config.markdown_extensions.remove(EXTENSION)
         config.markdown_extensions.append(self.extension)  # type: ignore[arg-type]  # MkDocs takes instances
 
-    def _render_options(self, config: MkDocsConfig) -> RenderOptions:
+    def _render_options(self, config: MkDocsConfig) -> PriceTable:
         """The prices of ``mkdocs.yml``: the extension's ``prices``, then the plugin's over them."""
-        from primer.book._prices import RenderOptions
         from primer.book.markdown import render_options
 
         name = Path(config.config_file_path or "mkdocs.yml").name
         named = dict(config.mdx_configs.get(EXTENSION, {})).get("prices") or {}
         try:
-            table = render_options(named, f"{EXTENSION} in {name}").prices
-            return RenderOptions(table.extended(self.config.prices, where=f"{name}, the trace-book plugin's prices"))
+            table = render_options(named, f"{EXTENSION} in {name}")
+            return table.extended(self.config.prices, where=f"{name}, the trace-book plugin's prices")
         except ConfigError as error:
             raise PluginError(str(error)) from None
 
