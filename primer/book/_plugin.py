@@ -8,7 +8,7 @@ same class (``primer.book.mkdocs_hook``); ProperDocs loads its twin (``_properdo
 
 What lasts across ``mkdocs serve`` rebuilds lives on the instance, which MkDocs keeps for the
 process. From ``on_config`` to ``on_post_build`` (or ``on_build_error``) a build holds the
-cache's lock (``primer.book._lock``): a second build of the same book waits, and says so.
+cache's lock (``primer.book._cache``): a second build of the same book waits, and says so.
 """
 
 from __future__ import annotations
@@ -25,9 +25,9 @@ from mkdocs.structure.files import File, InclusionLevel
 
 from primer.book import _configuration as plugin_options
 from primer.book import _prose as prose
+from primer.book._cache import BuildLock
 from primer.book._configuration import TraceBookConfig
 from primer.book._links import page_relative
-from primer.book._lock import BuildLock
 from primer.book._logs import book_logger
 from primer.book._markers import find_markers, malformed
 from primer.book._session import Session
@@ -67,7 +67,7 @@ class TraceBookPlugin(BasePlugin[TraceBookConfig]):  # type: ignore[no-untyped-c
         self.book: Book | None = None
         #: This build's extension, rendering from ``book``.
         self.extension: TraceExtension | None = None
-        #: The cache's build lock, held from on_config to on_post_build (``primer.book._lock``).
+        #: The cache's build lock, held from on_config to on_post_build (``primer.book._cache``).
         self.lock: BuildLock | None = None
         #: The site this process last published the trace JSON into (``on_post_build``).
         self._published: Path | None = None
@@ -159,7 +159,7 @@ class TraceBookPlugin(BasePlugin[TraceBookConfig]):  # type: ignore[no-untyped-c
             **({"chapters": chapters} if chapters else {}),
         }
         if book is not None:
-            options.update(source=book.prepared, cache=book.rendered)
+            options.update(source=book.prepared, cache=book.cache)
         if not off:  # a build with traces off shows no costs and reads no price table
             options["options"] = rendering = self._render_options(config)
             if book is not None:
