@@ -184,7 +184,7 @@ def test_the_prose_check_finds_a_cost_where_the_page_shows_one_and_only_there() 
     traces = ChapterTraces(CH09, run_chapter(CH09), live, LiveStatus("current"))
 
     def check(text: str, prices: PriceTable) -> list[str]:
-        return problems("docs/x.md", text, {CH09: None}, lambda chapter: corpora(traces, prices))
+        return problems("docs/x.md", text, lambda chapter: corpora(traces, prices))
 
     said = "The busy service cost `· $0.00017 · ended`, in all `$0.0014 (prices read 2026-12-01)`.\n"
     page = f"# Retries\n\n::: trace {CH09}\n\n{said}"

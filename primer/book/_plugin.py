@@ -24,12 +24,11 @@ from mkdocs.plugins import BasePlugin, event_priority
 from mkdocs.structure.files import File, InclusionLevel
 
 from primer.book import _configuration as plugin_options
-from primer.book import _prose as prose
 from primer.book._cache import BuildLock
 from primer.book._configuration import TraceBookConfig
 from primer.book._links import page_relative
 from primer.book._logs import book_logger
-from primer.book._markers import find_markers, malformed
+from primer.book._markers import check, scan
 from primer.book._session import Session
 from primer.errors import ConfigError
 from primer.variables import traces_off, unknown_variables
@@ -236,12 +235,12 @@ class TraceBookPlugin(BasePlugin[TraceBookConfig]):  # type: ignore[no-untyped-c
             self.extension.reading = (name, markdown)
         book = self.book
         if book is None:  # traces off: the extension shows the placeholders
-            for warning in malformed(name, markdown):
+            for warning in check(name, markdown):
                 log.warning(f"traces: {warning}")
             return markdown
         # The chapters its traces depend on: its markers' and its mode blocks'.
-        named = {marker.chapter for marker in find_markers(markdown)} | {b.chapter for b in prose.blocks(markdown)}
-        self.session.page_chapters[name] = named
+        found = scan(markdown)
+        self.session.page_chapters[name] = {m.chapter for m in found.markers} | {b.chapter for b in found.blocks}
         return book.page(name, markdown, url=page.url)
 
     # Last, so every other plugin's on_page_content sees the whole page.
@@ -332,10 +331,10 @@ def _add_assets(config: MkDocsConfig, *, scripts: bool) -> None:
     """Link the package's stylesheet (and, with ``scripts``, its script) from every page."""
     from primer.book import _assets as assets
 
-    for path in assets.stylesheets():
+    for path in assets.STYLESHEETS:
         if path not in config.extra_css:
             config.extra_css.append(path)
-    for path in assets.scripts() if scripts else []:
+    for path in assets.SCRIPTS if scripts else []:
         if path not in [str(script) for script in config.extra_javascript]:
             config.extra_javascript.append(ExtraScriptValue(path))
 
@@ -345,7 +344,7 @@ def _serve_assets(files: Files, config: MkDocsConfig, *, only_named: bool) -> No
     from primer.book import _assets as assets
 
     named = {*config.extra_css, *(str(script) for script in config.extra_javascript)}
-    for path, source in assets.sources().items():
+    for path, source in assets.SOURCES.items():
         if only_named and path not in named:
             continue
         earlier = files.get_file_from_path(path)

@@ -28,8 +28,8 @@ from markdown.util import AtomicString
 
 from primer.book._links import page_relative
 from primer.book._logs import book_logger
-from primer.book._markers import OFF_CLASS, Marker, NearMiss, off_note, parse_line
-from primer.book._prose import LiveProse, ModeBlock, opening_html, select
+from primer.book._markers import OFF_CLASS, Marker, ModeBlock, NearMiss, off_note, parse_line
+from primer.book._prose import LiveProse, opening_html, select
 from primer.book._sources import (
     NO_KEY,
     MockRunSource,
