@@ -45,7 +45,7 @@ if TYPE_CHECKING:
 
     from primer.book._book import Book, Prepared
     from primer.book._payloads import PayloadStash
-    from primer.book._prices import RenderOptions
+    from primer.book._prices import PriceTable
     from primer.book.markdown import TraceExtension
 
 __all__ = ["EXTENSION", "TraceBookConfig", "TraceBookPlugin"]
@@ -143,7 +143,7 @@ class TraceBookPlugin(BasePlugin[TraceBookConfig]):  # type: ignore[no-untyped-c
         self.rules = self.config.rules and options.get("rules", True) is not False
         opened = time.perf_counter() - started
         try:
-            self.prepared = prepared = self.book.prepare(rendering.prices)
+            self.prepared = prepared = self.book.prepare(rendering)
         except BaseException:
             self.lock.release()
             raise
@@ -157,7 +157,9 @@ class TraceBookPlugin(BasePlugin[TraceBookConfig]):  # type: ignore[no-untyped-c
             _add_assets(config, scripts=True)
         return config
 
-    def _put_extension(self, config: MkDocsConfig, *, chapters: str | None, rendering: Any = None) -> None:
+    def _put_extension(
+        self, config: MkDocsConfig, *, chapters: str | None, rendering: PriceTable | None = None
+    ) -> None:
         """Put this build's extension instance in, where ``mkdocs.yml`` names it or last (``rendering`` None: off)."""
         from primer.book.markdown import TraceExtension
 
@@ -174,16 +176,15 @@ class TraceBookPlugin(BasePlugin[TraceBookConfig]):  # type: ignore[no-untyped-c
             config.markdown_extensions.remove(EXTENSION)
         config.markdown_extensions.append(self.extension)  # type: ignore[arg-type]  # MkDocs takes instances
 
-    def _render_options(self, config: MkDocsConfig) -> RenderOptions:
+    def _render_options(self, config: MkDocsConfig) -> PriceTable:
         """The prices of ``mkdocs.yml``: the extension's ``prices``, then the plugin's over them."""
-        from primer.book._prices import RenderOptions
         from primer.book.markdown import render_options
 
         name = Path(config.config_file_path or "mkdocs.yml").name
         named = dict(config.mdx_configs.get(EXTENSION, {})).get("prices") or {}
         try:
-            table = render_options(named, f"{EXTENSION} in {name}").prices
-            return RenderOptions(table.extended(self.config.prices, where=f"{name}, the trace-book plugin's prices"))
+            table = render_options(named, f"{EXTENSION} in {name}")
+            return table.extended(self.config.prices, where=f"{name}, the trace-book plugin's prices")
         except ConfigError as error:
             raise PluginError(str(error)) from None
 
