@@ -97,7 +97,7 @@ def child(mode: str) -> None:
         runs = [run_scenario(scenario, "live", settings) for scenario in scenarios]
     else:  # "pool", or "one:NAME": the pool given that scenario alone (the bound)
         jobs = [(CHAPTER, s) for s in scenarios if mode == "pool" or s.name == mode.removeprefix("one:")]
-        runs = run_live_jobs(jobs, settings, None, workers=4, time_limit=120, progress=lambda _progress: None)
+        runs = run_live_jobs(jobs, settings, None, time_limit=120, progress=lambda _progress: None)
     failed = [run.name for run in runs if run.ending.failed]
     print(json.dumps({"seconds": time.perf_counter() - STARTED, "failed": failed}))
 

@@ -33,8 +33,7 @@ from opentelemetry.proto.trace.v1.trace_pb2 import Span
 from opentelemetry.semconv._incubating.attributes import gen_ai_attributes as gen_ai
 
 from primer.book._book import Prepared, Report
-from primer.book._source import ChapterTraces, LiveStatus, Shown
-from primer.book._steps import Chapter
+from primer.book._source import Chapter, ChapterTraces, LiveStatus, Shown
 from primer.book._store import TraceStore
 from primer.chapters import scenarios_of
 from primer.cli import main

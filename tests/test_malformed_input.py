@@ -31,7 +31,7 @@ from primer.book._atomic import STALE_AFTER, TEMP_SUFFIX, write_if_changed
 from primer.book._book import Book
 from primer.book._chapters import Chapters
 from primer.book._markers import MARKER_FORM, Marker, NearMiss, find_markers, parse_line, scan
-from primer.book._plan import anomalies
+from primer.book._steps import anomalies
 from primer.book._store import CorruptTrace, TraceStore
 from primer.errors import ChapterError
 from primer.locator import chapter_names_in

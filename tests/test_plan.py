@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import SecretStr
 
-from primer.book._plan import LIBRARY_CHANGED, NEVER_RECORDED, is_current, plan_live, settle_live, wants_verify
+from primer.book._steps import LIBRARY_CHANGED, NEVER_RECORDED, is_current, plan_live, settle_live, wants_verify
 from primer.replay import ChapterCheck, Divergence, ScenarioCheck
 from primer.settings import Settings
 from primer.trace import ChapterRun, Ending, ScenarioRun

@@ -8,8 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from primer.book._run import run_live_jobs
-from primer.book._shared_live import shared_live
+from primer.book._run import run_live_jobs, shared_live
 from primer.chapters import scenarios_of
 from tests.servers import live_settings
 from tests.servers.provider import ReplayProvider, scenario_file
@@ -26,9 +25,7 @@ def test_the_pool_shares_its_connections_and_each_trace_holds_its_own_exchanges(
     scenarios = scenarios_of(CHAPTER)
     recorded = {s.name: replay_provider.load(scenario_file(CHAPTER, s.name)) for s in scenarios}
     settings = live_settings(replay_provider, httpbin, api_key="sk-shared-0123456789", service_key="svc-shared-0123")
-    runs = run_live_jobs(
-        [(CHAPTER, s) for s in scenarios], settings, None, workers=4, time_limit=60, progress=lambda _p: None
-    )
+    runs = run_live_jobs([(CHAPTER, s) for s in scenarios], settings, None, time_limit=60, progress=lambda _p: None)
     assert [run.name for run in runs] == [s.name for s in scenarios]
     for run in runs:
         assert not run.ending.failed, run.ending

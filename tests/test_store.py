@@ -21,9 +21,8 @@ from primer.book._atomic import TEMP_SUFFIX, write_if_changed
 from primer.book._book import Book, Prepared, Report
 from primer.book._chapters import Chapters, CodeGraph
 from primer.book._markers import Marker, check, find_markers
-from primer.book._run import Progress, run_bounded
-from primer.book._source import ChapterTraces, LiveStatus, Shown
-from primer.book._steps import Chapter
+from primer.book._run import run_bounded
+from primer.book._source import Chapter, ChapterTraces, LiveStatus, Shown
 from primer.book._store import CorruptTrace, TraceStore
 from primer.errors import NotFound
 from primer.settings import Settings
@@ -459,9 +458,7 @@ def test_the_pool_bounds_concurrency_and_keeps_order():
 
         return run
 
-    results = run_bounded(
-        [(str(i), job(i)) for i in range(10)], limit=5, workers=3, on_timeout=lambda _: -1, on_error=lambda _, e: -2
-    )
+    results = run_bounded([(str(i), job(i)) for i in range(10)], limit=5, workers=3)
     assert results == list(range(10))
     assert most == 3
 
@@ -491,7 +488,7 @@ def test_the_pool_gives_up_slow_jobs_reports_errors_and_progress(monkeypatch: py
 
     monkeypatch.setattr(run_module, "time", types.SimpleNamespace(monotonic=lambda: clock[0]))
     monkeypatch.setattr(run_module, "queue", types.SimpleNamespace(Queue=Finished, Empty=queue.Empty))
-    progress: list[Progress] = []
+    progress: list[str] = []
 
     def boom() -> str:
         raise ValueError("bad")
@@ -501,18 +498,19 @@ def test_the_pool_gives_up_slow_jobs_reports_errors_and_progress(monkeypatch: py
             [("slow", lambda: "late" if release.wait(60) else "hung"), ("boom", boom), ("quick", lambda: "ok")],
             limit=0.4,
             workers=2,
-            on_timeout=lambda label: f"timeout {label}",
-            on_error=lambda label, error: f"error {label}: {error}",
             progress=progress.append,
             every=0.1,
         )
     finally:
         release.set()
-    assert results == ["timeout slow", "error boom: bad", "ok"]
+    slow, boomed, quick = results
+    assert slow is None, "given up"
+    assert isinstance(boomed, ValueError)
+    assert str(boomed) == "bad"
+    assert quick == "ok"
     assert clock[0] == pytest.approx(0.4), "given up at its limit"
     assert progress, "a pool running longer than `every` reports"
-    assert [(p.done, p.running) for p in progress] == [(2, ["slow"])] * 3, "at 0.1, 0.2 and 0.3 s"
-    assert progress[0].line("live runs") == "live runs: 2 of 3 done after 0s; running slow"
+    assert progress == ["2 of 3 done after 0s; running slow"] * 3, "at 0.1, 0.2 and 0.3 s"
 
 
 def test_chapters_discovery_is_the_default_package():

@@ -1,9 +1,8 @@
 """One book (its chapters, store, cache and settings), and the immutable ``Prepared`` each build makes.
 
-A front end holds its ``Book`` for the process (the plugin on its instance; the Markdown extension
-under Zensical and ``python -m primer.book build`` through ``open_book``, one per docs folder),
-calls ``prepare`` once a build, checks each page against the ``Prepared`` (``check``), renders from
-it through the extension and ``publish``es the files it shows. ``Book`` knows nothing of MkDocs.
+A front end holds its ``Book`` (the plugin on its instance; the Markdown extension under Zensical
+through ``open_book``), prepares once a build, checks each page (``check``), renders from the
+``Prepared`` through the extension and ``publish``es the files it shows. It knows nothing of MkDocs.
 """
 
 from __future__ import annotations
@@ -26,8 +25,7 @@ from primer.book._chapters import Chapters
 from primer.book._links import CACHE_DIR
 from primer.book._logs import book_logger
 from primer.book._markers import check, find_markers
-from primer.book._source import Shown
-from primer.book._steps import Chapter, Run, Work
+from primer.book._source import Chapter, Shown
 from primer.book._store import PUBLISHED_DIR, TraceStore
 from primer.variables import VARIABLES, book_chapters, chapters_package, traces_off, unknown_variables
 
@@ -35,6 +33,7 @@ if TYPE_CHECKING:
     from primer.book._prices import PriceTable
     from primer.book._run import LiveRunner
     from primer.book._source import ChapterTraces
+    from primer.book._steps import Work
     from primer.settings import Settings
     from primer.trace import ChapterRun
 
@@ -44,11 +43,8 @@ __all__ = ["LOGGER_NAME", "Book", "Prepared", "Report", "Stopwatch", "open_book"
 LOGGER_NAME = "mkdocs.plugins.primer"
 
 
-class Stopwatch:
+class Stopwatch(dict[str, float]):
     """Seconds the machinery spends per named part of a build: ``with clock("prepare"): ...``."""
-
-    def __init__(self) -> None:
-        self.parts: dict[str, float] = {}
 
     @contextmanager
     def __call__(self, part: str) -> Iterator[None]:
@@ -61,7 +57,7 @@ class Stopwatch:
 
     def add(self, part: str, seconds: float) -> None:
         """Add seconds timed elsewhere to ``part``."""
-        self.parts[part] = self.parts.get(part, 0.0) + seconds
+        self[part] = self.get(part, 0.0) + seconds
 
 
 @dataclass(frozen=True)
@@ -144,8 +140,8 @@ class Prepared:
         if self.cache is not None:
             self.clock.add("render", self.cache.seconds)
             self.cache.seconds = 0.0
-        parts = ", ".join(f"{part} {seconds * 1000:.1f}" for part, seconds in self.clock.parts.items())
-        total = sum(self.clock.parts.values()) * 1000
+        parts = ", ".join(f"{part} {seconds * 1000:.1f}" for part, seconds in self.clock.items())
+        total = sum(self.clock.values()) * 1000
         counted = f"; markers rendered {self.cache.rendered}, reused {self.cache.reused}" if self.cache else ""
         return f"traces: the machinery's share of this build: {total:.1f} ms ({parts}){counted}"
 
@@ -155,8 +151,7 @@ class Book:
 
     ``settings`` None reads ``environ`` (by default the process's) at every ``prepare``;
     ``live_runner`` None runs live scenarios over one shared SDK client (tests stand in for the
-    network); ``workers`` live runs at a time, each within ``time_limit`` seconds. ``cache_dir``
-    holds the one cache; ``use_cache`` False turns it off (None: on unless ``PRIMER_CACHE=off``).
+    network), each within ``time_limit`` seconds. ``cache_dir`` holds the one cache.
     """
 
     def __init__(
@@ -167,12 +162,10 @@ class Book:
         chapters: Chapters | None = None,
         settings: Settings | None = None,
         live_runner: LiveRunner | None = None,
-        workers: int = 4,
         time_limit: float = 300.0,
         logger: logging.Logger | None = None,
         live_dir: Path | None = None,
         environ: Mapping[str, str] | None = None,
-        use_cache: bool | None = None,
     ) -> None:
         # Parsed imports are kept in the cache folder: a new process parses only the modules edited since.
         package = settings.chapters_package() if settings is not None else chapters_package(None, environ)
@@ -180,12 +173,10 @@ class Book:
         self.docs_dir = docs_dir
         self.cache = _cache.TraceCache(cache_dir / "entries")
         self.store = TraceStore(live_dir or docs_dir / PUBLISHED_DIR, self.cache)
-        self.use_cache = use_cache
         #: The ``PRIMER_*`` settings read at every ``prepare`` (None: the process's environment).
         self.environ = environ
         self.settings = settings
         self.live_runner = live_runner
-        self.workers = workers
         self.time_limit = time_limit
         self.log = book_logger(logger or LOGGER_NAME)
         self._lock = threading.Lock()
@@ -207,14 +198,12 @@ class Book:
     def prepare(self, prices: PriceTable | None = None) -> Prepared:
         """What every page shows: each chapter from its entry in the cache, or made the full way and kept.
 
-        Logs ``traces: ran N, reused M`` (``, verified K`` when a replay was tried, ``, live: L`` when
-        live runs are on), counting scenarios; every failed scenario shown is a warning on every build.
+        Logs ``Report.line``; every failed scenario shown is a warning on every build (``--strict`` fails).
         """
         clock = Stopwatch()
         with clock("prepare"):
             environ = self.environ if self.environ is not None else os.environ
-            off = environ.get(_cache.CACHE_VARIABLE, "").strip().lower() == "off"
-            self.cache.enabled = self.use_cache if self.use_cache is not None else not off
+            self.cache.enabled = environ.get(_cache.CACHE_VARIABLE, "").strip().lower() != "off"
             self.cache.reset()
             if prices is None:
                 from primer.book._prices import default_prices
@@ -256,20 +245,25 @@ class Book:
 
         codes = self.chapters.fingerprints(names)
         found: dict[str, Chapter] = {}
-        works, reused = [], 0
+        todo: list[tuple[str, str, str]] = []
+        works: list[Work] = []
+        reused = 0
         for name in names:
             entry = key(name, codes[name])
             if (kept := Shown.read(self.cache.entry(name, entry))) is not None:
-                shown, warnings, count = kept
+                shown, warnings = kept
                 for warning in warnings:
                     log.warning(warning)
                 found[name] = Chapter(shown, None, shown.mock, tuple(warnings))
-                reused += count
+                reused += len(shown.mock) + len(shown.live or ())
             else:
-                works.append(Work(name, codes[name], entry))
-        if works:
+                todo.append((name, codes[name], entry))
+        if todo:
+            from primer.book._steps import Run, Work  # the full way: not for a warm build
+
+            works = [Work(*chapter) for chapter in todo]
             run = Run(self, settings or self.settings_now(), key)
-            works = run.full_way(works)
+            run.full_way(works)
             found |= {work.name: run.show(work) for work in works}
         verified = [work.verified for work in works if work.verified is not None]
         report = Report(
@@ -282,11 +276,10 @@ class Book:
         return report, {name: found[name] for name in names}
 
     def prepared_for(self, build: object, prices: PriceTable, site_dir: Path) -> Prepared:
-        """The ``Prepared`` of ``build`` (new each build), made by its first page, its files published.
+        """The ``Prepared`` of ``build`` (new each build), made by its first page, its files published (Zensical).
 
-        For the Markdown extension alone (Zensical), whose pages may render in several threads: one
-        prepares, the others wait. The files go into the docs folder and ``site_dir`` too: Zensical
-        lists the docs' files before its first page, so on a first build it would miss them.
+        Pages may render in several threads: one prepares, the others wait. The files go into the
+        site too: Zensical lists the docs' files before its first page, and would miss them.
         """
         with self._lock:
             if self._built is None or self._built[0] is not build:
@@ -300,21 +293,19 @@ class Book:
                 self._built = (build, prepared)
             return self._built[1]
 
-    def save(self, run: ChapterRun) -> None:
-        """Write a frozen live run; one not written is warned about."""
+    def save(self, run: ChapterRun, key: str = "") -> None:
+        """Write a run to the store (a mock one under ``key``); one not written is warned about, and still shown."""
         try:
-            self.store.save(run)
+            self.store.save(run, key)
         except OSError as error:
             self.log.warning(f"traces: the {run.mode} trace of {run.chapter} could not be written: {error}")
 
     def check(
         self, prepared: Prepared, name: str, markdown: str, urls: dict[str, str] | None = None, url: str = ""
     ) -> None:
-        """Warn about a page's markers naming what does not exist, and lines meant as markers that are not.
+        """Warn about a page's markers and prose; put each chapter it shows into ``urls`` with the page's ``url``.
 
-        With ``url`` (the page's, relative to the site root), each chapter it shows goes into ``urls``
-        unless an earlier page showed it, or it is the chapter's own page (named after it): the
-        page its payload page links back to.
+        That is the page a chapter's payload page links back to: the first showing it, or its own (named after it).
         """
         with prepared.clock("pages"):
             if not prepared.enabled:
@@ -347,19 +338,16 @@ class Book:
     def publish(self, root: Path, prepared: Prepared, urls: Mapping[str, str] | None = None) -> list[Path]:
         """Write each chapter's published files into ``root/traces/`` (the site, or the docs folder).
 
-        A chapter's payload page links back to its page in ``urls``; the front ends that know no
-        URLs get the chapter's own page found in the docs folder in MkDocs' default form (``ch09/``).
+        A payload page links back to its chapter's page in ``urls``, else to its own in the docs (``ch09/``).
         """
         if not prepared.enabled:
             return []
         with prepared.clock("publish"):
-            pages: dict[str, str | None] = {}
-            for chapter in prepared.chapters():
-                pages[chapter] = (urls or {}).get(chapter)
-            if missing := [chapter for chapter, url in pages.items() if url is None]:
-                found = sorted(self.docs_dir.rglob("*.md"), reverse=True) if self.docs_dir.is_dir() else []
-                own = {path.stem: path.relative_to(self.docs_dir).with_suffix("").as_posix() for path in found}
-                pages |= {chapter: f"{own[chapter]}/" for chapter in missing if chapter in own}
+            pages = dict(urls or {})
+            if any(chapter not in pages for chapter in prepared.chapters()):
+                own = {path.stem: path for path in sorted(self.docs_dir.rglob("*.md"), reverse=True)}  # first wins
+                for chapter, path in own.items():
+                    pages.setdefault(chapter, f"{path.relative_to(self.docs_dir).with_suffix('').as_posix()}/")
             return self.store.publish(root, prepared, pages)
 
     def prune(self, prepared: Prepared) -> None:
@@ -384,9 +372,8 @@ def open_book(
 ) -> Book:
     """The book of ``docs_dir`` with its caches under ``root``; ``keep``: one per docs folder for the process.
 
-    ``chapters`` is the package the configuration names (``PRIMER_CHAPTERS`` wins), ``cache``
-    the cache folder (``root / CACHE_DIR``), ``live_dir`` the frozen traces' (``docs/traces``),
-    ``environ`` the ``PRIMER_*`` settings (the options under the environment).
+    ``chapters`` is the package the configuration names (``PRIMER_CHAPTERS`` wins); ``environ`` the
+    ``PRIMER_*`` settings (the options under the environment).
     """
     key = str(docs_dir.resolve())
     with _OPENING:
@@ -401,6 +388,4 @@ def open_book(
             book = Book(docs_dir, cache, chapters=package, live_dir=live_dir, environ=environ)
             if keep:
                 _BOOKS[key] = book
-        elif environ is not None:
-            book.environ = environ  # the options of this build (a serve re-reads them)
         return book

@@ -1,17 +1,7 @@
-"""Running scenarios: mock in this process or a new one, live through a bounded pool with time limits.
+"""Running scenarios: mock here or in a new interpreter, live through a bounded pool with time limits.
 
-* ``run_mock``: a chapter's mock scenarios here, on the virtual clock; an exception that escapes a
-  scenario becomes its ``scenario_error`` run (``error_run``).
-* ``in_worker`` / ``verify_in_worker``: the same, or a replay of a frozen live trace, in a new
-  interpreter (``main``): ``mkdocs serve`` cannot re-import library code changed on disk
-  (``importlib.reload`` would leave two versions of each class)::
-
-      python -B -m primer.book._run primer.chapters ch05_loop_endings ch09_who_retries
-      python -B -m primer.book._run --verify FILE PACKAGE CHAPTER
-
-* ``run_live_jobs``: live scenarios through ``run_bounded``, at most ``workers`` at a time, each
-  within a wall-clock limit from its start, sharing one SDK import and one set of connections
-  (``primer.book._shared_live``).
+The worker (``main``, ``in_worker``, ``verify_in_worker``) is for ``mkdocs serve``, which cannot
+re-import library code changed on disk (``importlib.reload`` would leave two versions of each class).
 """
 
 from __future__ import annotations
@@ -23,8 +13,8 @@ import sys
 import threading
 import time
 import traceback
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -38,18 +28,7 @@ if TYPE_CHECKING:
     from primer.replay import ChapterCheck
     from primer.scenario import Scenario
 
-__all__ = [
-    "LiveRunner",
-    "Progress",
-    "WorkerOutput",
-    "error_run",
-    "in_worker",
-    "main",
-    "run_bounded",
-    "run_live_jobs",
-    "run_mock",
-    "verify_in_worker",
-]
+__all__ = ["LiveRunner", "error_run", "in_worker", "run_bounded", "run_live_jobs", "run_mock", "verify_in_worker"]
 
 #: Runs one scenario live; injected so tests can stand in for the network.
 LiveRunner = Callable[["Scenario", Settings], ScenarioRun]
@@ -59,24 +38,20 @@ T = TypeVar("T")
 class WorkerOutput(BaseModel):
     """What the worker prints: the runs, why a chapter has none, and replays (a ``ChapterCheck`` as JSON)."""
 
-    runs: list[ChapterRun]
-    errors: dict[str, str]
+    runs: list[ChapterRun] = Field(default_factory=list)
+    errors: dict[str, str] = Field(default_factory=dict)
     checks: dict[str, dict[str, Any]] = Field(default_factory=dict)
 
 
 def error_run(name: str, mode: Mode, error: BaseException | str, redactor: Redactor) -> ScenarioRun:
     """A scenario run that ended in ``scenario_error``: an exception, or a sentence saying why (a time limit)."""
     if isinstance(error, BaseException):
-        info = ErrorInfo(
-            type=type(error).__name__,
-            message=redactor.text(str(error)),
-            traceback=redactor.text("".join(traceback.format_exception(error))),
-        )
+        trace = redactor.text("".join(traceback.format_exception(error)))
+        info = ErrorInfo(type=type(error).__name__, message=redactor.text(str(error)), traceback=trace)
     else:
         info = ErrorInfo(type="TimeoutError", message=redactor.text(error))
-    return ScenarioRun(
-        name=name, mode=mode, ending=Ending(reason="scenario_error", detail=f"{info.type}: {info.message}"), error=info
-    )
+    ending = Ending(reason="scenario_error", detail=f"{info.type}: {info.message}")
+    return ScenarioRun(name=name, mode=mode, ending=ending, error=info)
 
 
 def run_mock(chapter: str, scenarios: Sequence[Scenario], settings: Settings) -> ChapterRun:
@@ -109,7 +84,7 @@ def _worker(arguments: Sequence[str], time_limit: float) -> WorkerOutput | str:
 def in_worker(package: str, chapters: Sequence[str], time_limit: float) -> WorkerOutput:
     """Run chapters' mock scenarios in a new interpreter; a failed worker is every chapter's error."""
     output = _worker([package, *chapters], time_limit)
-    return output if isinstance(output, WorkerOutput) else WorkerOutput(runs=[], errors=dict.fromkeys(chapters, output))
+    return output if isinstance(output, WorkerOutput) else WorkerOutput(errors=dict.fromkeys(chapters, output))
 
 
 def verify_in_worker(path: Path, package: str, chapter: str, time_limit: float) -> ChapterCheck:
@@ -125,11 +100,11 @@ def verify_in_worker(path: Path, package: str, chapter: str, time_limit: float) 
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """The worker: run each named chapter of the package in mock mode (or ``--verify``); print JSON."""
+    """The worker: run each named chapter of the package in mock mode (or ``--verify FILE PACKAGE CHAPTER``)."""
     from primer.book._chapters import Chapters
 
     args = list(sys.argv[1:] if argv is None else argv)
-    output = WorkerOutput(runs=[], errors={})
+    output = WorkerOutput()
     settings = Settings.from_env()
     redactor = settings.redactor()
     if args[:1] == ["--verify"]:
@@ -154,52 +129,31 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
-@dataclass(frozen=True)
-class Progress:
-    """Where a pool stands, for a progress line."""
-
-    done: int
-    total: int
-    running: list[str]
-    elapsed: float
-
-    def line(self, what: str = "jobs") -> str:
-        """``live runs: 2 of 6 done after 3s; running ch09/service_is_busy, ...``."""
-        running = f"; running {', '.join(self.running)}" if self.running else ""
-        return f"{what}: {self.done} of {self.total} done after {self.elapsed:.0f}s{running}"
-
-
 def run_bounded(
     jobs: Sequence[tuple[str, Callable[[], T]]],
     *,
     limit: float,
-    on_timeout: Callable[[str], T],
-    on_error: Callable[[str, Exception], T],
     workers: int = 4,
-    progress: Callable[[Progress], None] | None = None,
+    progress: Callable[[str], None] | None = None,
     every: float = 1.0,
-) -> list[T]:
+) -> list[T | Exception | None]:
     """Run labelled jobs, ``workers`` at a time, each within ``limit`` seconds; results in the order of ``jobs``.
 
-    A job that raises gets ``on_error(label, exception)``; one past its limit ``on_timeout(label)``,
-    and its slot goes to the next (a thread cannot be killed: a daemon, its result ignored).
-    ``progress`` is called every ``every`` seconds while jobs remain.
+    A job that raises gives its exception; one past its limit None, its slot given to the next (a thread
+    cannot be killed: a daemon, its result ignored). ``progress`` gets a line every ``every`` seconds.
     """
-    results: dict[int, T] = {}
-    outcomes: dict[int, T] = {}
+    results: dict[int, T | Exception | None] = {}
+    outcomes: dict[int, T | Exception] = {}
     finished: queue.Queue[int] = queue.Queue()
-    pending = list(reversed(range(len(jobs))))
-    running: dict[int, float] = {}
+    pending, running = list(reversed(range(len(jobs)))), dict[int, float]()
     start = time.monotonic()
     next_report = start + every
 
     def work(index: int) -> None:
-        label, job = jobs[index]
         try:
-            outcome = job()
+            outcomes[index] = jobs[index][1]()
         except Exception as error:  # noqa: BLE001 - one failed job is that job's result
-            outcome = on_error(label, error)
-        outcomes[index] = outcome
+            outcomes[index] = error
         finished.put(index)
 
     while pending or running:
@@ -208,23 +162,57 @@ def run_bounded(
             running[index] = time.monotonic()
             threading.Thread(target=work, args=(index,), name=f"primer-{jobs[index][0]}", daemon=True).start()
         first_deadline = min(started + limit for started in running.values())
-        wait = min(first_deadline, next_report if progress else first_deadline) - time.monotonic()
         try:
+            wait = min(first_deadline, next_report if progress else first_deadline) - time.monotonic()
             index = finished.get(timeout=max(wait, 0.0))
-        except queue.Empty:
-            pass
-        else:
             if running.pop(index, None) is not None:  # a job given up on may still finish: ignored
                 results[index] = outcomes[index]
+        except queue.Empty:
+            pass
         now = time.monotonic()
-        for index, started in list(running.items()):
-            if now - started >= limit:
-                del running[index]
-                results[index] = on_timeout(jobs[index][0])
+        for index in [index for index, started in running.items() if now - started >= limit]:
+            del running[index]
+            results[index] = None
         if progress and now >= next_report and (pending or running):
-            progress(Progress(len(results), len(jobs), [jobs[i][0] for i in sorted(running)], now - start))
+            names = ", ".join(jobs[i][0] for i in sorted(running))
+            said = f"{len(results)} of {len(jobs)} done after {now - start:.0f}s"
+            progress(f"{said}; running {names}" if names else said)
             next_report += every * (1 + int((now - next_report) // every))
     return [results[index] for index in range(len(jobs))]
+
+
+@contextmanager
+def shared_live() -> Iterator[LiveRunner]:
+    """A live runner over one SDK import and one set of (thread-safe) connections: each cost 1.5 s a scenario.
+
+    Each scenario still wraps them in a recording client of its own: its trace holds its own exchanges.
+    """
+    import httpx
+    import httpx2
+    import openai  # noqa: F401 - the SDK, imported here once rather than in every thread
+
+    from primer.runner import live_environment, run_scenario
+
+    # A scenario's client closing its transport leaves it open for the others: closed at the end.
+    class Model(httpx2.HTTPTransport):
+        def close(self) -> None:
+            pass
+
+    class Service(httpx.HTTPTransport):
+        def close(self) -> None:
+            pass
+
+    model, service = Model(), Service()
+
+    def run(scenario: Scenario, settings: Settings) -> ScenarioRun:
+        environment = live_environment(scenario, settings, model_transport=model, service_transport=service)
+        return run_scenario(scenario, "live", settings, environment=environment)
+
+    try:
+        yield run
+    finally:
+        httpx2.HTTPTransport.close(model)
+        httpx.HTTPTransport.close(service)
 
 
 def run_live_jobs(
@@ -232,31 +220,23 @@ def run_live_jobs(
     settings: Settings,
     runner: LiveRunner | None,
     *,
-    workers: int,
     time_limit: float,
-    progress: Callable[[Progress], None],
+    progress: Callable[[str], None],
 ) -> list[ScenarioRun]:
-    """Run ``(chapter, scenario)`` jobs live, in order (``runner`` None: ``shared_live``'s); failures are error runs."""
-    if not jobs:
-        return []
+    """Run ``(chapter, scenario)`` jobs live, 4 at a time, in order (``runner`` None: ``shared_live``'s).
+
+    Each within ``time_limit`` seconds; a failure is an error run.
+    """
     if runner is None:
-        from primer.book._shared_live import shared_live  # the SDK and its HTTP stack: only for live runs
-
         with shared_live() as shared:
-            return run_live_jobs(jobs, settings, shared, workers=workers, time_limit=time_limit, progress=progress)
+            return run_live_jobs(jobs, settings, shared, time_limit=time_limit, progress=progress)
 
-    def job(scenario: Scenario) -> Callable[[], ScenarioRun | Exception | None]:
+    def job(scenario: Scenario) -> Callable[[], ScenarioRun]:
         return lambda: runner(scenario, settings)
 
     # A label is for progress lines only: an outcome is matched to its scenario by position.
-    outcomes = run_bounded(
-        [(f"{chapter}/{scenario.name}", job(scenario)) for chapter, scenario in jobs],
-        limit=time_limit,
-        workers=workers,
-        on_timeout=lambda _label: None,
-        on_error=lambda _label, error: error,
-        progress=progress,
-    )
+    labelled = [(f"{chapter}/{scenario.name}", job(scenario)) for chapter, scenario in jobs]
+    outcomes = run_bounded(labelled, limit=time_limit, progress=progress)
     timed_out = f"no result within the {time_limit:g}s wall-clock limit"
     return [
         outcome

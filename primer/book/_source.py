@@ -1,10 +1,7 @@
-"""The hand-over between the trace store and the renderer.
+"""The hand-over to the renderer: a ``TraceSource`` gives a chapter's ``ChapterTraces`` (its runs and live status).
 
-The renderer asks a ``TraceSource`` for a chapter's ``ChapterTraces``: the
-mock run, the live run if there is one, and the live run's status (why there
-is none, or why the one shown is from an earlier run). What a page needs of
-a chapter without reading its runs, the scenario names, the live status and
-the chapter's key in the one cache (``primer.book._cache``), is its ``Shown``.
+What a page needs of a chapter without reading its runs (its scenario names, live status and key
+in the one cache, ``primer.book._cache``) is its ``Shown``.
 """
 
 from __future__ import annotations
@@ -20,19 +17,15 @@ if TYPE_CHECKING:  # the trace models are not loaded with traces off, nor by a w
 #: The part of a chapter's entry in the cache that keeps its ``Shown``.
 SHOWN = "shown.json"
 
-__all__ = ["ChapterTraces", "LiveStatus", "Shown", "TraceSource"]
+__all__ = ["Chapter", "ChapterTraces", "LiveStatus", "Shown", "TraceSource"]
 
 
 @dataclass(frozen=True)
 class LiveStatus:
-    """Where the live run of a chapter stands.
+    """Where the live run of a chapter stands, and why (``reason``).
 
-    ``state``:
-    * ``current``: recorded from the chapter's current code;
-    * ``stale``: recorded from earlier code, kept because no key is set or
-      the refresh failed (``failure`` then says how);
-    * ``missing``: never recorded (``reason`` says why: no key yet, or the
-      run failed).
+    ``current``: recorded from the chapter's code now; ``stale``: from earlier code, kept because no
+    key is set or the refresh failed (``failure`` says how); ``missing``: never recorded.
     """
 
     state: Literal["current", "stale", "missing"]
@@ -50,26 +43,22 @@ class ChapterTraces:
     live_status: LiveStatus
     #: Where the chapter's trace JSON is published, relative to the site root.
     download_url: str | None = None
-    #: Where the chapter's payload page is published, relative to the site root: with
-    #: one, a page's payload blocks link to it (traces.js fills them in when opened).
+    #: Where its payload page is: with one, a page's payload blocks link to it (traces.js fills them in).
     payloads_url: str | None = None
 
 
 @dataclass(frozen=True)
 class Shown:
-    """What the pages show of a chapter in this build, without its runs: names, live status, its key.
+    """What the pages show of a chapter, without its runs: the same in every build, warm or cold.
 
-    The same in every build, warm or cold: a page checks its markers against
-    the names and takes its HTML from the chapter's entry in the cache by
-    ``key``; the runs are read only when that HTML is missing.
+    A page checks its markers against the scenario names and takes its HTML from the chapter's
+    entry in the cache by ``key``; the runs are read only when that HTML is missing.
     """
 
     chapter: str
-    #: The chapter's key in the one cache (``primer.book._cache.chapter_key``).
     key: str
-    #: The scenarios of the mock run, in order.
+    #: The scenarios of the mock run, and of the live run shown (None: there is none), in order.
     mock: tuple[str, ...]
-    #: The scenarios of the live run shown, in order; None if there is none.
     live: tuple[str, ...] | None
     live_status: LiveStatus
 
@@ -79,10 +68,7 @@ class Shown:
         return list(dict.fromkeys([*self.mock, *(self.live or ())]))
 
     def write(self, entry: Entry, warnings: list[str]) -> None:
-        """Keep this in ``entry``, with the warnings to say again whenever it is shown from there.
-
-        A live status with a failure is not kept: the next build tries the refresh again.
-        """
+        """Keep this in ``entry`` with the warnings to say again (not with a failure: the next build tries again)."""
         if self.live_status.failure is not None:
             return
         data = {
@@ -94,8 +80,8 @@ class Shown:
         entry.write(SHOWN, json.dumps(data, separators=(",", ":")))
 
     @classmethod
-    def read(cls, entry: Entry) -> tuple[Shown, list[str], int] | None:
-        """What ``entry`` keeps (``write``): the ``Shown``, its warnings, its scenarios; None if it keeps none."""
+    def read(cls, entry: Entry) -> tuple[Shown, list[str]] | None:
+        """What ``entry`` keeps (``write``): the ``Shown`` and its warnings; None if it keeps none."""
         text = entry.read(SHOWN)
         if text is None:
             return None
@@ -106,7 +92,7 @@ class Shown:
             warnings = [str(warning) for warning in data["warnings"]]
         except (ValueError, KeyError, TypeError):
             return None  # made again, and the file replaced
-        return shown, warnings, len(shown.mock) + len(shown.live or ())
+        return shown, warnings
 
     @classmethod
     def of(cls, traces: ChapterTraces, key: str) -> Shown:
@@ -114,6 +100,19 @@ class Shown:
         mock = tuple(s.name for s in traces.mock.scenarios) if traces.mock is not None else ()
         live = tuple(s.name for s in traces.live.scenarios) if traces.live is not None else None
         return cls(traces.chapter, key, mock, live, traces.live_status)
+
+
+@dataclass(frozen=True)
+class Chapter:
+    """What the pages show of one chapter, as a build prepared it."""
+
+    shown: Shown
+    #: Its runs, when the build has them (None: read from its entry when a page asks).
+    traces: ChapterTraces | None
+    #: The scenarios markers may name (None: the chapter could not be imported).
+    names: tuple[str, ...] | None
+    #: What the build warned about it (said again by every build that shows it from its entry).
+    warnings: tuple[str, ...] = ()
 
 
 class TraceSource(Protocol):

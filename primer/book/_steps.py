@@ -1,70 +1,162 @@
-"""The full way of ``primer.book._book.Book.prepare``: each step takes a chapter's ``Work`` and returns it, further on.
+"""The full way of ``Book.prepare`` for each chapter not shown from its entry, and the decisions on it.
 
-``mock`` (reuse or run), ``fresh_mock`` (in a new interpreter when library code changed under this
-process), ``verify`` (replay a frozen live trace), ``plan``, ``record`` (the live pool) and
-``settle`` (all or nothing per chapter), then ``show``: what the pages show of the chapter.
+``Run`` takes each chapter's ``Work`` through ``mock``, ``verify``, ``plan``, ``record`` (one live pool),
+``settle`` and ``show``; the decisions (``wants_verify``, ``plan_live``, ``settle_live``) run nothing.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import TYPE_CHECKING
 
-from primer.book._plan import anomalies, is_current, plan_live, settle_live, wants_verify
-from primer.book._source import ChapterTraces, LiveStatus, Shown
+from primer.book._source import Chapter, ChapterTraces, LiveStatus, Shown
+from primer.errors import quoted
 
 if TYPE_CHECKING:
     from primer.book._book import Book
-    from primer.book._chapters import Chapters
-    from primer.book._store import TraceStore
     from primer.replay import ChapterCheck
     from primer.scenario import Scenario
     from primer.settings import Settings
     from primer.trace import ChapterRun, Mode, ScenarioRun
 
-__all__ = ["Chapter", "Run", "Work"]
+__all__ = ["LIBRARY_CHANGED", "NEVER_RECORDED", "Run", "Work", "anomalies", "plan_live", "settle_live"]
+
+#: Why a chapter has no live trace yet.
+NEVER_RECORDED = "no live run has been recorded yet: set PRIMER_API_KEY and build to record one"
+#: Why a long-lived process (``mkdocs serve``) waits before recording live.
+LIBRARY_CHANGED = "library code changed since this server started: the live refresh waits for a new build"
+
+
+def is_current(run: ChapterRun | None, key: str) -> bool:
+    """Whether a stored run was made by the code now on disk (``key``: its fingerprint)."""
+    return run is not None and run.source_hash == key
+
+
+def _failed(run: ChapterRun) -> bool:
+    return any(scenario.ending.failed for scenario in run.scenarios)
+
+
+def wants_verify(frozen: ChapterRun | None, key: str, settings: Settings) -> bool:
+    """Whether to replay a frozen live trace: its code changed, and it is not recorded again whatever a replay says."""
+    if frozen is None or frozen.source_hash == key:
+        return False
+    return not (settings.live_enabled and (settings.live == "refresh" or _failed(frozen)))
 
 
 @dataclass(frozen=True)
-class Chapter:
-    """What the pages show of one chapter, as a build prepared it."""
+class LivePlan:
+    """What a build does with one chapter's live trace: its status, whether to record it, what it reuses."""
 
-    shown: Shown
-    #: Its runs, when the build has them (None: read from its entry when a page asks).
-    traces: ChapterTraces | None
-    #: The scenarios markers may name (None: the chapter could not be imported).
-    names: tuple[str, ...] | None
-    #: What the build warned about it (said again by every build that shows it from its entry).
-    warnings: tuple[str, ...] = ()
+    status: LiveStatus
+    record: bool
+    reused: int
+    divergence: str | None = None  # where a replay diverged, as a sentence for the log
+
+
+def plan_live(
+    frozen: ChapterRun | None,
+    key: str,
+    check: ChapterCheck | None,
+    settings: Settings,
+    *,
+    stale_library: bool,
+    path: str,
+) -> LivePlan:
+    """Decide a chapter's live trace from the stored one (re-stamped if a replay verified it) and the replay's check.
+
+    ``stale_library``: this process runs library code older than the files (the next build records).
+    """
+    when = f" (recorded {frozen.recorded_at})" if frozen and frozen.recorded_at else ""
+    divergence = check.divergence if check is not None else None
+    if frozen is None:
+        status = LiveStatus("missing", NEVER_RECORDED)
+    elif frozen.source_hash == key:
+        status = LiveStatus("current", "")
+    elif divergence is not None:
+        again = "Set PRIMER_API_KEY to record it again"
+        why = f"recorded from earlier code{when}, and replayed against the code now it diverged: {divergence.line()}"
+        status = LiveStatus("stale", f"{why}. {again}")
+    else:
+        status = LiveStatus("stale", f"recorded from earlier code{when}: set PRIMER_API_KEY to refresh it")
+    counted = 0 if (check is not None and check.verified) or frozen is None else len(frozen.scenarios)
+    said = None
+    if divergence is not None:
+        action = "it is recorded again now" if settings.live_enabled else "it is shown stale"
+        said = f"traces: the live trace {path} no longer matches the code: replayed, {divergence.line()}; {action}"
+    if not settings.live_enabled:
+        if settings.api_key is not None and frozen is not None and frozen.source_hash != key:
+            earlier = status.reason if divergence is not None else f"recorded from earlier code{when}"
+            status = LiveStatus("stale", f"{earlier}; PRIMER_LIVE=off")
+        return LivePlan(status, record=False, reused=counted, divergence=said)
+    if not (frozen is None or frozen.source_hash != key or settings.live == "refresh" or _failed(frozen)):
+        return LivePlan(status, record=False, reused=counted, divergence=said)
+    if stale_library:
+        return LivePlan(LiveStatus(status.state, LIBRARY_CHANGED), record=False, reused=0, divergence=said)
+    return LivePlan(status, record=True, reused=0, divergence=said)
 
 
 @dataclass(frozen=True)
+class Settled:
+    """What a live refresh leaves: the trace shown, whether it replaces the frozen file, and its status."""
+
+    shown: ChapterRun
+    save: bool
+    status: LiveStatus
+
+
+def settle_live(frozen: ChapterRun | None, new: ChapterRun) -> Settled:
+    """Keep or replace the frozen trace after a refresh: all or nothing per chapter.
+
+    Replaced when every scenario succeeded, or the one it replaces had nothing better (every one failed).
+    """
+    bad = [run for run in new.scenarios if run.ending.failed]
+    if not bad or frozen is None or all(run.ending.failed for run in frozen.scenarios):
+        return Settled(new, save=True, status=LiveStatus("current", ""))
+    from primer.trace import ErrorInfo
+
+    when = f"recorded {frozen.recorded_at}" if frozen.recorded_at else "recorded earlier"
+    names = ", ".join(run.name for run in bad)
+    why = f"the live trace shown was {when}: the refresh of {new.recorded_at} failed ({names}), so it was kept"
+    failure = ErrorInfo(type=bad[0].ending.reason, message=bad[0].ending.detail or bad[0].ending.label)
+    return Settled(frozen, save=False, status=LiveStatus("stale", why, failure))
+
+
+def anomalies(run: ScenarioRun) -> list[str]:
+    """What the model did that no tool could act on (arguments not a JSON object, a tool not given), one phrase each."""
+    found: list[str] = []
+    for turn in run.turns:
+        call = turn.model_call
+        declared = {tool.name for tool in call.tools} | set(run.tools)
+        for tool_call in call.reply.tool_calls if call.reply is not None else []:
+            name = quoted(tool_call.name)  # the model's text, shown inert in the log
+            if tool_call.name not in declared:
+                found.append(f"asked for {name}, a tool it was not given")
+            if tool_call.raw_arguments is not None:
+                found.append(f"sent {name} arguments that are not a JSON object")
+    return list(dict.fromkeys(found))
+
+
+@dataclass
 class Work:
     """One chapter on the full way: what is known of it so far, and what it counted."""
 
     name: str
-    #: The fingerprint of the chapter's code now (its traces' ``source_hash``).
+    #: The fingerprint of the chapter's code now (its traces' ``source_hash``), and its key as the build found it.
     code: str
-    #: The chapter's key in the cache as the build found it: its entry.
     entry: str
     mock: ChapterRun | None = None
-    #: The frozen live trace as stored (re-stamped when a replay verified it).
+    #: The frozen live trace as stored (re-stamped when a replay verified it), and the one the page shows.
     frozen: ChapterRun | None = None
-    #: The live trace the page shows, and its status.
     live: ChapterRun | None = None
     status: LiveStatus = field(default_factory=lambda: LiveStatus("missing"))
     scenarios: tuple[Scenario, ...] | None = None
-    #: Why the chapter could not be imported, as the run the page shows instead.
-    import_error: ScenarioRun | None = None
-    #: Whether this process runs library code older than the files (``mkdocs serve``).
-    stale_library: bool = False
-    #: What a replay of the frozen trace found (None: none was tried, or its kept verdict verified).
-    check: ChapterCheck | None = None
+    import_error: ScenarioRun | None = None  # why it could not be imported, as the run the page shows
+    stale_library: bool = False  # this process runs library code older than the files (``mkdocs serve``)
+    check: ChapterCheck | None = None  # what a replay found (None: none tried, or its kept verdict verified)
     record: bool = False
-    warnings: tuple[str, ...] = ()
+    warnings: list[str] = field(default_factory=list)
     ran: int = 0
     reused: int = 0
     verified: int | None = None
@@ -73,145 +165,116 @@ class Work:
 
 @dataclass(frozen=True)
 class Run:
-    """What the full way reads and writes through: the chapters, the store, the settings."""
+    """The full way, through the book's chapters and store, with this build's settings and key function."""
 
     book: Book
     settings: Settings
     key: Callable[[str, str], str]
 
-    @property
-    def chapters(self) -> Chapters:
-        """The book's chapters."""
-        return self.book.chapters
-
-    @property
-    def store(self) -> TraceStore:
-        """The book's store."""
-        return self.book.store
-
-    def full_way(self, works: list[Work]) -> list[Work]:
+    def full_way(self, works: list[Work]) -> None:
         """Mock, verify, plan, record and settle each chapter."""
-        works = [self.mock(work) for work in works]
-        works = self.fresh_mock(works)
-        works = [self.plan(self.verify(work)) for work in works]
-        return self.record(works)
+        for work in works:
+            self.mock(work)
+        self.fresh_mock(works)
+        for work in works:
+            self.verify(work)
+            self.plan(work)
+        self.record(works)
 
-    def warn(self, work: Work, message: str) -> Work:
+    def warn(self, work: Work, message: str) -> None:
         """Say a warning about a chapter, kept with its entry to be said again by every build that reuses it."""
         self.book.log.warning(message)
-        return replace(work, warnings=(*work.warnings, message))
+        work.warnings.append(message)
 
-    def failures(self, work: Work, runs: list[ScenarioRun]) -> Work:
+    def failures(self, work: Work, runs: list[ScenarioRun]) -> None:
         """Warn about each failed run, once per build."""
         for run in runs:
             line = f"traces: {work.name} / {run.name} ({run.mode}) failed: {run.ending.label}"
             if run.ending.failed and not any(said.startswith(line) for said in work.warnings):
-                work = self.warn(work, line + (f": {run.ending.detail}" if run.ending.detail else ""))
-        return work
+                self.warn(work, line + (f": {run.ending.detail}" if run.ending.detail else ""))
 
-    def stored(self, work: Work, mode: Mode) -> tuple[ChapterRun | None, Work]:
+    def stored(self, work: Work, mode: Mode) -> ChapterRun | None:
         """The stored run, or None (a corrupt file is warned about and replaced later)."""
         from primer.book._store import CorruptTrace
 
         try:
-            return self.store.load(work.name, mode, work.entry), work
+            return self.book.store.load(work.name, mode, work.entry)
         except CorruptTrace as error:
             if mode == "mock":  # the build's own cache: said by this build only
-                self.book.log.warning(
-                    f"traces: {error.problem} The mock trace of {work.name} runs again and the file is replaced."
-                )
-                return None, work
-            message = f"traces: {error} The live trace of {work.name} is refreshed when a key is set."
-            return None, self.warn(work, message)
+                said = f"traces: {error.problem} The mock trace of {work.name} runs again and the file is replaced."
+                self.book.log.warning(said)
+            else:
+                self.warn(work, f"traces: {error} The live trace of {work.name} is refreshed when a key is set.")
+            return None
 
-    def save(self, run: ChapterRun, key: str = "") -> None:
-        """Write a run to the store (a mock one under ``key``); one not written is warned about, and still shown."""
-        try:
-            self.store.save(run, key)
-        except OSError as error:
-            self.book.log.warning(f"traces: the {run.mode} trace of {run.chapter} could not be written: {error}")
-
-    def load(self, work: Work) -> Work:
-        """The work with the chapter's scenarios imported, or its ``import_error``."""
+    def load(self, work: Work) -> tuple[Scenario, ...] | None:
+        """The chapter's scenarios, imported once (None: it could not be, and ``work.import_error`` says why)."""
         if work.scenarios is not None or work.import_error is not None:
-            return work
+            return work.scenarios
         from primer.book._run import error_run
         from primer.errors import ChapterError
 
         try:
-            return replace(work, scenarios=tuple(self.chapters.scenarios(work.name)))
+            work.scenarios = tuple(self.book.chapters.scenarios(work.name))
         except Exception as error:  # noqa: BLE001 - a chapter that fails to import is shown, not fatal
-            module = self.chapters.module_name(work.name)
-            broken = error_run("import", "mock", error, self.settings.redactor())
-            broken.title = (
-                f"The chapter module {module} declares its scenarios wrongly."
-                if isinstance(error, ChapterError)
-                else f"The chapter module {module} could not be imported."
-            )
-            return replace(work, import_error=broken)
+            work.import_error = error_run("import", "mock", error, self.settings.redactor())
+            how = "declares its scenarios wrongly" if isinstance(error, ChapterError) else "could not be imported"
+            work.import_error.title = f"The chapter module {self.book.chapters.module_name(work.name)} {how}."
+        return work.scenarios
 
-    def ran(self, work: Work, run: ChapterRun) -> Work:
+    def ran(self, work: Work, run: ChapterRun) -> None:
+        """Keep a mock run made now by the chapter's code."""
         run.source_hash = work.code
-        self.save(run, work.entry)
-        return replace(work, mock=run, ran=work.ran + len(run.scenarios))
+        self.book.save(run, work.entry)
+        work.mock, work.ran = run, work.ran + len(run.scenarios)
 
-    def mock(self, work: Work) -> Work:
+    def mock(self, work: Work) -> None:
         """Reuse the mock trace made by this code, or run it here (not when library code changed: ``fresh_mock``)."""
-        stored, work = self.stored(work, "mock")
+        stored = self.stored(work, "mock")
         if not is_current(stored, work.code):
-            stored = self.store.earlier_mock(work.name, work.entry, work.code)
+            stored = self.book.store.earlier_mock(work.name, work.entry, work.code)
         if stored is not None and is_current(stored, work.code):
-            return replace(work, mock=stored, reused=work.reused + len(stored.scenarios))
-        if self.chapters.stale_library(work.name):
-            return replace(work, stale_library=True)
-        work = self.load(work)
-        if work.scenarios is None:
-            return work
-        from primer.book._run import run_mock
+            work.mock, work.reused = stored, work.reused + len(stored.scenarios)
+        elif self.book.chapters.stale_library(work.name):
+            work.stale_library = True
+        elif (scenarios := self.load(work)) is not None:
+            from primer.book._run import run_mock
 
-        return self.ran(work, run_mock(work.name, work.scenarios, self.settings))
+            self.ran(work, run_mock(work.name, scenarios, self.settings))
 
-    def fresh_mock(self, works: list[Work]) -> list[Work]:
+    def fresh_mock(self, works: list[Work]) -> None:
         """Run chapters whose library code changed since this process imported it, in a new interpreter."""
-        fresh = [work.name for work in works if work.stale_library and work.mock is None]
+        fresh = [work for work in works if work.stale_library and work.mock is None]
         if not fresh:
-            return works
+            return
         from primer.book._run import error_run, in_worker
 
-        self.book.log.info(
-            f"traces: library code changed since this process started; running {len(fresh)} chapter(s) anew"
-        )
-        output = in_worker(self.chapters.package, fresh, self.book.time_limit)
+        self.book.log.info(f"traces: library code changed under this process; running {len(fresh)} chapter(s) anew")
+        output = in_worker(self.book.chapters.package, [work.name for work in fresh], self.book.time_limit)
         runs = {run.chapter: run for run in output.runs}
-
-        def settled(work: Work) -> Work:
+        for work in fresh:
             if work.name in runs:
-                return self.ran(work, runs[work.name])
-            if work.name not in fresh:
-                return work
-            why = RuntimeError(output.errors.get(work.name, "the worker gave no trace for it"))
-            return replace(work, import_error=error_run("import", "mock", why, self.settings.redactor()))
+                self.ran(work, runs[work.name])
+            else:
+                why = RuntimeError(output.errors.get(work.name, "the worker gave no trace for it"))
+                work.import_error = error_run("import", "mock", why, self.settings.redactor())
 
-        return [settled(work) for work in works]
-
-    def verify(self, work: Work) -> Work:
+    def verify(self, work: Work) -> None:
         """Replay a frozen live trace whose code changed; shown current, re-stamped, if every request is the same."""
-        frozen, work = self.stored(work, "live")
-        work = replace(work, frozen=frozen)
+        work.frozen = frozen = self.stored(work, "live")
         if frozen is None or not wants_verify(frozen, work.code, self.settings):
-            return work
-        work = self.load(work)
-        if (scenarios := work.scenarios) is None:
-            return work  # the import error is shown; the live trace stays as it was
-        path = self.store.path(work.name, "live")
-        kept = self.store.verdict(work.name, work.entry, work.code)
+            return
+        if (scenarios := self.load(work)) is None:
+            return  # the import error is shown; the live trace stays as it was
+        store, path = self.book.store, self.book.store.path(work.name, "live")
+        kept = store.verdict(work.name, work.entry, work.code)
         if kept is not None:
             # A verified trace counts as reused (its stamped copy is current); a diverged one keeps its check.
             check, day, _ = kept
-            work = replace(work, check=None if check.verified else check)
+            work.check = None if check.verified else check
         else:
             try:
-                check = self.replay(work, frozen, scenarios, path)
+                check = self.replay(work, frozen, scenarios)
             except Exception as error:  # noqa: BLE001 - a replay that breaks is reported, never fatal
                 from primer.replay import IncompleteRecording
 
@@ -220,101 +283,91 @@ class Run:
                 said = f"traces: the live trace {path} could not be verified by replay: {why}"
                 if self.settings.live_enabled:  # recorded again now: a note, not a failed --strict build
                     self.book.log.info(said)
-                    return work
-                return self.warn(
-                    work, f"{said} It is shown as recorded from earlier code; record it again with PRIMER_API_KEY set."
-                )
+                else:
+                    advice = "It is shown as recorded from earlier code; record it again with PRIMER_API_KEY set."
+                    self.warn(work, f"{said} {advice}")
+                return
             day = datetime.now(UTC).date().isoformat()
-            self.store.keep_verdict(work.name, work.entry, work.code, check, day)  # a cache: never fails
-            verified = (work.verified or 0) + sum(c.verified for c in check.scenarios)
-            work = replace(work, check=check, verified=verified)
+            store.keep_verdict(work.name, work.entry, work.code, check, day)  # a cache: never fails
+            work.check, work.verified = check, (work.verified or 0) + sum(c.verified for c in check.scenarios)
         if check.verified:
             # Shown current with the day it verified; only `python -m primer.book build --stamp` (or a
             # refresh) writes the committed file, so a build leaves a checkout clean.
-            work = replace(work, frozen=self.store.stamped(frozen, work.code, day))
-        return work
+            work.frozen = store.stamped(frozen, work.code, day)
 
-    def replay(self, work: Work, frozen: ChapterRun, scenarios: tuple[Scenario, ...], path: Path) -> ChapterCheck:
-        """The replay of the frozen trace, here or, when library code changed under this process, in a new one."""
-        if work.stale_library or self.chapters.stale_library(work.name):
+    def replay(self, work: Work, frozen: ChapterRun, scenarios: tuple[Scenario, ...]) -> ChapterCheck:
+        """The replay of the frozen trace, here or (library code changed under this process) in a new interpreter."""
+        if work.stale_library or self.book.chapters.stale_library(work.name):
             from primer.book._run import verify_in_worker
 
             self.book.log.info(f"traces: library code changed since this process started; verifying {work.name} anew")
-            return verify_in_worker(path, self.chapters.package, work.name, self.book.time_limit)
+            path = self.book.store.path(work.name, "live")
+            return verify_in_worker(path, self.book.chapters.package, work.name, self.book.time_limit)
         from primer.replay import verify_chapter
 
         return verify_chapter(frozen, list(scenarios))
 
-    def plan(self, work: Work) -> Work:
+    def plan(self, work: Work) -> None:
         """Set the chapter's live status and trace shown, and whether to record it now."""
-        path = str(self.store.path(work.name, "live"))
+        path = str(self.book.store.path(work.name, "live"))
         decided = plan_live(
             work.frozen, work.code, work.check, self.settings, stale_library=work.stale_library, path=path
         )
-        work = replace(work, status=decided.status, live=work.frozen, reused=work.reused + decided.reused)
+        work.status, work.live, work.reused = decided.status, work.frozen, work.reused + decided.reused
         if decided.divergence is not None:
             # Recorded again at once, it will be current: worth a note, not a failed --strict build.
             if self.settings.live_enabled:
                 self.book.log.info(decided.divergence)
             else:
-                work = self.warn(work, decided.divergence)
-        if not decided.record:
-            return work
-        work = self.load(work)
-        return replace(work, record=work.scenarios is not None)
+                self.warn(work, decided.divergence)
+        work.record = decided.record and self.load(work) is not None
 
-    def record(self, works: list[Work]) -> list[Work]:
+    def record(self, works: list[Work]) -> None:
         """Run every chapter's live scenarios in one pool, then settle each chapter's frozen trace."""
-        jobs = [(work.name, scenario) for work in works if work.record for scenario in work.scenarios or ()]
+        jobs = [(work, scenario) for work in works if work.record for scenario in work.scenarios or ()]
         if not jobs:
-            return works
+            return
         from primer.book._run import run_live_jobs
 
         book = self.book
         runs = run_live_jobs(
-            jobs,
+            [(work.name, scenario) for work, scenario in jobs],
             self.settings,
             book.live_runner,
-            workers=book.workers,
             time_limit=book.time_limit,
-            progress=lambda progress: book.log.info(progress.line("traces: live runs")),
+            progress=lambda line: book.log.info(f"traces: live runs: {line}"),
         )
         recorded = datetime.now(UTC).isoformat(timespec="seconds")
-        mine = {
-            work.name: [run for (owner, _), run in zip(jobs, runs, strict=True) if owner == work.name] for work in works
-        }
-        return [self.settle(work, mine[work.name], recorded) if mine[work.name] else work for work in works]
+        for work in works:
+            if mine := [run for (owner, _), run in zip(jobs, runs, strict=True) if owner is work]:
+                self.settle(work, mine, recorded)
 
-    def settle(self, work: Work, mine: list[ScenarioRun], recorded: str) -> Work:
+    def settle(self, work: Work, mine: list[ScenarioRun], recorded: str) -> None:
         """Keep the chapter's refresh, or its frozen trace: all or nothing."""
         from primer.trace import ChapterRun
 
+        model = self.settings.model
         new = ChapterRun(
-            chapter=work.name,
-            mode="live",
-            source_hash=work.code,
-            recorded_at=recorded,
-            model=self.settings.model,
-            scenarios=mine,
+            chapter=work.name, mode="live", source_hash=work.code, recorded_at=recorded, model=model, scenarios=mine
         )
-        work = self.failures(replace(work, ran=work.ran + len(mine), live_runs=len(mine)), mine)
+        work.ran, work.live_runs = work.ran + len(mine), len(mine)
+        self.failures(work, mine)
         settled = settle_live(work.frozen, new)
         if settled.save:
-            self.save(new, work.entry)
+            self.book.save(new, work.entry)
             if work.frozen is not None:
                 self.new_anomalies(work.name, work.frozen, new)
-        return replace(work, live=settled.shown, status=settled.status)
+        work.live, work.status = settled.shown, settled.status
 
     def new_anomalies(self, chapter: str, frozen: ChapterRun, new: ChapterRun) -> None:
         """Warn, once, about what a refreshed trace's model does that the frozen one did not: worth a look."""
         before = {run.name: set(anomalies(run)) for run in frozen.scenarios}
         for run in new.scenarios:
-            found = [what for what in anomalies(run) if what not in before.get(run.name, set())]
-            if found:
+            if found := [what for what in anomalies(run) if what not in before.get(run.name, set())]:
                 self.book.log.warning(
                     f"traces: {chapter} / {run.name} (live): in the refreshed trace the model {'; '.join(found)}, "
                     f"which the frozen trace did not show. The refresh replaced "
-                    f"{self.store.path(chapter, 'live')}: review the change before committing it."
+                    f"{self.book.store.path(chapter, 'live')}: review the change before committing it."
                 )
 
     def show(self, work: Work) -> Chapter:
@@ -327,22 +380,21 @@ class Run:
             # Not stored: the import is tried again next build, and the trace must not outlive the broken file.
             mock = ChapterRun(chapter=work.name, mode="mock", model="mock", scenarios=[work.import_error])
         shown = mock.scenarios if mock else []
-        work = self.failures(work, [*shown, *(work.live.scenarios if work.live else [])])
+        self.failures(work, [*shown, *(work.live.scenarios if work.live else [])])
         for unused in [warning for run in shown for warning in unused_warnings(run)]:
-            work = self.warn(work, f"traces: {work.name} / {unused}")  # a mock script the run did not use up
+            self.warn(work, f"traces: {work.name} / {unused}")  # a mock script the run did not use up
         # Under the key as it is now: a refresh may have rewritten the frozen file.
-        key, store = self.key(work.name, work.code), self.store
+        key, store = self.key(work.name, work.code), self.book.store
         traces = ChapterTraces(
             work.name, mock, work.live, work.status, store.download_url(work.name), store.payloads_url(work.name)
         )
         summary = Shown.of(traces, key)
         # A live run with a failed scenario is recorded again by the next build with a key
         # (``plan_live``): with live runs on, it is not kept, so that build takes the full way.
-        live_failed = work.live is not None and any(run.ending.failed for run in work.live.scenarios)
-        retry = self.settings.live_enabled and live_failed
+        retry = self.settings.live_enabled and work.live is not None and _failed(work.live)
         if work.import_error is None and mock is not None and not retry:
             if key != work.entry:
-                self.save(mock, key)
-            summary.write(store.cache.entry(work.name, key), list(work.warnings))
+                self.book.save(mock, key)
+            summary.write(store.cache.entry(work.name, key), work.warnings)
         names = None if work.import_error else tuple(run.name for run in shown)
-        return Chapter(summary, traces, names, work.warnings)
+        return Chapter(summary, traces, names, tuple(work.warnings))
