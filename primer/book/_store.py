@@ -3,7 +3,7 @@
 Frozen live traces are ``docs/traces/CHAPTER.live.json`` (committed); mock
 traces and replays' verdicts are kept in the chapter's entry of the one cache.
 A file that does not read as a ``ChapterRun`` raises ``CorruptTrace`` naming
-it. What each chapter shows is the build's value (``primer.book._prepare.Prepared``);
+it. What each chapter shows is the build's value (``primer.book._book.Prepared``);
 a chapter shown from its entry has its runs read here (``read``) when first asked.
 ``publish`` writes ``traces/CHAPTER.json`` (both modes), its OTLP JSON (with the
 ``otel`` extra) and its payload page, each made once per key and kept in the entry,
