@@ -122,9 +122,8 @@ def render_traces(
 ) -> str:
     """The HTML of a chapter's traces, or of one scenario's (``NotFound`` names the scenarios there are).
 
-    ``anchors`` keeps ids unique across several traces on a page; ``head=False``
-    leaves out the chapter's switch, totals, live status and download link (a
-    page's second marker of a chapter); ``prices``: the book's (the package's by default).
+    ``anchors`` keeps ids unique across several traces on a page; ``head=False`` leaves out the chapter's
+    switch, totals, live status and download link (a page's second marker of a chapter).
     """
     prices = prices if prices is not None else default_prices()
     html = _chapter(traces, scenario, anchors if anchors is not None else Anchors(), prices, head=head)
@@ -138,13 +137,10 @@ def render_error(message: str, *, marker: str | None = None) -> str:
 
 
 def render_payloads(traces: ChapterTraces, *, page_url: str | None = None, prices: PriceTable | None = None) -> str:
-    """The chapter's payload page (``traces/CHAPTER.payloads.html``): every payload block, by the block's id.
+    """The chapter's payload page (``traces/CHAPTER.payloads.html``): every payload block, by the id it has on a page.
 
-    The ids are those of a page that shows the chapter once. It stands alone,
-    for a reader without JavaScript: a link back to the chapter's page
-    (``page_url``, relative to the site root, as MkDocs gives it), a heading
-    per scenario and block (*mock run · turn 2 · model call*), and links that
-    land here (a call's payload) or on the chapter page (a turn, an ending).
+    It stands alone, for a reader without JavaScript: a link back to the chapter's page (``page_url``, from the
+    site root), a heading per scenario and block (*mock run · turn 2 · model call*), links to here or the page.
     """
     page = None if page_url is None else page_url or "./"
     kept: dict[str, list[tuple[str, str, Markup]]] = {}  # by scenario: each block's id, heading and HTML

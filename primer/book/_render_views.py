@@ -318,9 +318,8 @@ def _trials(turns: list[TurnView], anchor: str, anchors: Anchors) -> list[Trial]
             if found and isinstance(passed := note.data.get("passed"), bool):
                 why = note.data.get("why") if isinstance(note.data.get("why"), str) else None
                 verdict = "passed" if passed else "failed" + (f": {why}" if why else "")
-                line = (
-                    f"trial {int(found[1])} of {int(found[2])} · {verdict} · {summary.count(index + 1 - start, 'turn')}"
-                )
+                turned = summary.count(index + 1 - start, "turn")
+                line = f"trial {int(found[1])} of {int(found[2])} · {verdict} · {turned}"
                 groups.append(Trial(line, anchors.make(anchor, "trial", found[1]), turns[start : index + 1]))
                 start = index + 1
                 break
@@ -358,10 +357,7 @@ def _compare(mock: RunView, live: RunView, said: Callable[[str], str]) -> Compar
 def prepare(
     traces: ChapterTraces, only: str | None, anchors: Anchors, said: Callable[[str], str]
 ) -> list[ScenarioView]:
-    """Each scenario of the chapter (or ``only`` that one), prepared; ``NotFound`` names the ones there are.
-
-    ``said`` words a reply in a folded line, as the page shows it.
-    """
+    """Each scenario of the chapter (or ``only``), replies worded as ``said``; ``NotFound`` names the ones there are."""
     chapters = (("mock", traces.mock), ("live", traces.live))
     runs = {(s.name, mode): s for mode, run in chapters for s in (run.scenarios if run else [])}
     names = list(dict.fromkeys(name for name, _ in runs))
@@ -373,8 +369,7 @@ def prepare(
         shared = _Shared(traces.chapter, name, anchors)
         anchor = anchors.make(traces.chapter, name)
         mock, live = (runs.get((name, mode)) for mode in ("mock", "live"))
-        mock_view = _run(mock, traces.chapter, anchors, shared) if mock else None
-        live_view = _run(live, traces.chapter, anchors, shared) if live else None
+        mock_view, live_view = (_run(r, traces.chapter, anchors, shared) if r else None for r in (mock, live))
         comparison = _compare(mock_view, live_view, said) if mock_view and live_view else None
         views.append(ScenarioView(name, anchor, mock_view, live_view, comparison, anchors.make(anchor, "compare")))
     return views
