@@ -23,7 +23,9 @@ from tests.wheel import build_wheel, unpack
 #: order files by how many tests they hold), so that the many short files fill the two
 #: workers' ends instead of one long file running alone at the end.
 LONG_POLES = (
-    "test_browser.py",
+    "test_axe.py",
+    "test_published.py",
+    "test_reader.py",
     "test_front_ends.py",
     "test_authors_example.py",
     "test_build.py",
@@ -72,7 +74,7 @@ def made_once(
 
     Under xdist each worker has a session of its own; a session fixture
     alone would make it once per worker (two book builds when test_book.py
-    and test_browser.py run on different workers). The first worker to ask
+    and the browser tests run on different workers). The first worker to ask
     makes it under a lock in the run's temporary folder; the others wait and
     read it. A ``make`` that failed leaves no mark: the next to ask tries again.
     """
@@ -109,7 +111,7 @@ def built_book(pytestconfig: pytest.Config, tmp_path_factory: pytest.TempPathFac
     ``mkdocs build --strict`` in mock mode (no ``PRIMER_`` variable: the frozen
     live traces), in a copy, since the build writes caches and may re-stamp
     frozen live traces, never in the repository. For the tests that only read
-    the site (tests/test_book.py, tests/test_browser.py): one build, not one each.
+    the site (tests/test_book.py, tests/browser/): one build, not one each.
     """
 
     def make(book: Path) -> None:
