@@ -126,7 +126,7 @@ def built_book(pytestconfig: pytest.Config, tmp_path_factory: pytest.TempPathFac
             text=True,
             cwd=book,
             env=env,
-            timeout=300,
+            timeout=1800,  # a hang guard: a cold build of every chapter took over 300 s at a load of 22
             check=False,
         )
         log = result.stdout + result.stderr
