@@ -18,25 +18,28 @@ from tests.servers.provider import provider_fixture
 from tests.servers.service import httpbin_fixture
 from tests.wheel import build_wheel, unpack
 
-#: The files that take longest, slowest first (``--durations`` of a whole run, summed per
-#: file). They start first (tests/run.sh: ``--no-loadscope-reorder``, or pytest-xdist would
+#: The files that take longest, slowest first (the CPU of each file's tests in a whole
+#: ``slow or browser`` run: wall time on a shared machine says more of the load than of the
+#: tests). They start first (tests/run.sh: ``--no-loadscope-reorder``, or pytest-xdist would
 #: order files by how many tests they hold), so that the many short files fill the two
 #: workers' ends instead of one long file running alone at the end.
 LONG_POLES = (
     "test_axe.py",
-    "test_published.py",
-    "test_reader.py",
-    "test_front_ends.py",
-    "test_authors_example.py",
-    "test_build.py",
-    "test_secrets_paths.py",
-    "test_hostile_traces.py",
     "test_benchmarks.py",
     "test_verify_build.py",
-    "test_serve.py",
+    "test_published.py",
+    "test_build.py",
+    "test_front_ends.py",
     "test_book_of_your_own.py",
-    "test_inert.py",
+    "test_authors_example.py",
+    "test_reader.py",
+    "test_secrets_paths.py",
+    "test_serve.py",
+    "test_malformed_input.py",
     "test_plugin.py",
+    "test_inert.py",
+    "test_tamper.py",
+    "test_hostile_traces.py",
     "test_book.py",
 )
 
