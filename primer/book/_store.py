@@ -1,13 +1,9 @@
 """The trace store: each chapter's traces, reading them, and publishing what a build shows.
 
-Frozen live traces are ``docs/traces/CHAPTER.live.json`` (committed); mock
-traces and replays' verdicts are kept in the chapter's entry of the one cache.
-A file that does not read as a ``ChapterRun`` raises ``CorruptTrace`` naming
-it. What each chapter shows is the build's value (``primer.book._prepare.Prepared``);
-a chapter shown from its entry has its runs read here (``read``) when first asked.
-``publish`` writes ``traces/CHAPTER.json`` (both modes), its OTLP JSON (with the
-``otel`` extra) and its payload page, each made once per key and kept in the entry,
-from where a warm build copies it.
+Frozen live traces are ``docs/traces/CHAPTER.live.json`` (committed); mock traces and replays'
+verdicts are kept in the chapter's entry of the one cache. A file that does not read as a
+``ChapterRun`` raises ``CorruptTrace`` naming it. ``publish`` writes each chapter's JSON, OTLP JSON
+(with the ``otel`` extra) and payload page, made once per key and kept in the entry.
 """
 
 from __future__ import annotations
@@ -78,10 +74,9 @@ class TraceStore:
         """The stored run (a mock one from the entry of ``key``), or None if there is none; raises ``CorruptTrace``."""
         path = self.path(chapter, mode, key)
         try:
-            data = read(path) if mode == "live" else self.cache.entry(chapter, key).data("mock.json")
+            run = parse(read(path), path) if mode == "live" or self.cache.enabled else None
         except FileNotFoundError:
             return None
-        run = parse(data, path) if data is not None else None
         if run is not None and (run.chapter != chapter or run.mode != mode):
             raise CorruptTrace(
                 path, f"it holds the {run.mode} trace of {run.chapter}, not the {mode} trace of {chapter}"
@@ -196,13 +191,12 @@ class TraceStore:
                 name, page = payloads(chapter)
                 parts.append((name, PAYLOADS_SUFFIX, page))
             for name, suffix, make in parts:
-                data = entry.data(name)  # as kept: not decoded
-                if data is None and (text := make()) is not None:
+                text = entry.read(name)
+                if text is None and (text := make()) is not None:
                     entry.write(name, text)
-                    data = text.encode()
-                if data is not None:
+                if text is not None:
                     written.append(folder / f"{chapter}{suffix}")
-                    _write(written[-1], data)
+                    _write(written[-1], text.encode())
         for path in folder.glob("*.*"):  # only what publish wrote: an author's own files there stay
             gone = path.name.split(".")[0] not in chapters and not path.name.endswith(".live.json")
             if gone and _head(path).startswith((b'{"chapter": ', b'{"resourceSpans":', PAYLOADS_HEAD.encode())):
