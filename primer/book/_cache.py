@@ -116,14 +116,22 @@ class Entry:
     def __init__(self, chapter: str, key: str, folder: str | None) -> None:
         self.chapter, self.key, self.folder = chapter, key, folder
 
-    def read(self, name: str) -> str | None:
-        """The part ``name`` as kept (no newline translation), or None (not kept, unreadable, or the cache is off)."""
+    def data(self, name: str) -> bytes | None:
+        """The part ``name`` as kept, or None (not kept, unreadable, or the cache is off)."""
         if self.folder is None:
             return None
         try:
-            with open(os.path.join(self.folder, name), encoding="utf-8", newline="") as file:
+            with open(os.path.join(self.folder, name), "rb") as file:
                 return file.read()
-        except (OSError, ValueError):
+        except OSError:
+            return None
+
+    def read(self, name: str) -> str | None:
+        """The part ``name`` as text (no newline translation), or None (``data``)."""
+        data = self.data(name)
+        try:
+            return data.decode() if data is not None else None
+        except UnicodeDecodeError:
             return None
 
     def write(self, name: str, text: str) -> None:

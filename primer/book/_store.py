@@ -191,12 +191,13 @@ class TraceStore:
                 name, page = payloads(chapter)
                 parts.append((name, PAYLOADS_SUFFIX, page))
             for name, suffix, make in parts:
-                text = entry.read(name)
-                if text is None and (text := make()) is not None:
+                data = entry.data(name)  # as kept: bytes are copied fastest
+                if data is None and (text := make()) is not None:
                     entry.write(name, text)
-                if text is not None:
+                    data = text.encode()
+                if data is not None:
                     written.append(folder / f"{chapter}{suffix}")
-                    _write(written[-1], text.encode())
+                    _write(written[-1], data)
         for path in folder.glob("*.*"):  # only what publish wrote: an author's own files there stay
             gone = path.name.split(".")[0] not in chapters and not path.name.endswith(".live.json")
             if gone and _head(path).startswith((b'{"chapter": ', b'{"resourceSpans":', PAYLOADS_HEAD.encode())):
