@@ -21,7 +21,7 @@ import time
 from collections.abc import Callable, Mapping
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Protocol
+from typing import IO, TYPE_CHECKING
 
 from primer.book._atomic import write_if_changed
 from primer.book._logs import book_logger
@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     from primer.book._source import ChapterTraces
     from primer.settings import Settings
 
-__all__ = ["CACHE_VARIABLE", "KEEP", "Anchors", "BuildLock", "Entry", "TraceCache", "chapter_key", "renderer_version"]
+__all__ = ["CACHE_VARIABLE", "KEEP", "BuildLock", "Entry", "TraceCache", "chapter_key", "renderer_version"]
 
 log = book_logger("mkdocs.plugins.primer.book")
 
@@ -143,24 +143,15 @@ class Entry:
             log.debug("traces: the %s of %s could not be cached (%s)", name, self.chapter, error)
 
 
-class Anchors(Protocol):
-    """The ids a page uses so far."""
-
-    used: set[str]
-
-
-def _slot(scenario: str | None, anchors: Anchors, head: bool, variant: str) -> str:
+def _slot(scenario: str | None, anchors: set[str], head: bool, variant: str) -> str:
     # A marker's HTML depends on the ids the page used before it and the render options (``variant``).
-    used = "\n".join(sorted(anchors.used)) + (f"\0{variant}" if variant else "")
+    used = "\n".join(sorted(anchors)) + (f"\0{variant}" if variant else "")
     page = hashlib.sha256(used.encode()).hexdigest()[:12] if used else "first"
     return f"{scenario or 'all'}-{'head' if head else 'body'}-{page}"
 
 
 class TraceCache:
-    """The entries of a book's chapters under one folder, by key, and the markers' HTML kept in them.
-
-    ``key_of`` gives a chapter's key in this build (None: its markers are not kept).
-    """
+    """The entries of a book's chapters under one folder, by key; the markers' HTML by ``key_of`` (None: not kept)."""
 
     def __init__(
         self, folder: Path, *, enabled: bool = True, key_of: Callable[[str], str | None] | None = None
@@ -220,15 +211,15 @@ class TraceCache:
         return self._markers[chapter, key]
 
     def cached(
-        self, chapter: str, scenario: str | None, key: str, *, anchors: Anchors, head: bool, variant: str = ""
+        self, chapter: str, scenario: str | None, key: str, *, anchors: set[str], head: bool, variant: str = ""
     ) -> str | None:
-        """The HTML kept for this marker under the chapter's ``key``, its ids added to ``anchors``; None: render it."""
+        """The HTML kept for this marker under the chapter's ``key``, its ids added to the page's ``anchors``."""
         started = time.perf_counter()
         kept = self._kept(chapter, key).get(_slot(scenario, anchors, head, variant))
         self.seconds += time.perf_counter() - started
         if kept is None:
             return None
-        anchors.used.update(kept[0])
+        anchors.update(kept[0])
         self.reused += 1
         return kept[1]
 
@@ -237,7 +228,7 @@ class TraceCache:
         traces: ChapterTraces,
         scenario: str | None,
         *,
-        anchors: Anchors,
+        anchors: set[str],
         head: bool,
         render: Callable[[], str],
         variant: str = "",
@@ -248,23 +239,19 @@ class TraceCache:
         if kept is not None:
             return kept
         started = time.perf_counter()
-        slot, before = _slot(scenario, anchors, head, variant), set(anchors.used)
+        slot, before = _slot(scenario, anchors, head, variant), set(anchors)
         html = render()
         self.rendered += 1
         if key is not None and self.enabled:
             markers = self._kept(chapter, key)
-            markers[slot] = (sorted(anchors.used - before), html)
+            markers[slot] = (sorted(anchors - before), html)
             self.entry(chapter, key).write(MARKERS, json.dumps(markers, ensure_ascii=False))
         self.seconds += time.perf_counter() - started
         return html
 
 
 class BuildLock:
-    """One build at a time per cache folder (``mkdocs serve`` rebuilding while ``mkdocs build`` runs would race).
-
-    The operating system's lock: a build that dies leaves none. ``acquire`` waits for the holder, saying
-    so once and naming its process; ``release`` lets the next build in.
-    """
+    """One build at a time per cache folder (a serve's rebuild and a build would race): a dead build holds none."""
 
     def __init__(self, folder: Path) -> None:
         self.path = folder / "build.lock"

@@ -244,7 +244,7 @@ class TraceExtension(Extension):
         require_scenario(chapter, scenario, summary.names)
         cache.seconds += time.perf_counter() - started
         head = chapter not in self._headed
-        return cache.cached(chapter, scenario, summary.key, anchors=self._ids, head=head, variant=self.options.key)
+        return cache.cached(chapter, scenario, summary.key, anchors=self._ids.used, head=head, variant=self.options.key)
 
     def html_for(self, chapter: str, scenario: str | None) -> str:
         """The HTML for one marker: the traces, or a visible error block."""
@@ -290,7 +290,7 @@ class TraceExtension(Extension):
         if cache is None:
             return render()
         cache.seconds += time.perf_counter() - started  # loading the renderer and the traces count here
-        return cache.html(traces, scenario, anchors=anchors, head=head, render=render, variant=self.options.key)
+        return cache.html(traces, scenario, anchors=anchors.used, head=head, render=render, variant=self.options.key)
 
 
 class TraceProcessor(BlockProcessor):
