@@ -146,7 +146,7 @@ class TraceExtension(Extension):
             if self._given is not None:
                 self._source = resolve_source(self._given)
                 return self._source
-            book = book_for_page(self.md, self.getConfig("chapters"))
+            book = book_for_page(self.md, self.getConfig("chapters"), lambda: self.options)
             if book is None and self.md is not None and "relpath" in self.md.treeprocessors:
                 # MkDocs' own treeprocessor: a MkDocs page, and no plugin (or hook) prepared its book.
                 raise ConfigError(
@@ -160,9 +160,8 @@ class TraceExtension(Extension):
                 package = Settings.without_live().chapters_package(self.getConfig("chapters") or None)
                 self._source = MockRunSource(ChapterLocator(package))
             else:
-                self._source = book.prepared
+                self._source = book
                 self._cache = self._cache or book.cache
-                book.prices = self.options  # Zensical: the extension's prices are the book's
         return self._source
 
     @property
