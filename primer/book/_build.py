@@ -157,8 +157,7 @@ class Book:
     @property
     def scenario_names(self) -> dict[str, list[str] | None]:
         """Chapter -> its scenario names (None if the chapter cannot be imported), as last prepared."""
-        chapters = self.prepared.by_chapter.items()
-        return {name: list(c.names) if c.names is not None else None for name, c in chapters}
+        return self.prepared.scenario_names
 
     def save(self, run: ChapterRun) -> None:
         """Write a frozen live run; one not written is warned about."""
@@ -183,11 +182,11 @@ class Book:
                 for warning in check(name, markdown):
                     self.log.warning(f"traces: {warning}")
                 return markdown
-            names = self.scenario_names
+            names, stem = self.scenario_names, PurePosixPath(name).stem
             if url is not None:
                 for marker in find_markers(markdown):
                     # The chapter's own page wins over one that shows it first (see _chapter_page).
-                    if PurePosixPath(name).stem == marker.chapter:
+                    if stem == marker.chapter:
                         self.chapter_pages[marker.chapter] = url
                     else:
                         self.chapter_pages.setdefault(marker.chapter, url)

@@ -25,6 +25,7 @@ import logging
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import TYPE_CHECKING
 
 from primer.book._cache import chapter_key, environ_options, renderer_version, settings_options
@@ -76,6 +77,11 @@ class Prepared:
     def enabled(self) -> bool:
         """Whether traces are on for this build (``PRIMER_TRACES`` not ``off``)."""
         return not self.report.off
+
+    @cached_property
+    def scenario_names(self) -> dict[str, list[str] | None]:
+        """Chapter -> its scenario names (None if the chapter cannot be imported): asked by every page's checks."""
+        return {name: list(c.names) if c.names is not None else None for name, c in self.by_chapter.items()}
 
     def chapters(self) -> list[str]:
         """The chapters shown, sorted."""
