@@ -29,7 +29,6 @@ from primer.book._configuration import TraceBookConfig
 from primer.book._links import page_relative
 from primer.book._logs import book_logger
 from primer.book._markers import check, scan
-from primer.book._session import Session
 from primer.errors import ConfigError
 from primer.variables import traces_off, unknown_variables
 
@@ -44,15 +43,16 @@ if TYPE_CHECKING:
     from mkdocs.structure.pages import Page
     from mkdocs.utils.templates import TemplateContext
 
-    from primer.book._build import Book
-    from primer.book._prices import RenderOptions
+    from primer.book._book import Book, Prepared
+    from primer.book._payloads import PayloadStash
+    from primer.book._prices import PriceTable
     from primer.book.markdown import TraceExtension
 
 __all__ = ["EXTENSION", "TraceBookConfig", "TraceBookPlugin"]
 
 #: The renderer's name in ``markdown_extensions``.
 EXTENSION = "primer.book.markdown"
-#: The book's logger (``primer.book._build.LOGGER_NAME``), for what the plugin says with traces off.
+#: The book's logger (``primer.book._book.LOGGER_NAME``), for what the plugin says with traces off.
 log = book_logger("mkdocs.plugins.primer")
 
 
@@ -60,10 +60,20 @@ class TraceBookPlugin(BasePlugin[TraceBookConfig]):  # type: ignore[no-untyped-c
     """The book's traces in its pages: prepare before the pages, render through the extension, publish after."""
 
     def __init__(self) -> None:
-        #: What the front end said, the books, and what lasts across rebuilds.
-        self.session = Session()
-        #: This build's book (None with traces off).
+        #: The book, kept across serve rebuilds, and what this build shows of it (None with traces off).
         self.book: Book | None = None
+        self.prepared: Prepared | None = None
+        #: Whether a serve rebuilds only the pages whose source changed (``--dirty``).
+        self.dirty = False
+        #: Page -> the chapters its markers and live blocks name, as last rendered (for ``--dirty``).
+        self.page_chapters: dict[str, set[str]] = {}
+        #: This build's pages read (name -> Markdown), each chapter's page (its URL), the chapters changed.
+        self.pages: dict[str, str] = {}
+        self.urls: dict[str, str] = {}
+        self.changed: set[str] = set()
+        #: Trace payloads set aside while a search plugin reads a page.
+        self.payloads: PayloadStash | None = None
+        self.rules = True
         #: This build's extension, rendering from ``book``.
         self.extension: TraceExtension | None = None
         #: The cache's build lock, held from on_config to on_post_build (``primer.book._cache``).
@@ -95,89 +105,86 @@ class TraceBookPlugin(BasePlugin[TraceBookConfig]):  # type: ignore[no-untyped-c
 
     def on_startup(self, *, command: str, dirty: bool) -> None:
         """Note what MkDocs runs: ``build`` or ``serve``, and ``--dirty``."""
-        self.session.start(command, dirty=dirty)
+        self.dirty = dirty
 
     def on_config(self, config: MkDocsConfig) -> MkDocsConfig:
         """Prepare the book, put the extension in, and add the stylesheet and script."""
         # Traces off loads nothing of the engine (nor pydantic): benchmarks/scale.py.
-        session = self.session
         environ = self.environ()
-        session.off = traces_off(environ)
         options = dict(config.mdx_configs.get(EXTENSION, {}))
         chapters = self.config.chapters or options.get("chapters")
-        self.book = None
-        if session.off:
+        before, self.prepared = self.prepared, None
+        if traces_off(environ):
             for message in unknown_variables(environ):
                 log.warning(f"traces: {message}")
             log.info("traces: off (PRIMER_TRACES=off), nothing ran")
             # The extension shows the placeholders as elements (raw HTML would be parsed twice a page).
-            self._put_extension(config, off=True, chapters=chapters)
+            self._put_extension(config, chapters=chapters)
             self._leave(config, "page_content", "page_context")
             _add_assets(config, scripts=False)  # the stylesheet sets the placeholders apart from the prose
             return config
         started = time.perf_counter()
-        root = _root(config)
+        rendering = self._render_options(config)
+        root, docs = _root(config), Path(config.docs_dir)
         self._release()  # an earlier build of this process that stopped before its end
         self.lock = BuildLock(root / self.config.cache_dir)
         self.lock.acquire(log)  # one build at a time per cache: a second one waits, and says so
         # The engine is imported here, on the first build: its share of the time.
         try:
-            book = session.book(
-                root,
-                Path(config.docs_dir),
-                chapters=chapters,
-                cache=root / self.config.cache_dir,
-                live_dir=Path(config.docs_dir) / self.config.traces_dir,
-                environ=environ,
-            )
+            if self.book is None or self.book.docs_dir.resolve() != docs.resolve():
+                from primer.book._book import open_book
+
+                cache, live = root / self.config.cache_dir, docs / self.config.traces_dir
+                self.book = open_book(root, docs, chapters=chapters, cache=cache, live_dir=live, keep=False)
+                before = None
+            self.book.environ = environ  # the options of this build (a serve re-reads them)
         except ConfigError as error:  # the book's configuration: MkDocs says it as an error, no traceback
             raise PluginError(str(error)) from None
-        self.book = book
-        book.rules = self.config.rules and options.get("rules", True) is not False
+        self.rules = self.config.rules and options.get("rules", True) is not False
         opened = time.perf_counter() - started
         try:
-            book.prepare()
+            self.prepared = prepared = self.book.prepare(rendering)
         except BaseException:
             self.lock.release()
             raise
-        book.clock.add("load", opened)
-        session.payloads.clear()
-        self._put_extension(config, off=False, chapters=chapters)
-        if book.enabled:
+        prepared.clock.add("load", opened)
+        from primer.book._payloads import PayloadStash
+
+        self.payloads, self.pages, self.urls = PayloadStash(), {}, {}
+        self.changed = prepared.changed(before)
+        self._put_extension(config, chapters=chapters, rendering=rendering)
+        if prepared.enabled:
             _add_assets(config, scripts=True)
         return config
 
-    def _put_extension(self, config: MkDocsConfig, *, off: bool, chapters: str | None) -> None:
-        """Put this build's extension instance in, where ``mkdocs.yml`` names it or last."""
+    def _put_extension(
+        self, config: MkDocsConfig, *, chapters: str | None, rendering: PriceTable | None = None
+    ) -> None:
+        """Put this build's extension instance in, where ``mkdocs.yml`` names it or last (``rendering`` None: off)."""
         from primer.book.markdown import TraceExtension
 
-        book = self.book
+        prepared = self.prepared
         options: dict[str, Any] = {
-            "traces_off": off,
+            "traces_off": prepared is None,
             "warn_missing": False,  # on_page_markdown warns, naming page and line
             **({"chapters": chapters} if chapters else {}),
         }
-        if book is not None:
-            options.update(source=book.prepared, cache=book.cache)
-        if not off:  # a build with traces off shows no costs and reads no price table
-            options["options"] = rendering = self._render_options(config)
-            if book is not None:
-                book.prices = rendering.prices  # the prose check finds the costs the pages show
+        if prepared is not None:  # a build with traces off shows no costs and reads no price table
+            options.update(source=prepared, cache=prepared.cache, options=rendering)
         self.extension = TraceExtension(**options)
         if EXTENSION in config.markdown_extensions:
             config.markdown_extensions.remove(EXTENSION)
         config.markdown_extensions.append(self.extension)  # type: ignore[arg-type]  # MkDocs takes instances
 
-    def _render_options(self, config: MkDocsConfig) -> RenderOptions:
+    def _render_options(self, config: MkDocsConfig) -> PriceTable:
         """The prices of ``mkdocs.yml``: the extension's ``prices``, then the plugin's over them."""
-        from primer.book._prices import RenderOptions
         from primer.book.markdown import render_options
 
         name = Path(config.config_file_path or "mkdocs.yml").name
         named = dict(config.mdx_configs.get(EXTENSION, {})).get("prices") or {}
         try:
-            table = render_options(named, f"{EXTENSION} in {name}").prices
-            return RenderOptions(table.extended(self.config.prices, where=f"{name}, the trace-book plugin's prices"))
+            table = render_options(named, f"{EXTENSION} in {name}")
+            return table.extended(self.config.prices, where=f"{name}, the trace-book plugin's prices")
         except ConfigError as error:
             raise PluginError(str(error)) from None
 
@@ -204,23 +211,23 @@ class TraceBookPlugin(BasePlugin[TraceBookConfig]):  # type: ignore[no-untyped-c
                     f"`exclude_docs: {folder}/*.live.json` to {Path(config.config_file_path or 'mkdocs.yml').name}."
                 )
                 files.remove(file)
-        book = self.book
-        if book is None:
+        prepared = self.prepared
+        if prepared is None:
             # The stylesheet on_config added, and the script if the configuration
             # names it itself (as a book built with Zensical too does): pages link them.
             _serve_assets(files, config, only_named=True)
             return files
-        if book.enabled:
+        if prepared.enabled:
             _serve_assets(files, config, only_named=False)
-        if self.session.dirty:
-            self._expire(book, {_name(config, f.src_uri): Path(f.abs_dest_path) for f in files.documentation_pages()})
+        if self.dirty:
+            self._expire({_name(config, f.src_uri): Path(f.abs_dest_path) for f in files.documentation_pages()})
         return files
 
-    def _expire(self, book: Book, built: dict[str, Path]) -> list[str]:
+    def _expire(self, built: dict[str, Path]) -> list[str]:
         """Date back the built pages that show traces changed since the last build (``--dirty``)."""
         expired = []
         for name, path in built.items():
-            if self.session.page_chapters.get(name, set()) & book.changed:
+            if self.page_chapters.get(name, set()) & self.changed:
                 try:
                     os.utime(path, ns=(0, 0))
                 except FileNotFoundError:
@@ -234,26 +241,28 @@ class TraceBookPlugin(BasePlugin[TraceBookConfig]):  # type: ignore[no-untyped-c
         if self.extension is not None:
             # For the extension, which warns about the markers only it finds.
             self.extension.reading = (name, markdown)
-        book = self.book
-        if book is None:  # traces off: the extension shows the placeholders
+        book, prepared = self.book, self.prepared
+        if book is None or prepared is None:  # traces off: the extension shows the placeholders
             for warning in check(name, markdown):
                 log.warning(f"traces: {warning}")
             return markdown
         # The chapters its traces depend on: its markers' and its mode blocks'.
         found = scan(markdown)
-        self.session.page_chapters[name] = {m.chapter for m in found.markers} | {b.chapter for b in found.blocks}
-        return book.page(name, markdown, url=page.url)
+        self.page_chapters[name] = {m.chapter for m in found.markers} | {b.chapter for b in found.blocks}
+        self.pages[name] = markdown
+        book.check(prepared, name, markdown, self.urls, page.url)
+        return markdown  # the extension keeps or drops the live blocks
 
     # Last, so every other plugin's on_page_content sees the whole page.
     @event_priority(-100)
     def on_page_content(self, html: str, *, page: Page, config: MkDocsConfig, files: Files) -> str:
         """Last: make trace links relative to the page, and set payloads aside from the search plugin."""
-        book = self.book
-        if book is None:
+        prepared, payloads = self.prepared, self.payloads
+        if prepared is None or payloads is None:
             return html
-        with book.clock("search"):
+        with prepared.clock("search"):
             # The trace JSON link, root-relative as rendered, made to work without JavaScript.
-            return self.session.payloads.take(page.file.src_uri, page_relative(html, page.url))
+            return payloads.take(page.file.src_uri, page_relative(html, page.url))
 
     # After the search plugin's (priority 0) has indexed the page without them;
     # before the theme puts the page's content into its template.
@@ -262,28 +271,28 @@ class TraceBookPlugin(BasePlugin[TraceBookConfig]):  # type: ignore[no-untyped-c
         self, context: TemplateContext, *, page: Page, config: MkDocsConfig, nav: Navigation
     ) -> TemplateContext:
         """After the search plugin, before the theme: give the page its payloads back."""
-        book = self.book
-        if book is None:
+        prepared, payloads = self.prepared, self.payloads
+        if prepared is None or payloads is None:
             return context
-        with book.clock("search"):
-            page.content = self.session.payloads.give_back(page.file.src_uri, page.content or "")
+        with prepared.clock("search"):
+            page.content = payloads.give_back(page.file.src_uri, page.content or "")
         return context
 
     def on_post_build(self, *, config: MkDocsConfig) -> None:
         """Publish the trace JSON into the site, drop unused cached HTML, log the machinery's share."""
-        book = self.book
-        if book is None:
+        book, prepared = self.book, self.prepared
+        if book is None or prepared is None:
             return
         site = Path(config.site_dir)
         # Under --dirty the site is kept between rebuilds: what was published there stands
         # unless a chapter's traces changed (a prose save publishes nothing).
-        if not (self.session.dirty and self._published == site and not book.changed):
-            book.publish(site)
+        if not (self.dirty and self._published == site and not self.changed):
+            book.publish(site, prepared, self.urls)
             self._published = site
-        if not self.session.dirty:  # every page was read: the rules can be checked, and unused cached HTML is stale
-            book.check_rules()
-            book.prune()
-        book.log_share()
+        if not self.dirty:  # every page was read: the rules can be checked, and unused cached HTML is stale
+            book.check_rules(prepared, self.pages, rules=self.rules)
+            book.prune(prepared)
+        book.log.debug(prepared.share())
         self._release()
 
     def on_build_error(self, *, error: Exception) -> None:
@@ -301,12 +310,12 @@ class TraceBookPlugin(BasePlugin[TraceBookConfig]):  # type: ignore[no-untyped-c
     def on_serve(self, server: LiveReloadServer, *, config: MkDocsConfig, builder: Any) -> LiveReloadServer:
         """Watch the library's and the chapters' folders, each on its own, and the machinery's templates and assets."""
         book = self.book
-        if book is None:
+        if book is None or self.prepared is None:
             return server
         # Each package folder on its own, not recursively (bytecode written to __pycache__
         # must not trigger a rebuild); a `watch:` entry covering them (Zensical's) is
         # dropped, since MkDocs would watch it recursively.
-        folders = list(book.watched_dirs())
+        folders = book.chapters.watched_dirs()
         config.watch[:] = [
             entry for entry in config.watch if not any(Path(entry).resolve() in (f, *f.parents) for f in folders)
         ]

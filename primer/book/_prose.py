@@ -25,7 +25,7 @@ from primer.book._markers import ModeBlock, numbered, scan
 if TYPE_CHECKING:
     from markdown import Markdown
 
-    from primer.book._prepare import Prepared
+    from primer.book._book import Prepared
     from primer.book._prices import PriceTable
     from primer.book._source import ChapterTraces
     from primer.trace import ScenarioRun
@@ -150,7 +150,7 @@ def _shown(run: ScenarioRun, cost: str | None) -> Iterator[str]:
     """The lines the page shows of a run, and its JSON (the payloads' values)."""
     from primer import summary
     from primer.book._render_markdown import ReplyMarkdown
-    from primer.book._stream_view import stream_view
+    from primer.book._render_views import stream_view
 
     said = ReplyMarkdown().plain  # a reply in a folded line as the page words it (``**butter**`` as ``butter``)
     yield from (summary.scenario_line(run, cost=cost), summary.scenario_story(run), summary.ending_line(run.ending))
@@ -158,7 +158,7 @@ def _shown(run: ScenarioRun, cost: str | None) -> Iterator[str]:
         yield from (summary.turn_line(turn, said), summary.model_line(turn.model_call, said))
         for note in turn.model_call.notes:  # as the page shows one: ``label {json}``
             yield f"{note.label} {json.dumps(note.data, ensure_ascii=False, default=str)}"
-        view = stream_view(turn.model_call, "x")
+        view = stream_view(turn.model_call)
         if view is not None:
             yield from (view.line, str(view.timeline), str(view.sse))
         yield from (summary.tool_line(tool) for tool in turn.tools)

@@ -48,7 +48,7 @@ if TYPE_CHECKING:  # loaded on first use: MkDocs loads the extension with traces
     from collections.abc import Callable
 
     from primer.book._cache import TraceCache
-    from primer.book._prices import RenderOptions
+    from primer.book._prices import PriceTable
     from primer.book._render import Anchors
     from primer.book._source import Shown, TraceSource
 
@@ -78,7 +78,7 @@ class TraceExtension(Extension):
         *,
         source: TraceSource | str | None = None,
         cache: TraceCache | None = None,
-        options: RenderOptions | None = None,
+        options: PriceTable | None = None,
         **kwargs: Any,
     ) -> None:
         self.config = {
@@ -112,7 +112,7 @@ class TraceExtension(Extension):
         self.reading: tuple[str, str] | None = None
 
     @cached_property
-    def options(self) -> RenderOptions:
+    def options(self) -> PriceTable:
         """The prices the pages show costs by: made on first use, so a build with traces off reads none."""
         return self._options if self._options is not None else render_options(self.getConfig("prices"), "the extension")
 
@@ -146,7 +146,7 @@ class TraceExtension(Extension):
             if self._given is not None:
                 self._source = resolve_source(self._given)
                 return self._source
-            book = book_for_page(self.md, self.getConfig("chapters"))
+            book = book_for_page(self.md, self.getConfig("chapters"), lambda: self.options)
             if book is None and self.md is not None and "relpath" in self.md.treeprocessors:
                 # MkDocs' own treeprocessor: a MkDocs page, and no plugin (or hook) prepared its book.
                 raise ConfigError(
@@ -160,9 +160,8 @@ class TraceExtension(Extension):
                 package = Settings.without_live().chapters_package(self.getConfig("chapters") or None)
                 self._source = MockRunSource(ChapterLocator(package))
             else:
-                self._source = book.prepared
+                self._source = book
                 self._cache = self._cache or book.cache
-                book.prices = self.options.prices  # Zensical: the extension's prices are the book's
         return self._source
 
     @property
@@ -285,7 +284,7 @@ class TraceExtension(Extension):
         anchors = self.anchors
 
         def render() -> str:
-            return render_traces(traces, scenario, anchors=anchors, head=head, options=self.options)
+            return render_traces(traces, scenario, anchors=anchors, head=head, prices=self.options)
 
         cache = self.cache
         if cache is None:
@@ -388,11 +387,11 @@ def _error(message: str, marker: str) -> str:
     return render_error(message, marker=marker)
 
 
-def render_options(prices: Any, where: str) -> RenderOptions:
-    """The render options of a ``prices`` option (model → price, over the package's table); ``where`` names it."""
-    from primer.book._prices import RenderOptions, default_prices
+def render_options(prices: Any, where: str) -> PriceTable:
+    """The price table of a ``prices`` option (model → price, over the package's table); ``where`` names it."""
+    from primer.book._prices import default_prices
 
-    return RenderOptions(default_prices().extended(prices, where=f"the `prices` option of {where}"))
+    return default_prices().extended(prices, where=f"the `prices` option of {where}")
 
 
 def makeExtension(**kwargs: Any) -> TraceExtension:
