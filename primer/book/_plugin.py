@@ -1,18 +1,13 @@
 """The ``trace-book`` MkDocs plugin: the book's traces in its pages, and MkDocs' quirks kept here.
 
-A book names it as authors name mkdocstrings (``plugins: [search, trace-book: {chapters:
-mybook.chapters}]``); its options are ``primer.book._configuration``'s, the environment winning
-over them. It adds the Markdown extension itself, as mkdocstrings does (replacing a
-``primer.book.markdown`` entry, which Zensical needs). A hook file (``hooks/traces.py``) is the
-same class (``primer.book.mkdocs_hook``); ProperDocs loads its twin (``_properdocs_plugin``).
-
-What lasts across ``mkdocs serve`` rebuilds lives on the instance, which MkDocs keeps for the
-process. From ``on_config`` to ``on_post_build`` (or ``on_build_error``) a build holds the
-cache's lock (``primer.book._lock``): a second build of the same book waits, and says so.
+Options are ``primer.book._configuration``'s, the environment winning; it adds the Markdown extension
+itself, as mkdocstrings does. A hook file (``primer.book.mkdocs_hook``) is the same class. What lasts
+across ``mkdocs serve`` rebuilds lives on the instance; a build holds the cache's lock throughout.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 from pathlib import Path
@@ -24,9 +19,9 @@ from mkdocs.plugins import BasePlugin, event_priority
 from mkdocs.structure.files import File, InclusionLevel
 
 from primer.book import _configuration as plugin_options
+from primer.book import _payloads as payloads
 from primer.book import _prose as prose
-from primer.book._configuration import TraceBookConfig
-from primer.book._links import page_relative
+from primer.book._configuration import EXTENSION, TraceBookConfig
 from primer.book._lock import BuildLock
 from primer.book._logs import book_logger
 from primer.book._markers import find_markers, malformed
@@ -51,8 +46,6 @@ if TYPE_CHECKING:
 
 __all__ = ["EXTENSION", "TraceBookConfig", "TraceBookPlugin"]
 
-#: The renderer's name in ``markdown_extensions``.
-EXTENSION = "primer.book.markdown"
 #: The book's logger (``primer.book._build.LOGGER_NAME``), for what the plugin says with traces off.
 log = book_logger("mkdocs.plugins.primer")
 
@@ -61,14 +54,19 @@ class TraceBookPlugin(BasePlugin[TraceBookConfig]):  # type: ignore[no-untyped-c
     """The book's traces in its pages: prepare before the pages, render through the extension, publish after."""
 
     def __init__(self) -> None:
-        #: What the front end said, the books, and what lasts across rebuilds.
+        #: The books, by docs folder (``primer.book._session``).
         self.session = Session()
-        #: This build's book (None with traces off).
+        #: This build's book (None with traces off), and its extension, rendering from it.
         self.book: Book | None = None
-        #: This build's extension, rendering from ``book``.
         self.extension: TraceExtension | None = None
         #: The cache's build lock, held from on_config to on_post_build (``primer.book._lock``).
         self.lock: BuildLock | None = None
+        #: Whether this serve rebuilds only the pages whose source changed (``--dirty``).
+        self.dirty = False
+        #: Page -> the chapters its markers and live blocks name, as last rendered (for ``--dirty``).
+        self.page_chapters: dict[str, set[str]] = {}
+        #: Page -> its HTML, and its trace blocks' stand-ins and blocks, while search reads it.
+        self.taken: dict[str, tuple[str, list[tuple[str, str]]]] = {}
         #: The site this process last published the trace JSON into (``on_post_build``).
         self._published: Path | None = None
 
@@ -95,19 +93,18 @@ class TraceBookPlugin(BasePlugin[TraceBookConfig]):  # type: ignore[no-untyped-c
         return plugin_options.environ(self.config)
 
     def on_startup(self, *, command: str, dirty: bool) -> None:
-        """Note what MkDocs runs: ``build`` or ``serve``, and ``--dirty``."""
-        self.session.start(command, dirty=dirty)
+        """Note whether MkDocs serves with ``--dirty``."""
+        self.dirty = dirty
 
     def on_config(self, config: MkDocsConfig) -> MkDocsConfig:
         """Prepare the book, put the extension in, and add the stylesheet and script."""
         # Traces off loads nothing of the engine (nor pydantic): benchmarks/scale.py.
-        session = self.session
         environ = self.environ()
-        session.off = traces_off(environ)
         options = dict(config.mdx_configs.get(EXTENSION, {}))
         chapters = self.config.chapters or options.get("chapters")
         self.book = None
-        if session.off:
+        self.taken.clear()
+        if traces_off(environ):
             for message in unknown_variables(environ):
                 log.warning(f"traces: {message}")
             log.info("traces: off (PRIMER_TRACES=off), nothing ran")
@@ -117,13 +114,13 @@ class TraceBookPlugin(BasePlugin[TraceBookConfig]):  # type: ignore[no-untyped-c
             _add_assets(config, scripts=False)  # the stylesheet sets the placeholders apart from the prose
             return config
         started = time.perf_counter()
-        root = _root(config)
+        root = Path(config.config_file_path).parent if config.config_file_path else Path.cwd()
         self._release()  # an earlier build of this process that stopped before its end
         self.lock = BuildLock(root / self.config.cache_dir)
         self.lock.acquire(log)  # one build at a time per cache: a second one waits, and says so
-        # The engine is imported here, on the first build: its share of the time.
         try:
-            book = session.book(
+            # The engine is imported here, on the first build: its share of the time.
+            self.book = book = self.session.book(
                 root,
                 Path(config.docs_dir),
                 chapters=chapters,
@@ -131,18 +128,15 @@ class TraceBookPlugin(BasePlugin[TraceBookConfig]):  # type: ignore[no-untyped-c
                 live_dir=Path(config.docs_dir) / self.config.traces_dir,
                 environ=environ,
             )
-        except ConfigError as error:  # the book's configuration: MkDocs says it as an error, no traceback
-            raise PluginError(str(error)) from None
-        self.book = book
-        book.rules = self.config.rules and options.get("rules", True) is not False
-        opened = time.perf_counter() - started
-        try:
+            book.rules = self.config.rules and options.get("rules", True) is not False
+            opened = time.perf_counter() - started
             book.prepare()
-        except BaseException:
+        except BaseException as error:
             self.lock.release()
+            if isinstance(error, ConfigError):  # the book's configuration: MkDocs says it as an error
+                raise PluginError(str(error)) from None
             raise
         book.clock.add("load", opened)
-        session.payloads.clear()
         self._put_extension(config, off=False, chapters=chapters)
         if book.enabled:
             _add_assets(config, scripts=True)
@@ -188,8 +182,7 @@ class TraceBookPlugin(BasePlugin[TraceBookConfig]):  # type: ignore[no-untyped-c
         registered = getattr(getattr(config, "plugins", None), "events", {})
         for event in events:
             handlers = registered.get(event, [])
-            mine = getattr(self, f"on_{event}")
-            if mine in handlers:
+            if (mine := getattr(self, f"on_{event}")) in handlers:
                 handlers.remove(mine)
 
     def on_files(self, files: Files, *, config: MkDocsConfig) -> Files:
@@ -205,56 +198,45 @@ class TraceBookPlugin(BasePlugin[TraceBookConfig]):  # type: ignore[no-untyped-c
                     f"`exclude_docs: {folder}/*.live.json` to {Path(config.config_file_path or 'mkdocs.yml').name}."
                 )
                 files.remove(file)
-        book = self.book
-        if book is None:
-            # The stylesheet on_config added, and the script if the configuration
-            # names it itself (as a book built with Zensical too does): pages link them.
-            _serve_assets(files, config, only_named=True)
-            return files
-        if book.enabled:
-            _serve_assets(files, config, only_named=False)
-        if self.session.dirty:
-            self._expire(book, {_name(config, f.src_uri): Path(f.abs_dest_path) for f in files.documentation_pages()})
-        return files
+        # What the pages link: what on_config added, and what the configuration names itself (Zensical's too).
+        from primer.book import _assets as assets
 
-    def _expire(self, book: Book, built: dict[str, Path]) -> list[str]:
-        """Date back the built pages that show traces changed since the last build (``--dirty``)."""
-        expired = []
-        for name, path in built.items():
-            if self.session.page_chapters.get(name, set()) & book.changed:
-                try:
-                    os.utime(path, ns=(0, 0))
-                except FileNotFoundError:
-                    continue  # not built yet: MkDocs builds it anyway
-                expired.append(name)
-        return expired
+        named = {*config.extra_css, *(str(script) for script in config.extra_javascript)}
+        for path, source in assets.sources().items():
+            if path in named:
+                if (earlier := files.get_file_from_path(path)) is not None:  # a copy another front end wrote
+                    files.remove(earlier)
+                files.append(File.generated(config, path, abs_src_path=str(source)))
+        if self.book is not None and self.dirty:  # date back the built pages that show traces changed
+            for page in files.documentation_pages():
+                if self.page_chapters.get(_name(config, page.src_uri), set()) & self.book.changed:
+                    with contextlib.suppress(FileNotFoundError):  # not built yet: MkDocs builds it anyway
+                        os.utime(page.abs_dest_path, ns=(0, 0))
+        return files
 
     def on_page_markdown(self, markdown: str, *, page: Page, config: MkDocsConfig, files: Files) -> str:
         """Check the page's markers, warning naming page and line (the extension renders them)."""
         name = _name(config, page.file.src_uri)
-        if self.extension is not None:
-            # For the extension, which warns about the markers only it finds.
-            self.extension.reading = (name, markdown)
-        book = self.book
-        if book is None:  # traces off: the extension shows the placeholders
+        if self.extension is not None:  # for the extension: the links it renders, and the markers only it finds
+            self.extension.reading, self.extension.page_url = (name, markdown), page.url
+        if self.book is None:  # traces off: the extension shows the placeholders
             for warning in malformed(name, markdown):
                 log.warning(f"traces: {warning}")
             return markdown
         # The chapters its traces depend on: its markers' and its mode blocks'.
         named = {marker.chapter for marker in find_markers(markdown)} | {b.chapter for b in prose.blocks(markdown)}
-        self.session.page_chapters[name] = named
-        return book.page(name, markdown, url=page.url)
+        self.page_chapters[name] = named
+        return self.book.page(name, markdown, url=page.url)
 
     # Last, so every other plugin's on_page_content sees the whole page.
     @event_priority(-100)
     def on_page_content(self, html: str, *, page: Page, config: MkDocsConfig, files: Files) -> str:
-        """Last: make trace links relative to the page, and set payloads aside from the search plugin."""
-        book = self.book
-        if book is None:
+        """Last: set the trace blocks aside from the search plugin, each swapped for its search text."""
+        if self.book is None or self.extension is None or not self.extension.blocks:
             return html
-        with book.clock("search"):
-            # The trace JSON link, root-relative as rendered, made to work without JavaScript.
-            return self.session.payloads.take(page.file.src_uri, page_relative(html, page.url))
+        stashed, taken = payloads.take(html, self.extension.blocks)
+        self.taken[page.file.src_uri] = (html, taken)
+        return stashed
 
     # After the search plugin's (priority 0) has indexed the page without them;
     # before the theme puts the page's content into its template.
@@ -262,12 +244,17 @@ class TraceBookPlugin(BasePlugin[TraceBookConfig]):  # type: ignore[no-untyped-c
     def on_page_context(
         self, context: TemplateContext, *, page: Page, config: MkDocsConfig, nav: Navigation
     ) -> TemplateContext:
-        """After the search plugin, before the theme: give the page its payloads back."""
-        book = self.book
-        if book is None:
+        """After the search plugin, before the theme: give the page its trace blocks back."""
+        if (taken := self.taken.pop(page.file.src_uri, None)) is None:
             return context
-        with book.clock("search"):
-            page.content = self.session.payloads.give_back(page.file.src_uri, page.content or "")
+        original, blocks = taken
+        given = payloads.give_back(page.content or "", blocks)
+        if given is None:
+            log.warning(
+                f"traces: {page.file.src_uri}: a plugin changed the page while its trace blocks were set aside "
+                "for search; the page keeps its HTML from before."
+            )
+        page.content = original if given is None else given
         return context
 
     def on_post_build(self, *, config: MkDocsConfig) -> None:
@@ -278,10 +265,10 @@ class TraceBookPlugin(BasePlugin[TraceBookConfig]):  # type: ignore[no-untyped-c
         site = Path(config.site_dir)
         # Under --dirty the site is kept between rebuilds: what was published there stands
         # unless a chapter's traces changed (a prose save publishes nothing).
-        if not (self.session.dirty and self._published == site and not book.changed):
+        if not (self.dirty and self._published == site and not book.changed):
             book.publish(site)
             self._published = site
-        if not self.session.dirty:  # every page was read: the rules can be checked, and unused cached HTML is stale
+        if not self.dirty:  # every page was read: the rules can be checked, and unused cached HTML is stale
             book.check_rules()
             book.prune()
         book.log_share()
@@ -301,13 +288,12 @@ class TraceBookPlugin(BasePlugin[TraceBookConfig]):  # type: ignore[no-untyped-c
 
     def on_serve(self, server: LiveReloadServer, *, config: MkDocsConfig, builder: Any) -> LiveReloadServer:
         """Watch the library's and the chapters' folders, each on its own, and the machinery's templates and assets."""
-        book = self.book
-        if book is None:
+        if self.book is None:
             return server
         # Each package folder on its own, not recursively (bytecode written to __pycache__
         # must not trigger a rebuild); a `watch:` entry covering them (Zensical's) is
         # dropped, since MkDocs would watch it recursively.
-        folders = list(book.watched_dirs())
+        folders = list(self.book.watched_dirs())
         config.watch[:] = [
             entry for entry in config.watch if not any(Path(entry).resolve() in (f, *f.parents) for f in folders)
         ]
@@ -318,10 +304,6 @@ class TraceBookPlugin(BasePlugin[TraceBookConfig]):  # type: ignore[no-untyped-c
         for folder in (*folders, assets.FOLDER, assets.FOLDER.parent / "templates"):
             server.watch(str(folder), recursive=False)
         return server
-
-
-def _root(config: MkDocsConfig) -> Path:
-    return Path(config.config_file_path).parent if config.config_file_path else Path.cwd()
 
 
 def _name(config: MkDocsConfig, src_uri: str) -> str:
@@ -339,17 +321,3 @@ def _add_assets(config: MkDocsConfig, *, scripts: bool) -> None:
     for path in assets.scripts() if scripts else []:
         if path not in [str(script) for script in config.extra_javascript]:
             config.extra_javascript.append(ExtraScriptValue(path))
-
-
-def _serve_assets(files: Files, config: MkDocsConfig, *, only_named: bool) -> None:
-    """Serve the package's stylesheet and script (``only_named``: those the configuration names)."""
-    from primer.book import _assets as assets
-
-    named = {*config.extra_css, *(str(script) for script in config.extra_javascript)}
-    for path, source in assets.sources().items():
-        if only_named and path not in named:
-            continue
-        earlier = files.get_file_from_path(path)
-        if earlier is not None:  # a copy another front end wrote into the docs
-            files.remove(earlier)
-        files.append(File.generated(config, path, abs_src_path=str(source)))

@@ -13,25 +13,19 @@ import hashlib
 import json
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from primer.book._cache import TraceCache
     from primer.book._source import ChapterTraces
 
-__all__ = ["Anchors", "Rendered"]
+__all__ = ["Rendered"]
 
 
-class Anchors(Protocol):
-    """The ids a page uses so far."""
-
-    used: set[str]
-
-
-def _slot(scenario: str | None, anchors: Anchors, head: bool, variant: str) -> str:
-    # ``variant``: what else the HTML depends on (the extension's render options).
-    used = "\n".join(sorted(anchors.used)) + (f"\0{variant}" if variant else "")
-    page = hashlib.sha256(used.encode()).hexdigest()[:12] if used else "first"
+def _slot(scenario: str | None, used: set[str], head: bool, variant: str) -> str:
+    # ``used``: the ids the page used so far; ``variant``: what else the HTML depends on (the extension says).
+    said = "\n".join(sorted(used)) + (f"\0{variant}" if variant else "")
+    page = hashlib.sha256(said.encode()).hexdigest()[:12] if said else "first"
     return f"marker-{scenario or 'all'}-{'head' if head else 'body'}-{page}.html"
 
 
@@ -49,17 +43,17 @@ class Rendered:
         self.seconds = 0.0
 
     def cached(
-        self, chapter: str, scenario: str | None, key: str, *, anchors: Anchors, head: bool, variant: str = ""
+        self, chapter: str, scenario: str | None, key: str, *, used: set[str], head: bool, variant: str = ""
     ) -> str | None:
         """The HTML kept for this marker under the chapter's ``key``; None: render it with ``html``."""
         started = time.perf_counter()
-        text = self.cache.entry(chapter, key).read(_slot(scenario, anchors, head, variant))
+        text = self.cache.entry(chapter, key).read(_slot(scenario, used, head, variant))
         self.seconds += time.perf_counter() - started
         if text is None:
             return None
         first, _, html = text.partition("\n")
         try:
-            anchors.used.update(json.loads(first)["anchors"])
+            used.update(json.loads(first)["anchors"])
         except (ValueError, KeyError, TypeError):
             return None  # rendered again and overwritten
         self.reused += 1
@@ -70,22 +64,22 @@ class Rendered:
         traces: ChapterTraces,
         scenario: str | None,
         *,
-        anchors: Anchors,
+        used: set[str],
         head: bool,
         render: Callable[[], str],
         variant: str = "",
     ) -> str:
         """The HTML ``render()`` gives for this marker (drawing ``traces`` as the slot says), kept in the entry."""
         chapter, key = traces.chapter, self.key_of(traces.chapter)
-        kept = self.cached(chapter, scenario, key, anchors=anchors, head=head, variant=variant) if key else None
+        kept = self.cached(chapter, scenario, key, used=used, head=head, variant=variant) if key else None
         if kept is not None:
             return kept
         started = time.perf_counter()
-        slot, before = _slot(scenario, anchors, head, variant), set(anchors.used)
+        slot, before = _slot(scenario, used, head, variant), set(used)
         html = render()
         self.rendered += 1
         if key is not None:
-            ids = json.dumps({"anchors": sorted(anchors.used - before)})
+            ids = json.dumps({"anchors": sorted(used - before)})
             self.cache.entry(chapter, key).write(slot, f"{ids}\n{html}")
         self.seconds += time.perf_counter() - started
         return html

@@ -7,9 +7,7 @@
 * **which build each book was prepared for** (``ready``): the Markdown extension alone (Zensical
   runs no MkDocs plugin) passes a token that is new for every build (Zensical's configuration
   object): the first page of a build prepares the book and publishes its files, the others find it
-  ready;
-* **what the front end said**: whether it serves (with ``--dirty``), the payloads set aside while
-  the search plugin reads a page, and which chapters each page shows (``primer.book._plugin``).
+  ready.
 """
 
 from __future__ import annotations
@@ -23,7 +21,6 @@ if TYPE_CHECKING:  # the engine is loaded when a book is opened: not with traces
     from collections.abc import Mapping
 
     from primer.book._build import Book
-    from primer.book._payloads import PayloadStash
 
 __all__ = ["CACHE_DIR", "SESSION", "Session"]
 
@@ -32,43 +29,20 @@ CACHE_DIR = Path(".cache") / "trace-book"
 
 
 class Session:
-    """The books, and what the front end said."""
+    """The books, and which build each was prepared for."""
 
     # Not a dataclass: every build imports this module, traces off too, and making one costs 0.3 ms.
     def __init__(self) -> None:
         #: The books, by their docs folder (resolved).
         self.books: dict[str, Book] = {}
-        #: The command this process runs: ``build`` or ``serve``.
-        self.command = "build"
-        #: Whether a serve rebuilds only the pages whose source changed (``--dirty``).
-        self.dirty = False
-        #: Whether this build runs with ``PRIMER_TRACES=off`` (the hook then opens no book).
-        self.off = False
-        #: Page -> the chapters its markers and live blocks name, as last rendered (for ``--dirty``).
-        self.page_chapters: dict[str, set[str]] = {}
         # Book key -> the token of the build its traces were prepared for.
         self._prepared: dict[str, object] = {}
         self._lock = threading.Lock()
         # Absolute docs folders as spelled -> resolved (``key``).
         self._resolved: dict[str, str] = {}
-        self._payloads: PayloadStash | None = None
         #: The configuration of the Zensical build the assets were last written for with traces off
         #: (``primer.book._sources.assets_for_page``): Zensical makes a new extension for every page.
         self.styled: object | None = None
-
-    def start(self, command: str, *, dirty: bool) -> None:
-        """Record what the front end runs (MkDocs says so once, in ``on_startup``)."""
-        self.command = command
-        self.dirty = dirty
-
-    @property
-    def payloads(self) -> PayloadStash:
-        """Trace payloads set aside while a search plugin reads a page (made on first use: not with traces off)."""
-        if self._payloads is None:
-            from primer.book._payloads import PayloadStash
-
-            self._payloads = PayloadStash()
-        return self._payloads
 
     def key(self, docs_dir: Path) -> str:
         """How a book is known: its docs folder, resolved."""

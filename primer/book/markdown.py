@@ -6,13 +6,13 @@ the one ``primer.book._sources`` prepares once a build), else mock runs in this 
 
     html = markdown.markdown("::: trace ch09_who_retries", extensions=["primer.book.markdown"])
 
-A trace that cannot be loaded, or a near miss, shows an error block and is logged (``--strict``
-fails); with traces off a marker is a note and nothing runs. Each marker's HTML is held as a
-token and put back whole (``PutBack``): Python-Markdown never parses a trace block.
+A trace that cannot be loaded, or a near miss, shows an error block and is logged; with traces off
+a marker is a note. Each marker's HTML is held as a token and put back whole: never parsed again.
 """
 
 from __future__ import annotations
 
+import posixpath
 import re
 import time
 import xml.etree.ElementTree as etree
@@ -29,6 +29,7 @@ from markdown.util import AtomicString
 from primer.book._links import page_relative
 from primer.book._logs import book_logger
 from primer.book._markers import OFF_CLASS, Marker, NearMiss, off_note, parse_line
+from primer.book._payloads import search_text
 from primer.book._prose import LiveProse, ModeBlock, opening_html, select
 from primer.book._sources import (
     NO_KEY,
@@ -56,18 +57,6 @@ __all__ = ["NO_KEY", "MockRunSource", "PutBack", "TraceExtension", "TraceProcess
 
 # Under ``mkdocs.`` so MkDocs counts the warnings (``--strict``).
 log = book_logger("mkdocs.plugins.primer.book")
-
-
-class PageIds:
-    """The ids a page uses so far, while its traces all come from the cache (the renderer not loaded)."""
-
-    def __init__(self, used: set[str]) -> None:
-        self.used = used
-
-
-def _names(line: str) -> tuple[str, str | None] | None:
-    parsed = parse_line(line)
-    return (parsed.chapter, parsed.scenario) if isinstance(parsed, Marker) else None
 
 
 class TraceExtension(Extension):
@@ -102,14 +91,12 @@ class TraceExtension(Extension):
         self._source: TraceSource | None = None
         self._cache = cache
         self.md: Markdown | None = None
-        self._anchors: Anchors | None = None
-        # The ids used on the page so far: the renderer's Anchors hold this set.
-        self._ids = PageIds(set())
-        self._headed: set[str] = set()
-        #: The HTML of the page's markers so far, by token (``hold``).
-        self.held: list[str] = []
         #: The page being rendered, its name and Markdown, as the plugin read it (``_unseen``).
         self.reading: tuple[str, str] | None = None
+        #: The page's URL (the plugin sets it): trace links are made relative to it as they are rendered.
+        self.page_url: str | None = None
+        self._anchors: Anchors | None = None
+        self.reset()
 
     @cached_property
     def options(self) -> RenderOptions:
@@ -132,11 +119,11 @@ class TraceExtension(Extension):
 
     @property
     def anchors(self) -> Anchors:
-        """The ids used on the page so far (a new page, new anchors: ``reset``)."""
+        """The renderer's ids of the page so far (made on the first marker rendered: a warm build loads no renderer)."""
         if self._anchors is None:
             from primer.book._render import Anchors
 
-            self._anchors = Anchors(used=self._ids.used)
+            self._anchors = Anchors(used=self._ids)
         return self._anchors
 
     @property
@@ -187,30 +174,30 @@ class TraceExtension(Extension):
     def reset(self) -> None:
         """A new document: ids need only be unique within one page."""
         self._anchors = None
-        self._ids = PageIds(set())
-        self._headed = set()
-        self.held = []
+        self._ids: set[str] = set()
+        self._headed: set[str] = set()
+        #: The HTML of the page's markers and mode blocks so far, by token (``hold``).
+        self.held: list[str] = []
+        #: The page's trace blocks so far: (what search indexes of one, its HTML), for the plugin.
+        self.blocks: list[tuple[str, str]] = []
 
     def html_for_near_miss(self, near: NearMiss) -> str:
         """The error block for a line meant as a marker that is not a valid one (logged unless the plugin does)."""
-        from primer.book._render import render_error
+        self._warn(near.message, near.message, lambda line: line.rstrip() == near.text.strip())
+        return _error(near.message, near.text)
 
+    def _warn(self, message: str, said: str, meant: Callable[[str], bool]) -> None:
+        # Standalone, every problem; under the plugin, which names page and line itself, one it
+        # cannot see (``said`` after them): a marker indented more than it reads (an admonition's).
         if self.getConfig("warn_missing"):
-            log.warning("%s", near.message)
-        elif (where := self._unseen(lambda line: line.rstrip() == near.text.strip())) is not None:
-            log.warning("traces: %s: %s", where, near.message)
-        return render_error(near.message, marker=near.text)
-
-    def _unseen(self, meant: Callable[[str], bool]) -> str | None:
-        """``page line N`` of a marker indented more than the plugin reads (an admonition's, a list's); else None."""
-        if self.reading is None:
-            return None
-        page, markdown = self.reading
+            log.warning("%s", message)
+            return
+        page, markdown = self.reading or ("", "")
         for number, line in enumerate(markdown.split("\n"), 1):
             if ":::" in line and meant(text := line.lstrip(" \t")):
-                indent = len(line.expandtabs(4)) - len(text.expandtabs(4))
-                return f"{page} line {number}" if indent > 3 else None
-        return None
+                if len(line.expandtabs(4)) - len(text.expandtabs(4)) > 3:
+                    log.warning("traces: %s line %s: %s", page, number, said)
+                return
 
     def _wrap(self, block: ModeBlock) -> tuple[str, str]:
         """What a shown mode block's two lines become: tokens for its labelled element, opened and closed."""
@@ -236,33 +223,17 @@ class TraceExtension(Extension):
             return False
         return live is not None and (scenario is None or any(s.name == scenario for s in live.scenarios))
 
-    def _kept(self, chapter: str, scenario: str | None, started: float) -> str | None:
-        """The marker's HTML from the chapter's entry in the cache, its runs unread; None: render it."""
-        summary = self._summary(chapter)
-        cache = self.cache
-        if summary is None or cache is None:
-            return None
-        require_scenario(chapter, scenario, summary.names)
-        cache.seconds += time.perf_counter() - started
-        head = chapter not in self._headed
-        return cache.cached(chapter, scenario, summary.key, anchors=self._ids, head=head, variant=self.options.key)
-
     def html_for(self, chapter: str, scenario: str | None) -> str:
         """The HTML for one marker: the traces, or a visible error block."""
-        started = time.perf_counter()
         marker = f"::: trace {chapter}{f' {scenario}' if scenario else ''}"
         try:
-            html = self._kept(chapter, scenario, started)
-            if html is None:
-                html = self._rendered(chapter, scenario, started)
+            search, _, html = self._stored(chapter, scenario).partition("\n")
             self._headed.add(chapter)
-            source = page_source(self.md)  # Zensical: relative to the page's Markdown file
-            return html if source is None else page_relative(html, source)
+            self.blocks.append((search, html))
+            return html
         except NotFound as error:
-            if self.getConfig("warn_missing"):
-                log.warning("%s: %s", marker, error)
-            elif (where := self._unseen(lambda line: _names(line) == (chapter, scenario))) is not None:
-                log.warning("traces: %s: the marker `%s`: %s", where, marker, error)
+            meant = Marker(chapter, scenario, 1)
+            self._warn(f"{marker}: {error}", f"the marker `{marker}`: {error}", lambda line: parse_line(line) == meant)
             return _error(str(error), marker)
         except PrimerError as error:
             log.warning("%s: %s", marker, error)
@@ -275,23 +246,34 @@ class TraceExtension(Extension):
                 marker,
             )
 
-    def _rendered(self, chapter: str, scenario: str | None, started: float) -> str:
-        """The marker's HTML rendered from its traces (and kept in the chapter's entry)."""
+    def _stored(self, chapter: str, scenario: str | None) -> str:
+        """The marker's search text, a line, then its HTML: from the chapter's entry in the cache, else rendered."""
+        started = time.perf_counter()
+        # A chapter's switch, totals and live status head its first trace on the page only.
+        head = chapter not in self._headed
+        # Links are made relative to the page's folder (MkDocs' URL, or the file Zensical renders): in the slot.
+        folder = posixpath.dirname(self.page_url or page_source(self.md) or "")
+        variant = f"{self.options.key}\0{folder}"
+        summary, cache = self._summary(chapter), self.cache
+        if summary is not None and cache is not None:
+            require_scenario(chapter, scenario, summary.names)
+            cache.seconds += time.perf_counter() - started
+            kept = cache.cached(chapter, scenario, summary.key, used=self._ids, head=head, variant=variant)
+            if kept is not None:
+                return kept
         from primer.book._render import render_traces  # the first marker's: its share too
 
         traces = collect(self.source, chapter, scenario)
-        # A chapter's switch, totals and live status head its first trace on the page only.
-        head = chapter not in self._headed
-        anchors = self.anchors
 
         def render() -> str:
-            return render_traces(traces, scenario, anchors=anchors, head=head, options=self.options)
+            html = render_traces(traces, scenario, anchors=self.anchors, head=head, options=self.options)
+            html = page_relative(html, f"{folder}/" if folder else "")
+            return f"{search_text(html)}\n{html}"
 
-        cache = self.cache
         if cache is None:
             return render()
         cache.seconds += time.perf_counter() - started  # loading the renderer and the traces count here
-        return cache.html(traces, scenario, anchors=anchors, head=head, render=render, variant=self.options.key)
+        return cache.html(traces, scenario, used=self._ids, head=head, render=render, variant=variant)
 
 
 class TraceProcessor(BlockProcessor):
@@ -300,35 +282,24 @@ class TraceProcessor(BlockProcessor):
     def __init__(self, parser: BlockParser, extension: TraceExtension) -> None:
         super().__init__(parser)
         self.extension = extension
-        # What test() found in the block, for run(), which Python-Markdown calls next with it.
-        self._tested: tuple[str, tuple[int, Marker | NearMiss] | None] = ("", None)
-
-    @staticmethod
-    def _first(block: str) -> tuple[int, Marker | NearMiss] | None:
-        for index, line in enumerate(block.split("\n")):
-            parsed = parse_line(line) if ":::" in line else None
-            if parsed is not None:
-                return index, parsed
-        return None
+        # The block test() was asked about and the marker it found, for run(), which Python-Markdown calls next.
+        self._found: tuple[int, Marker | NearMiss] = (0, NearMiss("", (), 0))
 
     def test(self, parent: etree.Element, block: str) -> bool:
         """Whether the block holds a line meant as a marker (a near miss is shown as an error)."""
         if ":::" not in block:  # asked of nearly every block of every page
             return False
-        self._tested = (block, self._first(block))
-        return self._tested[1] is not None
+        for index, line in enumerate(block.split("\n")):
+            parsed = parse_line(line) if ":::" in line else None
+            if parsed is not None:
+                self._found = (index, parsed)
+                return True
+        return False
 
     def run(self, parent: etree.Element, blocks: list[str]) -> None:
         """Render the first marker of the block; the text around it is parsed as usual."""
-        block = blocks.pop(0)
-        tested, found = self._tested
-        if tested is not block:
-            found = self._first(block)
-        if found is None:  # another processor changed the block since test()
-            blocks.insert(0, block)
-            return
-        index, marker = found
-        lines = block.split("\n")
+        index, marker = self._found
+        lines = blocks.pop(0).split("\n")
         before, after = "\n".join(lines[:index]).rstrip("\n"), "\n".join(lines[index + 1 :]).lstrip("\n")
         if before:
             self.parser.parseBlocks(parent, [before])
@@ -342,14 +313,13 @@ class TraceProcessor(BlockProcessor):
                 html = self.extension.html_for_near_miss(marker)
             else:
                 html = self.extension.html_for(marker.chapter, marker.scenario)
-            held = etree.SubElement(parent, "p")
-            held.text = self.extension.hold(html)
+            etree.SubElement(parent, "p").text = self.extension.hold(html)
         if after:
             blocks.insert(0, after)
 
 
 class PutBack(Postprocessor):
-    """Puts each marker's HTML where the paragraph holding its token is (``TraceExtension.hold``).
+    """Puts each held HTML where the paragraph holding its token is (``TraceExtension.hold``).
 
     Not Python-Markdown's HTML stash, whose postprocessor searches every stashed block (a trace
     block is tens of kilobytes) for placeholders nested in it: a token is looked for once.
@@ -362,14 +332,12 @@ class PutBack(Postprocessor):
     def run(self, text: str) -> str:
         """The document with each token, and the paragraph around it, replaced by its HTML."""
         held = self.extension.held
-        if not held:
-            return text
 
         def back(match: re.Match[str]) -> str:
             index = int(match[1] or match[2])
             return held[index] if index < len(held) else match[0]
 
-        return _TOKEN.sub(back, text)
+        return _TOKEN.sub(back, text) if held else text
 
 
 # STX and ETX, which the renderer never lets through from a model, a tool or a service
