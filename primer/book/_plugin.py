@@ -223,9 +223,9 @@ class TraceBookPlugin(BasePlugin[TraceBookConfig]):  # type: ignore[no-untyped-c
             for warning in malformed(name, markdown):
                 log.warning(f"traces: {warning}")
             return markdown
-        # The chapters its traces depend on: its markers' and its mode blocks'.
-        named = {marker.chapter for marker in find_markers(markdown)} | {b.chapter for b in prose.blocks(markdown)}
-        self.page_chapters[name] = named
+        if self.dirty:  # the chapters its traces depend on: its markers' and its mode blocks'
+            named = {marker.chapter for marker in find_markers(markdown)} | {b.chapter for b in prose.blocks(markdown)}
+            self.page_chapters[name] = named
         return self.book.page(name, markdown, url=page.url)
 
     # Last, so every other plugin's on_page_content sees the whole page.
@@ -308,7 +308,7 @@ class TraceBookPlugin(BasePlugin[TraceBookConfig]):  # type: ignore[no-untyped-c
 
 def _name(config: MkDocsConfig, src_uri: str) -> str:
     # How warnings name a page: docs/ch05_loop_endings.md.
-    return f"{Path(config.docs_dir).name}/{src_uri}"
+    return f"{os.path.basename(config.docs_dir)}/{src_uri}"
 
 
 def _add_assets(config: MkDocsConfig, *, scripts: bool) -> None:
