@@ -23,6 +23,13 @@ compatibility forms, spaced out, or reversed::
     >>> Redactor(["k-123456"]).text("it is k\u200b-1 2 3 4 5 6, or 654321-k")
     'it is [secret], or [secret]'
 
+or split by the Markdown a page renders a reply from, which a reader sees joined
+(``k-12**3456**``, a backtick, a character reference such as ``&#51;``, a link's
+text against the word after it)::
+
+    >>> Redactor(["k-123456"]).text("it is k-12**34**56, or k-12&#51;456")
+    'it is [secret], or [secret]'
+
 Base64 is the one that needs thought. It turns each 3 bytes into 4
 characters, so a secret inside a longer encoded string (``user:secret`` in a
 ``Basic`` credential, a debugging echo of a header) starts at byte 0, 1 or 2
@@ -39,6 +46,7 @@ from __future__ import annotations
 
 import base64
 import functools
+import html
 import json
 import re
 import unicodedata
@@ -133,8 +141,15 @@ MIN_DISGUISED_LENGTH = 8
 # grapheme joiner, the variation selectors) or stand for nothing (the
 # Hangul fillers).
 _HIDING = re.compile(f"[\\s{INVISIBLE}\u034f\u115f\u1160\u3164\uffa0\ufe00-\ufe0f\U000e0100-\U000e01ef]")
-# The same for ASCII text, as a table for str.translate (what \s is in ASCII).
-_ASCII_SPACES = str.maketrans("", "", " \t\n\r\v\f\x1c\x1d\x1e\x1f")
+# Inline Markdown a reader does not see once a page renders a reply: emphasis, code, strike, escapes, brackets.
+_MARKS = "*_`~\\[]"
+# The same for ASCII text, as a table for str.translate (what \s is in ASCII, and the marks).
+_ASCII_SPACES = str.maketrans("", "", " \t\n\r\v\f\x1c\x1d\x1e\x1f" + _MARKS)
+# What else a page reads out of a reply's Markdown: a character reference (read as its character),
+# a link's target and a tag (not shown: the words on either side meet). Any other character is one token.
+_SPAN = re.compile(r"\]\([^)\s]*\)|<[^<>\s]{1,64}>")
+_REFERENCE = r"&(?:#[0-9]{1,7}|#[xX][0-9a-fA-F]{1,6}|[A-Za-z][A-Za-z0-9]{1,31});"
+_TOKEN = re.compile(f"({_REFERENCE})|({_SPAN.pattern})|.", re.S)
 # A URL inside a longer text (an error message, an echoed body), up to a space or a quote.
 _URL_IN_TEXT = re.compile(r"https?://[^\s\"'<>`\\]+", re.IGNORECASE)
 
@@ -181,22 +196,33 @@ def _base64_forms(secret: str) -> tuple[_Encoded, ...]:
 
 
 def _folded(text: str) -> str:
-    """``text`` as a reader takes it in: what it hides behind dropped, compatibility forms folded (NFKC)."""
+    """``text`` as a reader takes it in: markup and hiding characters dropped, compatibility forms folded (NFKC).
+
+    The quick form, tested on every string: a secret found in it is then looked for token by token.
+    """
+    if "](" in text or "<" in text:
+        text = _SPAN.sub("", text)
+    if "&" in text:
+        text = html.unescape(text)
     if text.isascii():
         return text.translate(_ASCII_SPACES)
-    return _HIDING.sub("", unicodedata.normalize("NFKC", text))
+    return _HIDING.sub("", unicodedata.normalize("NFKC", text)).translate(_ASCII_SPACES)
 
 
-def _folded_with_origins(text: str) -> tuple[str, list[int]]:
-    """``_folded(text)`` made character by character, with the index in ``text`` each character came from."""
+def _folded_with_origins(text: str) -> tuple[str, list[tuple[int, int]]]:
+    """``_folded(text)``, with the span of ``text`` each of its characters came from."""
     folded: list[str] = []
-    origins: list[int] = []
-    for index, char in enumerate(text):
-        if _HIDING.match(char):
+    origins: list[tuple[int, int]] = []
+    for token in _TOKEN.finditer(text):
+        if token[2]:
             continue
-        for part in unicodedata.normalize("NFKC", char):
-            folded.append(part)
-            origins.append(index)
+        read = html.unescape(token[1]) if token[1] else token[0]
+        for char in read:
+            if _HIDING.match(char) or char in _MARKS:
+                continue
+            for part in unicodedata.normalize("NFKC", char):
+                folded.append(part)
+                origins.append(token.span())
     return "".join(folded), origins
 
 
@@ -293,7 +319,7 @@ class Redactor:
             start = folded.find(secret)
             while start >= 0:
                 end = start + len(secret)
-                spans.append((origins[start], origins[end - 1] + 1))
+                spans.append((origins[start][0], origins[end - 1][1]))
                 start = folded.find(secret, end)
         merged: list[list[int]] = []
         for start, end in sorted(spans):

@@ -320,20 +320,36 @@ def test_with_traces_off_the_hook_leaves_the_markers_to_the_extension(monkeypatc
     assert extension.off
 
 
-def test_traces_off_loads_neither_the_engine_nor_pydantic(tmp_path):
-    # What makes a build with traces off cost what one without the hook does (benchmarks/scale.py).
-    book = make_book(tmp_path)
+def _imported(book, **environ):
+    """The modules a build of ``book`` imports (``-X importtime``), and its log."""
     done = subprocess.run(
         [sys.executable, "-X", "importtime", "-m", "mkdocs", "build", "--verbose"],
         cwd=book.root,
-        env=book.env(PRIMER_TRACES="off"),
+        env=book.env(**environ),
         capture_output=True,
         text=True,
         timeout=120,
         check=False,
     )
     assert done.returncode == 0, done.stderr
-    imported = {line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines() if line.startswith("import time:")}
+    lines = done.stderr.splitlines()
+    return {line.rsplit("|", 1)[-1].strip() for line in lines if line.startswith("import time:")}, done.stderr
+
+
+def test_a_warm_build_with_every_page_cached_loads_neither_pydantic_nor_the_trace_schema(tmp_path):
+    # Nothing runs nor renders: importing pydantic was the largest share of a warm build (benchmarks/scale.py).
+    book = make_book(tmp_path)
+    assert book.build().returncode == 0
+    imported, log = _imported(book)
+    assert "traces: ran 0, reused" in log
+    assert "primer.book._build" in imported
+    assert not {"pydantic", "primer.trace", "primer.book._render"} & imported
+
+
+def test_traces_off_loads_neither_the_engine_nor_pydantic(tmp_path):
+    # What makes a build with traces off cost what one without the hook does (benchmarks/scale.py).
+    book = make_book(tmp_path)
+    imported, log = _imported(book, PRIMER_TRACES="off")
     assert "primer.book.mkdocs_hook" in imported
     loaded = {
         "pydantic",
@@ -345,7 +361,7 @@ def test_traces_off_loads_neither_the_engine_nor_pydantic(tmp_path):
     }
     assert not loaded & imported
     # Nor is the hook called on the events of each page it has nothing to do in (MkDocs logs each call).
-    called = re.findall(r"Running `(\w+)` event from plugin '[^']*traces\.py'", done.stderr)
+    called = re.findall(r"Running `(\w+)` event from plugin '[^']*traces\.py'", log)
     assert called.count("page_markdown") == len(list((book.root / "docs").glob("*.md")))  # it checks markers
     assert not {"page_content", "page_context"} & set(called)
 

@@ -804,12 +804,18 @@ def test_an_endpoint_that_wants_a_key_gets_it_from_the_environment_as_openteleme
 
 def test_the_exports_version_is_in_every_chapters_key(monkeypatch: pytest.MonkeyPatch) -> None:
     # A new export (its code, its packages) is a new key: a warm cache never publishes the old file.
+    # Its version is read once a process (a new package is a new process): the test reads it again.
     import primer.export
+    from primer.book import _cache
     from primer.book._cache import renderer_version
 
     before = renderer_version()
     monkeypatch.setattr(primer.export, "otlp_version", lambda: "0123456789abcdef")
+    _cache._versions.cache_clear()
     assert renderer_version() != before
+    monkeypatch.undo()
+    _cache._versions.cache_clear()
+    assert renderer_version() == before
 
 
 def test_what_a_viewer_lists_reaches_a_loopback_receiver_as_protobuf(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import os
 import subprocess
 import sys
@@ -184,11 +185,11 @@ def test_properdocs_builds_the_plugin_form(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_a_second_build_of_one_cache_waits_for_the_first_and_says_so(tmp_path: Path) -> None:
-    from primer.book._lock import BuildLock
+    from primer.book._cache import BuildLock
 
     book = make_book(tmp_path / "book", plugin="")
     held = BuildLock(book.root / ".cache" / "trace-book")
-    held.acquire()  # as a build of this process would: the subprocess's build must wait
+    held.acquire(logging.getLogger("tests"))  # as a build of this process would: the subprocess's build must wait
     try:
         second = subprocess.Popen(
             [sys.executable, "-m", "mkdocs", "build"],

@@ -216,12 +216,11 @@ def test_tools_declared_in_an_earlier_marker_are_referred_to_alike_from_the_cach
     # The HTML cache hands back a marker's HTML and its ids without rendering
     # it: a later marker refers to its tools just the same.
     from primer.book._cache import TraceCache
-    from primer.book._rendered import Rendered
 
     first = "::: trace ch09_who_retries service_is_busy\n"
     text = first + "\n::: trace ch09_who_retries service_says_no\n"
     fresh = page(text, FixtureSource())
-    cache = Rendered(TraceCache(tmp_path), lambda chapter: "key")
+    cache = TraceCache(tmp_path, key_of=lambda chapter: "key")
     markdown.Markdown(extensions=[TraceExtension(source=FixtureSource(), cache=cache)]).convert(first)
     # The first marker comes from the cache, the second is rendered.
     mixed = markdown.Markdown(extensions=[TraceExtension(source=FixtureSource(), cache=cache)]).convert(text)

@@ -155,7 +155,8 @@ def test_the_converter_is_reused_within_a_render_and_holds_nothing_over() -> Non
     assert "[a][r]" in second
 
 
-# A key split by markup: the recorder saw no key whole (``sk-…4b1d**9e0c77**``), the page would join it.
+# A key split by markup (``sk-…4b1d**9e0c77**``): the recorder scrubs it, and a trace recorded without the
+# key known (frozen before, or by another build) reaches the page as written, which must not join it.
 SPLIT = [f"{KEY[:-6]}**{KEY[-6:]}**", f"**{KEY[:-6]}**{KEY[-6:]}", f"{KEY[:-6]}`{KEY[-6:]}`", f"{KEY[:-6]}*{KEY[-6:]}*"]
 SPLIT += [f"{KEY[:-6]}&#{ord(KEY[-6])};{KEY[-5:]}", f"{KEY[:-6]}&#x{ord(KEY[-6]):x};{KEY[-5:]}"]
 SPLIT += [f"{KEY[:3]}**{KEY[3:]}**", f"[{KEY[:-6]}](https://shop.example/){KEY[-6:]}", f"{KEY[:-6]}<em>{KEY[-6:]}</em>"]
@@ -171,7 +172,7 @@ def test_a_key_split_by_markup_is_not_joined_on_the_page(
     else:
         monkeypatch.delenv("PRIMER_API_KEY", raising=False)
     said = f"Your key is {split}, **keep it**."
-    assert Redactor([KEY]).text(said) == said  # as recorded: the redactor finds no key in it
+    assert KEY[-6:] not in Redactor([KEY]).text(said)  # recorded with the key known, it is scrubbed
     cell, html = reply_cell(said)
     page = parse(html)
     # What a reader sees (text, character references read): never the key whole, not in a turn's folded line either.
@@ -190,9 +191,9 @@ def test_a_key_in_any_form_split_by_markup_is_not_shown(monkeypatch: pytest.Monk
     for name, form in secret_forms.forms(KEY).items():
         _, html = reply_cell(Redactor([KEY]).text(f"look: {form[:5]}**{form[5:]}** and **more**"))  # as recorded
         assert not secret_forms.leaks(parse(html).text, [KEY]), name
-    # Spaced out, one letter bold: the recorder's redactor sees the asterisks, a reader only the letters.
+    # Spaced out, one letter bold: a reader sees only the letters, and so does the recorder's redactor.
     spaced = " ".join(KEY[:4]) + " **" + KEY[4] + "** " + " ".join(KEY[5:])
-    assert Redactor([KEY]).text(spaced) == spaced
+    assert Redactor([KEY]).text(spaced) == "[secret]"
     cell, _ = reply_cell(f"{spaced} and **more**")
     assert not cell.find("section", class_="tr-md")
     assert Redactor([KEY]).text(" ".join(KEY)) != " ".join(KEY)  # what the reader would have seen is a key

@@ -4,9 +4,10 @@ A provider on loopback streams what it likes: the key as an event's name,
 split across the pieces of a refusal, of a second choice interleaved with the
 first, of broken events that are not JSON, of a tool call's id; and the key
 disguised (zero-width spaces, soft hyphens, full-width forms, spaced out,
-reversed). Every output (the model call's record, the events written back as
-SSE, the command line's ``--json``, and a real ``mkdocs build``'s frozen trace,
-pages, payload pages, search index, published JSON, cache and log) is searched
+reversed, split by Markdown a page would render joined). Every output (the
+model call's record, the events written back as SSE, the command line's
+``--json``, and a real ``mkdocs build``'s frozen trace, pages, payload pages,
+search index, published JSON, cache and log) is searched
 for the key in every form the redactor claims (``tests.secret_forms``), and for
 its halves.
 """
@@ -124,6 +125,12 @@ ATTACKS: dict[str, list[tuple[str | None, str]]] = {
         (None, chunk({"content": " or \u202e" + SERVICE_KEY[::-1] + "\u202c."}, finish="stop")),
         (None, "[DONE]"),
     ],
+    "split by the Markdown a page renders": [
+        (None, chunk({"content": f"{A}**{B}** and `{SERVICE_KEY[:5]}`{SERVICE_KEY[5:]}"})),
+        (None, chunk({"content": f" or {A}&#{ord(B[0])};{B[1:]} or [{A}](https://shop.example/){B}"})),
+        (None, chunk({"content": " or " + " ".join(A) + " _" + B[0] + "_ " + " ".join(B[1:])}, finish="stop")),
+        (None, "[DONE]"),
+    ],
 }
 
 
@@ -186,8 +193,10 @@ def test_disguised_keys_are_scrubbed_wherever_text_is_recorded() -> None:
         text = f"before {disguised} after"
         assert redactor.text(text) in (f"before {SCRUBBED} after", f"before \u202e{SCRUBBED} after"), repr(text)
         assert redactor.json({"note": text}) == {"note": redactor.text(text)}
-    # Ordinary text is left alone, spaces and all.
-    assert redactor.text("Milk is 1.20 and bread 1.45.") == "Milk is 1.20 and bread 1.45."
+    # Ordinary text is left alone, spaces and Markdown and all.
+    markdown = "**Milk** is `1.20` &amp; [bread](https://x.example/) <b>1.45</b>"
+    for ordinary in ("Milk is 1.20 and bread 1.45.", markdown):
+        assert redactor.text(ordinary) == ordinary
 
 
 # -- a real command line run and a real build ---------------------------------------------------

@@ -53,8 +53,12 @@ class Server:
         for line in self.process.stdout:
             self.lines.append(line.rstrip("\n"))
 
-    def wait_for(self, text: str, *, after: int = 0, timeout: float = 60.0) -> int:
-        """Index of the first log line from ``after`` on containing ``text``."""
+    def wait_for(self, text: str, *, after: int = 0, timeout: float = 600.0) -> int:
+        """Index of the first log line from ``after`` on containing ``text``.
+
+        What is waited for is the line; ``timeout`` only ends a hung server. A (re)build
+        on a loaded machine takes minutes of wall time (a shorter limit failed tests under load).
+        """
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             for index in range(after, len(self.lines)):
@@ -69,7 +73,7 @@ class Server:
         return [line[line.index("traces:") :] for line in self.lines if "traces: ran" in line]
 
     def get(self, path: str = "") -> str:
-        with urllib.request.urlopen(self.url + path, timeout=30) as response:
+        with urllib.request.urlopen(self.url + path, timeout=120) as response:
             return str(response.read().decode())
 
     def stop(self) -> None:

@@ -6,20 +6,23 @@ import ast
 import importlib
 import json
 import os
+import queue
 import shutil
 import sys
 import threading
 import time
+import types
 
 import pytest
 
+from primer.book import _run as run_module
 from primer.book import _store as store_module
 from primer.book._atomic import TEMP_SUFFIX, write_if_changed
 from primer.book._build import Book
 from primer.book._chapters import Chapters, CodeGraph
 from primer.book._markers import Marker, check, find_markers
 from primer.book._prepare import Chapter, Prepared, Report
-from primer.book._run import run_bounded
+from primer.book._run import Progress, run_bounded
 from primer.book._source import ChapterTraces, LiveStatus, Shown
 from primer.book._store import CorruptTrace, TraceStore
 from primer.errors import NotFound
@@ -465,27 +468,53 @@ def test_the_pool_bounds_concurrency_and_keeps_order():
     assert most == 3
 
 
-def test_the_pool_gives_up_slow_jobs_reports_errors_and_progress():
-    progress = []
+def test_the_pool_gives_up_slow_jobs_reports_errors_and_progress(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The pool's clock is the test's: it moves only once every job that ends has ended, to the
+    # pool's next deadline, so no load on the machine can reorder what happens. The slow job
+    # never ends by itself: the pool returning at all is its giving up.
+    clock = [0.0]
+    release = threading.Event()
+
+    class Finished(queue.Queue[int]):
+        ended = 0
+
+        def put(self, item: int, block: bool = True, timeout: float | None = None) -> None:
+            self.ended += 1
+            super().put(item, block, timeout)
+
+        def get(self, block: bool = True, timeout: float | None = None) -> int:
+            if self.ended < 2:  # boom and quick: wait for them, whatever the load
+                return super().get(timeout=60)
+            try:
+                return super().get(block=False)
+            except queue.Empty:
+                clock[0] += timeout or 0.0
+                raise
+
+    monkeypatch.setattr(run_module, "time", types.SimpleNamespace(monotonic=lambda: clock[0]))
+    monkeypatch.setattr(run_module, "queue", types.SimpleNamespace(Queue=Finished, Empty=queue.Empty))
+    progress: list[Progress] = []
 
     def boom() -> str:
         raise ValueError("bad")
 
-    started = time.monotonic()
-    results = run_bounded(
-        [("slow", lambda: (time.sleep(3), "late")[1]), ("boom", boom), ("quick", lambda: "ok")],
-        limit=0.4,
-        workers=2,
-        on_timeout=lambda label: f"timeout {label}",
-        on_error=lambda label, error: f"error {label}: {error}",
-        progress=progress.append,
-        every=0.1,
-    )
-    assert time.monotonic() - started < 2
+    try:
+        results = run_bounded(
+            [("slow", lambda: "late" if release.wait(60) else "hung"), ("boom", boom), ("quick", lambda: "ok")],
+            limit=0.4,
+            workers=2,
+            on_timeout=lambda label: f"timeout {label}",
+            on_error=lambda label, error: f"error {label}: {error}",
+            progress=progress.append,
+            every=0.1,
+        )
+    finally:
+        release.set()
     assert results == ["timeout slow", "error boom: bad", "ok"]
+    assert clock[0] == pytest.approx(0.4), "given up at its limit"
     assert progress, "a pool running longer than `every` reports"
-    assert "slow" in progress[0].running
-    assert progress[0].line("live runs").startswith("live runs: ")
+    assert [(p.done, p.running) for p in progress] == [(2, ["slow"])] * 3, "at 0.1, 0.2 and 0.3 s"
+    assert progress[0].line("live runs") == "live runs: 2 of 3 done after 0s; running slow"
 
 
 def test_chapters_discovery_is_the_default_package():

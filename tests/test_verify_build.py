@@ -353,7 +353,7 @@ def test_a_library_edit_while_serving_is_replayed_with_the_new_code(settled_book
         # This server imported the library before the edit: a replay in it would send the
         # old prompt and verify. It must replay in a new interpreter, and diverge.
         edit(library / "scenario.py", "You answer briefly and plainly.", "You answer tersely and plainly.")
-        server.wait_for("verified 0", after=start, timeout=120)
+        server.wait_for("verified 0", after=start)
         log = server.lines[start:]
         assert sum("verifying" in line and "anew" in line for line in log) == len(LIVE)
         assert any("no longer matches the code" in line and "body messages[0].content" in line for line in log)

@@ -17,10 +17,9 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from primer.book._build import Book
-    from primer.book._cache import TraceCache
+    from primer.book._cache import BuildLock, TraceCache
     from primer.book._chapters import Chapters
     from primer.book._configuration import BookConfig, TraceBookConfig, read_config
-    from primer.book._lock import BuildLock
     from primer.book._plugin import TraceBookPlugin
     from primer.book._prepare import Report
     from primer.book._render import render_payloads, render_traces
@@ -56,7 +55,7 @@ __all__ = [
 _HOMES = {
     "Book": "primer.book._build",
     "BookConfig": "primer.book._configuration",
-    "BuildLock": "primer.book._lock",
+    "BuildLock": "primer.book._cache",
     "ChapterTraces": "primer.book._source",
     "Chapters": "primer.book._chapters",
     "LiveStatus": "primer.book._source",

@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
+import shutil
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
@@ -24,7 +25,6 @@ from primer.book._logs import book_logger
 from primer.book._markers import check, find_markers, malformed
 from primer.book._prepare import Prepared, Report, Setup, prepare
 from primer.book._prices import PriceTable, default_prices
-from primer.book._rendered import Rendered
 from primer.book._store import PUBLISHED_DIR, TraceStore
 from primer.variables import chapters_package
 
@@ -92,13 +92,12 @@ class Book:
         package = settings.chapters_package() if settings is not None else chapters_package()
         self.chapters = chapters or Chapters(package, imports_cache=cache_dir / "imports.json")
         self.docs_dir = docs_dir
-        self.cache = TraceCache(cache_dir / "entries")
+        #: The one cache, with the markers' HTML the Markdown extension keeps in each chapter's entry.
+        self.cache = TraceCache(cache_dir / "entries", key_of=self._key_of)
         self.use_cache = use_cache
         self.store = TraceStore(live_dir or docs_dir / PUBLISHED_DIR, self.cache)
         #: The ``PRIMER_*`` settings read at every ``prepare`` (None: the process's environment).
         self.environ = environ
-        #: Rendered markers, for the Markdown extension, in each chapter's entry.
-        self.rendered = Rendered(self.cache, self._key_of)
         #: The page each chapter is first shown on (its URL), which its payload page links back to.
         self.chapter_pages: dict[str, str] = {}
         #: This build's own time, per part.
@@ -124,7 +123,6 @@ class Book:
     def prepare(self) -> Prepared:
         """Make this build's ``Prepared`` (``primer.book._prepare``): what every page shows."""
         self.clock.parts = {}
-        self.rendered.reset()
         self.cache.reset()
         self.pages = {}
         self._pages_found = None
@@ -142,7 +140,6 @@ class Book:
         )
         before = self.prepared
         with self.clock("prepare"):
-            self.store.reset()
             self.prepared = prepare(self.chapters, self.store, setup)
         chapters = {*before.chapters(), *self.prepared.chapters()}
         self.changed = {c for c in chapters if before.summary(c) != self.prepared.summary(c)}
@@ -219,6 +216,7 @@ class Book:
     def prune(self) -> None:
         """Drop the cache's entries this build did not use (but the last few of each chapter): after a full build."""
         self.cache.prune(self.prepared.chapters())
+        shutil.rmtree(self.cache.folder.parent / "prose", ignore_errors=True)  # an older version's, unused
 
     def _chapter_page(self, chapter: str) -> str | None:
         """The URL a chapter's payload page links back to: its own page (named after it), else the first showing it.
@@ -254,9 +252,9 @@ class Book:
 
     def log_share(self) -> None:
         """Log this build's own share of the time, per part, at DEBUG."""
-        self.clock.add("render", self.rendered.seconds)
-        self.rendered.seconds = 0.0
-        counted = f"; markers rendered {self.rendered.rendered}, reused {self.rendered.reused}"
+        self.clock.add("render", self.cache.seconds)
+        self.cache.seconds = 0.0
+        counted = f"; markers rendered {self.cache.rendered}, reused {self.cache.reused}"
         self.log.debug(self.clock.line() + counted)
 
     def watched_dirs(self) -> Iterable[Path]:

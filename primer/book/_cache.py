@@ -1,37 +1,42 @@
-"""The one cache: what a build made of each chapter, content-addressed by one key.
+"""The one cache: what a build made of each chapter, content-addressed by one key, and its build lock.
 
-``chapter_key`` hashes all a chapter's output depends on: its code's
-fingerprint (``primer.book._chapters``), its frozen live trace's bytes, the
-options that matter (a secret only as set) and ``renderer_version`` (read at
-every build: a template saved under ``mkdocs serve`` is a new key at once).
-``entries/CHAPTER/KEY/`` keeps the mock trace, a replay's verdict, what the
-pages show, each marker's HTML and the published files; the mock trace and a
-verdict, which depend on less, are also looked for in the chapter's other
-entries. Entries unused by a full build are pruned but the last ``KEEP``.
-Off (``PRIMER_CACHE=off``), nothing is read or kept; a file that cannot be
-read or written is a miss: the cache never fails a build.
+``chapter_key`` hashes a chapter's code fingerprint (``primer.book._chapters``), its frozen live
+trace's bytes, the options that matter (a secret only as set) and ``renderer_version``.
+``entries/CHAPTER/KEY/`` keeps the mock trace, a replay's verdict, what the pages show, the
+markers' HTML and the published files. Entries unused by a full build are pruned but the last
+``KEEP``. Off (``PRIMER_CACHE=off``) nothing is read or kept; a file not read or written is a miss.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import json
 import os
 import shutil
-from collections.abc import Mapping
+import stat
+import sys
+import time
+from collections.abc import Callable, Mapping
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import IO, TYPE_CHECKING
 
 from primer.book._atomic import write_if_changed
 from primer.book._logs import book_logger
 from primer.variables import VARIABLES
 
+if sys.platform != "win32":  # there, builds are not kept apart
+    import fcntl
+
 if TYPE_CHECKING:
+    import logging
+
+    from primer.book._source import ChapterTraces
     from primer.settings import Settings
 
-__all__ = ["CACHE_VARIABLE", "KEEP", "Entry", "TraceCache", "chapter_key", "environ_options", "renderer_version"]
+__all__ = ["CACHE_VARIABLE", "KEEP", "BuildLock", "Entry", "TraceCache", "chapter_key", "renderer_version"]
 
 log = book_logger("mkdocs.plugins.primer.book")
 
@@ -41,27 +46,43 @@ FORMAT = 1
 CACHE_VARIABLE = "PRIMER_CACHE"
 #: Entries of a chapter kept besides those a build used.
 KEEP = 2
+#: The part of an entry that keeps its markers' HTML, by slot.
+MARKERS = "markers.json"
 
 _LIBRARY = Path(__file__).resolve().parent.parent
-#: What can change an entry's pages and files: the machinery with its templates, assets and price
-#: table, and the library it renders with (summary, trace, redaction...). By pattern, not by a list
-#: of render modules: a module added or renamed later is in the key without anyone keeping a list.
+#: What can change pages and files: the machinery with its templates, assets and price table, and
+#: the library it renders with. By pattern: a module added later is in the key without a list.
 _RENDERER = ["book/templates/*", "book/assets/*", "book/*.py", "book/*.toml", "*.py", "export/*.py"]
 _SECRETS = (VARIABLES["api_key"], VARIABLES["service_key"])
 
 
-def renderer_version() -> str:
-    """A digest of the versions and files (named relative to the library) that turn traces into pages and files."""
+@functools.cache
+def _versions() -> str:
     from primer.export import otlp_available, otlp_version  # found, not imported
 
     lines = [f"renderer {FORMAT}", f"otlp {otlp_version() if otlp_available() else 'none'}"]
     for package in ("trace-book", "jinja2", "markupsafe", "pydantic"):
-        try:
+        with contextlib.suppress(PackageNotFoundError):
             lines.append(f"{package} {version(package)}")
-        except PackageNotFoundError:
-            lines.append(f"{package} ?")
-    for path in sorted({path for pattern in _RENDERER for path in _LIBRARY.glob(pattern) if path.is_file()}):
-        lines.append(f"{path.relative_to(_LIBRARY).as_posix()} {hashlib.sha256(path.read_bytes()).hexdigest()}")
+    return "\n".join(lines)
+
+
+@functools.lru_cache(maxsize=1024)
+def _digest(path: Path, size: int, mtime_ns: int) -> str:
+    return f"{path.relative_to(_LIBRARY).as_posix()} {hashlib.sha256(path.read_bytes()).hexdigest()}"
+
+
+def renderer_version() -> str:
+    """A digest of the versions and files (named relative to the library) that turn traces into pages and files.
+
+    Package versions are read once a process (its imported code renders); a file is hashed again
+    when its size or modification time changes (a template saved under ``mkdocs serve``).
+    """
+    lines = [_versions()]
+    for path in sorted({path for pattern in _RENDERER for path in _LIBRARY.glob(pattern)}):
+        with contextlib.suppress(OSError):  # gone since
+            if stat.S_ISREG((found := path.stat()).st_mode):
+                lines.append(_digest(path, found.st_size, found.st_mtime_ns))
     return hashlib.sha256("\n".join(lines).encode()).hexdigest()
 
 
@@ -102,14 +123,11 @@ class Entry:
         try:
             with open(os.path.join(self.folder, name), "rb") as file:
                 return file.read()
-        except FileNotFoundError:
-            return None
-        except OSError as error:
-            log.debug("traces: the cached %s of %s could not be read (%s)", name, self.chapter, error)
+        except OSError:
             return None
 
     def read(self, name: str) -> str | None:
-        """The part ``name`` as text (bytes decoded: no newline translation), or None (``data``)."""
+        """The part ``name`` as text (no newline translation), or None (``data``)."""
         data = self.data(name)
         try:
             return data.decode() if data is not None else None
@@ -125,17 +143,33 @@ class Entry:
             log.debug("traces: the %s of %s could not be cached (%s)", name, self.chapter, error)
 
 
-class TraceCache:
-    """The entries of a book's chapters under one folder, by key."""
+def _slot(scenario: str | None, used: set[str], head: bool, variant: str) -> str:
+    # A marker's HTML depends on the ids the page ``used`` before it and on what the extension says (``variant``).
+    said = "\n".join(sorted(used)) + (f"\0{variant}" if variant else "")
+    page = hashlib.sha256(said.encode()).hexdigest()[:12] if said else "first"
+    return f"{scenario or 'all'}-{'head' if head else 'body'}-{page}"
 
-    def __init__(self, folder: Path, *, enabled: bool = True) -> None:
+
+class TraceCache:
+    """The entries of a book's chapters under one folder, by key, and the markers' HTML kept in them.
+
+    ``key_of`` gives a chapter's key in this build (None: its markers are not kept).
+    """
+
+    def __init__(
+        self, folder: Path, *, enabled: bool = True, key_of: Callable[[str], str | None] | None = None
+    ) -> None:
         self.folder = folder
         self.enabled = enabled
-        self._used: set[tuple[str, str]] = set()  # (chapter, key) used since ``reset``
+        self.key_of = key_of or (lambda chapter: None)
+        self.reset()
 
     def reset(self) -> None:
-        """A new build: no entry used yet."""
-        self._used = set()
+        """A new build: no entry used, no marker rendered or reused, no second spent on them."""
+        self._used: set[tuple[str, str]] = set()
+        self._markers: dict[tuple[str, str], dict[str, tuple[list[str], str]]] = {}  # read once a build
+        self.rendered = self.reused = 0
+        self.seconds = 0.0
 
     def entry(self, chapter: str, key: str) -> Entry:
         """The entry of ``chapter`` under ``key``, marked used by this build."""
@@ -154,20 +188,103 @@ class TraceCache:
         found = self._entries(chapter, {key}) if self.enabled else []
         return [Entry(chapter, path.name, str(path)) for path in found]
 
-    def prune(self, chapters: list[str]) -> list[Path]:
+    def prune(self, chapters: list[str]) -> None:
         """Remove the entries not used since ``reset`` but the last ``KEEP`` of each of ``chapters``."""
         if not self.enabled or not self._used or not self.folder.is_dir():
-            return []
+            return
         used = {key for _, key in self._used}
         for chapter, key in self._used:  # the newest, for the next build's choice of what to keep
             with contextlib.suppress(OSError):
                 os.utime(self.folder / chapter / key)
-        removed: list[Path] = []
         for folder in self.folder.iterdir():
             if folder.is_dir() and not folder.name.startswith("."):
                 for path in self._entries(folder.name, used)[KEEP if folder.name in chapters else 0 :]:
                     shutil.rmtree(path, ignore_errors=True)
-                    removed.append(path)
                 with contextlib.suppress(OSError):
                     folder.rmdir()  # a chapter gone, its entries removed
-        return removed
+
+    def _kept(self, chapter: str, key: str) -> dict[str, tuple[list[str], str]]:
+        if (chapter, key) not in self._markers:
+            try:  # slot -> [the ids its HTML uses, added to the page's when it is reused; the HTML]
+                data = json.loads(self.entry(chapter, key).read(MARKERS) or "{}")
+                found = {str(slot): (list(map(str, ids)), str(html)) for slot, (ids, html) in data.items()}
+            except (ValueError, TypeError, AttributeError):
+                found = {}  # rendered again and replaced
+            self._markers[chapter, key] = found
+        return self._markers[chapter, key]
+
+    def cached(
+        self, chapter: str, scenario: str | None, key: str, *, used: set[str], head: bool, variant: str = ""
+    ) -> str | None:
+        """The HTML kept for this marker under the chapter's ``key``, its ids added to ``used``; None: render it."""
+        started = time.perf_counter()
+        kept = self._kept(chapter, key).get(_slot(scenario, used, head, variant))
+        self.seconds += time.perf_counter() - started
+        if kept is None:
+            return None
+        used.update(kept[0])
+        self.reused += 1
+        return kept[1]
+
+    def html(
+        self,
+        traces: ChapterTraces,
+        scenario: str | None,
+        *,
+        used: set[str],
+        head: bool,
+        render: Callable[[], str],
+        variant: str = "",
+    ) -> str:
+        """The HTML ``render()`` gives for this marker (drawing ``traces`` as the slot says), kept in the entry."""
+        chapter, key = traces.chapter, self.key_of(traces.chapter)
+        kept = self.cached(chapter, scenario, key, used=used, head=head, variant=variant) if key else None
+        if kept is not None:
+            return kept
+        started = time.perf_counter()
+        slot, before = _slot(scenario, used, head, variant), set(used)
+        html = render()
+        self.rendered += 1
+        if key is not None and self.enabled:
+            markers = self._kept(chapter, key)
+            markers[slot] = (sorted(used - before), html)
+            self.entry(chapter, key).write(MARKERS, json.dumps(markers, ensure_ascii=False))
+        self.seconds += time.perf_counter() - started
+        return html
+
+
+class BuildLock:
+    """One build at a time per cache folder (``mkdocs serve`` rebuilding while ``mkdocs build`` runs would race).
+
+    The operating system's lock: a build that dies leaves none. ``acquire`` waits for the holder, saying
+    so once and naming its process; ``release`` lets the next build in.
+    """
+
+    def __init__(self, folder: Path) -> None:
+        self.path = folder / "build.lock"
+        self._file: IO[str] | None = None
+
+    def acquire(self, log: logging.Logger) -> None:
+        """Take the lock, waiting for another build that holds it (said once, naming its process)."""
+        if sys.platform == "win32" or self._file is not None:
+            return
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        file = self._file = self.path.open("a+", encoding="utf-8")
+        try:
+            fcntl.flock(file, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            file.seek(0)
+            log.info(
+                f"traces: another build (process {file.read().strip() or 'unknown'}) is using the cache "
+                f"{self.path.parent}; waiting for it to finish (one build at a time per cache)"
+            )
+            fcntl.flock(file, fcntl.LOCK_EX)
+        file.truncate(0)
+        file.write(f"{os.getpid()}\n")
+        file.flush()
+
+    def release(self) -> None:
+        """Let the next build in (nothing if not held): closing the file frees its lock."""
+        if self._file is not None:
+            self._file.close()
+            self._file = None

@@ -24,8 +24,8 @@ from typing import TYPE_CHECKING
 
 from primer.book import _assets as assets
 from primer.book._build import LOGGER_NAME
+from primer.book._cache import BuildLock
 from primer.book._configuration import read_config
-from primer.book._lock import BuildLock
 from primer.book._session import SESSION
 from primer.errors import ConfigError
 from primer.inert import inert

@@ -21,8 +21,8 @@ from mkdocs.structure.files import File, InclusionLevel
 from primer.book import _configuration as plugin_options
 from primer.book import _payloads as payloads
 from primer.book import _prose as prose
+from primer.book._cache import BuildLock
 from primer.book._configuration import EXTENSION, TraceBookConfig
-from primer.book._lock import BuildLock
 from primer.book._logs import book_logger
 from primer.book._markers import find_markers, malformed
 from primer.book._session import Session
@@ -59,7 +59,7 @@ class TraceBookPlugin(BasePlugin[TraceBookConfig]):  # type: ignore[no-untyped-c
         #: This build's book (None with traces off), and its extension, rendering from it.
         self.book: Book | None = None
         self.extension: TraceExtension | None = None
-        #: The cache's build lock, held from on_config to on_post_build (``primer.book._lock``).
+        #: The cache's build lock, held from on_config to on_post_build (``primer.book._cache``).
         self.lock: BuildLock | None = None
         #: Whether this serve rebuilds only the pages whose source changed (``--dirty``).
         self.dirty = False
@@ -153,7 +153,7 @@ class TraceBookPlugin(BasePlugin[TraceBookConfig]):  # type: ignore[no-untyped-c
             **({"chapters": chapters} if chapters else {}),
         }
         if book is not None:
-            options.update(source=book.prepared, cache=book.rendered)
+            options.update(source=book.prepared, cache=book.cache)
         if not off:  # a build with traces off shows no costs and reads no price table
             options["options"] = rendering = self._render_options(config)
             if book is not None:

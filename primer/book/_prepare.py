@@ -165,7 +165,7 @@ def prepare(chapters: Chapters, store: TraceStore, setup: Setup) -> Prepared:
     found: dict[str, Chapter] = {}
     reused = 0
     for name in names:
-        if (kept := Shown.read(store.entry(name, keys[name]))) is not None:
+        if (kept := Shown.read(store.cache.entry(name, keys[name]))) is not None:
             shown, warnings, count = kept
             for warning in warnings:
                 log.warning(warning)

@@ -14,12 +14,10 @@ import hashlib
 import math
 import tomllib
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from functools import cache, cached_property
 from importlib.resources import files
-from typing import TYPE_CHECKING, Annotated, Any
-
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from typing import TYPE_CHECKING, Any
 
 from primer.errors import ConfigError
 
@@ -29,27 +27,19 @@ if TYPE_CHECKING:
 __all__ = ["Cost", "Price", "PriceTable", "RenderOptions", "default_prices", "dollars"]
 
 _EXAMPLE = "{input: 0.5, cached_input: 0.05, output: 1.5, read: 2026-11-01}"
-_Dollars = Annotated[float, Field(ge=0, strict=True, allow_inf_nan=False)]
 
 
-class Price(BaseModel):
+@dataclass(frozen=True)
+class Price:
     """One model's price: US dollars per million tokens, and the day it was read."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
     model: str
-    input: _Dollars
-    cached_input: _Dollars | None = None  # None: billed as input
-    output: _Dollars
+    input: float
+    output: float
     read: str  # the day, as 2026-11-01
+    cached_input: float | None = None  # None: billed as input
     note: str | None = None
     source: str | None = None
-
-    @field_validator("read", mode="before")
-    @classmethod
-    def _day(cls, value: Any) -> str:
-        day = value.date() if isinstance(value, datetime.datetime) else value
-        return (day if isinstance(day, datetime.date) else datetime.date.fromisoformat(str(day))).isoformat()
 
     def of(self, call: ModelCall) -> float:
         """What the call's tokens cost, in dollars (0 for a call that reported none)."""
@@ -103,6 +93,19 @@ def dollars(amount: float) -> str:
     return f"${amount:.{max(2, 1 - math.floor(math.log10(amount)))}f}"
 
 
+_NAMES = tuple(f.name for f in fields(Price) if f.name != "model")
+
+
+def _day(value: Any) -> str | None:
+    day = value.date() if isinstance(value, datetime.datetime) else value
+    if isinstance(day, datetime.date):
+        return day.isoformat()
+    try:
+        return datetime.date.fromisoformat(day).isoformat() if isinstance(day, str) else None
+    except ValueError:
+        return None
+
+
 def _price(model: str, figures: Any, where: str) -> Price:
     def wrong(problem: str) -> ConfigError:
         return ConfigError(
@@ -112,16 +115,20 @@ def _price(model: str, figures: Any, where: str) -> Price:
 
     if not isinstance(figures, Mapping):
         raise wrong(f"is {type(figures).__name__}, not a mapping")
-    try:
-        return Price.model_validate({**figures, "model": model})
-    except ValidationError as error:
-        first = error.errors()[0]
-        name = str(first["loc"][0])
-        if first["type"] == "extra_forbidden":
-            known = ", ".join(sorted(set(Price.model_fields) - {"model"}))
-            raise wrong(f"has {name}, which a price does not have (it has {known})") from None
-        what = "the day the price was read, such as 2026-11-01" if name == "read" else "a number of dollars, 0 or more"
-        raise wrong(f"has {name} {figures.get(name)!r}: it must be {what}") from None
+    if extra := sorted(set(figures) - set(_NAMES)):
+        raise wrong(f"has {extra[0]}, which a price does not have (it has {', '.join(sorted(_NAMES))})")
+    given: dict[str, Any] = {name: figures.get(name) for name in _NAMES}
+    for name, value in given.items():
+        if name == "read":
+            ok, what = _day(value) is not None, "the day the price was read, such as 2026-11-01"
+        elif name in {"note", "source"}:
+            ok, what = value is None or isinstance(value, str), "text"
+        else:
+            number = type(value) in {int, float} and math.isfinite(value) and value >= 0
+            ok, what = number or (value is None and name == "cached_input"), "a number of dollars, 0 or more"
+        if not ok:
+            raise wrong(f"has {name} {value!r}: it must be {what}")
+    return Price(model, **{**given, "read": _day(given["read"])})
 
 
 @dataclass(frozen=True)
@@ -137,8 +144,7 @@ class PriceTable:
     @cached_property
     def key(self) -> str:
         """A digest of every figure, so a changed price renders the pages again (made once: every marker asks)."""
-        data = "\n".join(p.model_dump_json() for p in self.prices)
-        return hashlib.sha256(data.encode()).hexdigest()[:16]
+        return hashlib.sha256(repr(self.prices).encode()).hexdigest()[:16]
 
     def extended(self, entries: Mapping[str, Any] | None, *, where: str) -> PriceTable:
         """The table with ``entries`` (model → figures) added, each in place of the same model's.

@@ -256,7 +256,7 @@ def kept_corpora(shown: Prepared, chapter: str, prices: PriceTable | None) -> Co
     summary = shown.summary(chapter)
     if summary is None or shown.store is None:
         return None
-    entry = shown.store.entry(chapter, summary.key)
+    entry = shown.store.cache.entry(chapter, summary.key)
     with contextlib.suppress(ValueError, TypeError):  # not kept, or unreadable: made again
         return dict(json.loads(entry.read(_KEPT) or ""))
     found = corpora(shown.traces(chapter), prices)

@@ -335,6 +335,6 @@ class Run:
         if work.import_error is None and mock is not None and not retry:
             if key != work.entry:
                 self.save(mock, key)
-            summary.write(store.entry(work.name, key), list(work.warnings))
+            summary.write(store.cache.entry(work.name, key), list(work.warnings))
         names = None if work.import_error else tuple(run.name for run in shown)
         return Chapter(summary, traces, names, work.warnings)

@@ -20,7 +20,7 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from primer.book._atomic import remove_stale, write_if_changed
+from primer.book._atomic import write_if_changed
 from primer.book._links import PAYLOADS_HEAD, PAYLOADS_SUFFIX, PUBLISHED_DIR
 from primer.book._logs import book_logger
 from primer.book._source import ChapterTraces, Shown
@@ -29,7 +29,7 @@ from primer.trace_file import UnreadableTrace as CorruptTrace
 from primer.trace_file import parse, read
 
 if TYPE_CHECKING:  # the trace models are loaded by the first file parsed (primer.trace_file)
-    from primer.book._cache import Entry, TraceCache
+    from primer.book._cache import TraceCache
     from primer.book._prepare import Prepared
     from primer.replay import ChapterCheck
     from primer.trace import ChapterRun, Mode
@@ -57,8 +57,6 @@ class TraceStore:
         self.cache = cache
         # chapter -> (copy, the frozen run it stamps): the verified copy shown, never written.
         self._stamped: dict[str, tuple[ChapterRun, ChapterRun]] = {}
-        # (chapter, key) -> its mock run, kept even if the cache is off or not writable.
-        self._mock: dict[tuple[str, str], ChapterRun] = {}
         self._otlp_missing = False
 
     def path(self, chapter: str, mode: Mode = "live", key: str = "") -> Path:
@@ -76,31 +74,26 @@ class TraceStore:
         except CorruptTrace as refused:
             return f"refused: {refused.problem}".encode()  # the full way warns about it
 
-    def entry(self, chapter: str, key: str) -> Entry:
-        """The chapter's entry in the cache under ``key``."""
-        return self.cache.entry(chapter, key)
-
     def load(self, chapter: str, mode: Mode, key: str = "") -> ChapterRun | None:
         """The stored run (a mock one from the entry of ``key``), or None if there is none; raises ``CorruptTrace``."""
         path = self.path(chapter, mode, key)
-        if mode == "live":
-            try:
-                return self._checked(parse(read(path), path), chapter, mode, path)
-            except FileNotFoundError:
-                return None
-        if (chapter, key) not in self._mock:
-            text = self.entry(chapter, key).read("mock.json")
-            if text is None:
-                return None
-            self._mock[chapter, key] = self._checked(parse(text.encode(), path), chapter, mode, path)
-        return self._mock[chapter, key]
+        try:
+            data = read(path) if mode == "live" else self.cache.entry(chapter, key).data("mock.json")
+        except FileNotFoundError:
+            return None
+        run = parse(data, path) if data is not None else None
+        if run is not None and (run.chapter != chapter or run.mode != mode):
+            raise CorruptTrace(
+                path, f"it holds the {run.mode} trace of {run.chapter}, not the {mode} trace of {chapter}"
+            )
+        return run
 
     def _earlier(self, chapter: str, key: str, name: str, inputs: str) -> str | None:
         """The part ``name`` made from ``inputs`` in another of the chapter's entries, kept under ``key`` too."""
         for entry in self.cache.others(chapter, key):
             text = entry.read(name)
             if text is not None and inputs in text:  # a part names what it was made from
-                self.entry(chapter, key).write(name, text)
+                self.cache.entry(chapter, key).write(name, text)
                 return text
         return None
 
@@ -108,26 +101,17 @@ class TraceStore:
         """A mock run of the code ``code`` in another of the chapter's entries (it depends on the code alone)."""
         if self._earlier(chapter, key, "mock.json", f'"source_hash":"{code}"') is None:
             return None
-        self._mock.pop((chapter, key), None)
         try:
             return self.load(chapter, "mock", key)
         except CorruptTrace:
             return None  # run again, and replaced
-
-    @staticmethod
-    def _checked(run: ChapterRun, chapter: str, mode: Mode, path: Path) -> ChapterRun:
-        if run.chapter != chapter or run.mode != mode:
-            raise CorruptTrace(
-                path, f"it holds the {run.mode} trace of {run.chapter}, not the {mode} trace of {chapter}"
-            )
-        return run
 
     def verdict(self, chapter: str, key: str, code: str | None = None) -> tuple[ChapterCheck, str, str] | None:
         """What replaying the frozen trace under the chapter's code found, its day and that code; None if not kept.
 
         Kept by its inputs (the frozen file's bytes, the code): with ``code``, found in another entry too.
         """
-        text = self.entry(chapter, key).read("verdict.json")
+        text = self.cache.entry(chapter, key).read("verdict.json")
         if text is None and code is not None:
             inputs = f'"frozen":"{self._frozen_digest(chapter)}","code":"{code}"'
             text = self._earlier(chapter, key, "verdict.json", inputs)
@@ -147,7 +131,7 @@ class TraceStore:
             "day": day,
             "check": check.model_dump(mode="json"),
         }
-        self.entry(chapter, key).write("verdict.json", json.dumps(data, separators=(",", ":")))
+        self.cache.entry(chapter, key).write("verdict.json", json.dumps(data, separators=(",", ":")))
 
     def _frozen_digest(self, chapter: str) -> str:
         frozen = self.frozen_bytes(chapter)
@@ -166,15 +150,10 @@ class TraceStore:
     def save(self, run: ChapterRun, key: str = "") -> bool:
         """Keep a run (a mock one in the entry of ``key``, compact); write a file only if its content changed."""
         if run.mode == "mock":
-            self._mock[run.chapter, key] = run
-            self.entry(run.chapter, key).write("mock.json", run.model_dump_json())
+            self.cache.entry(run.chapter, key).write("mock.json", run.model_dump_json())
             return True
         # Committed: indented, so a refresh reads well in a diff.
         return write_if_changed(self.path(run.chapter, run.mode), run.model_dump_json(indent=2) + "\n")
-
-    def reset(self) -> None:
-        """A new build: forget the mock runs kept in memory."""
-        self._mock.clear()
 
     def read(self, shown: Shown) -> ChapterTraces:
         """The runs of a chapter as ``shown`` (from its entry) says, read now; raises ``CorruptTrace``."""
@@ -198,19 +177,17 @@ class TraceStore:
         """Where ``publish`` puts a chapter's payload page, relative to the site root."""
         return f"{PUBLISHED_DIR}/{chapter}{PAYLOADS_SUFFIX}"
 
-    # -- publishing ----------------------------------------------------------
-
     def publish(self, root: Path, shown: Prepared, payloads: Payloads | None = None) -> list[Path]:
         """Write the files of each chapter ``shown`` to ``root/traces/`` (the site, or the docs); remove gone ones'.
 
-        ``payloads`` gives each chapter's payload page (its name in the entry, and how to make it).
+        ``payloads`` gives each chapter's payload page (its name in the entry, and how to make it). A file
+        not there yet (MkDocs cleans the site) is written plainly; one there only if it changed.
         """
         folder = root / PUBLISHED_DIR
-        remove_stale(folder)  # once, not at each of its files' writes
         written: list[Path] = []
         chapters = shown.chapters()
         for chapter in chapters:
-            entry = self.entry(chapter, shown.by_chapter[chapter].shown.key)
+            entry = self.cache.entry(chapter, shown.by_chapter[chapter].shown.key)
             parts: list[tuple[str, str, Callable[[], str | None]]] = [
                 ("published.json", ".json", partial(_document, shown, chapter)),
                 ("otlp.json", ".otlp.json", partial(self._otlp, shown, chapter)),
@@ -219,14 +196,13 @@ class TraceStore:
                 name, page = payloads(chapter)
                 parts.append((name, PAYLOADS_SUFFIX, page))
             for name, suffix, make in parts:
-                target = folder / f"{chapter}{suffix}"
                 data = entry.data(name)  # as kept: not decoded
                 if data is None and (text := make()) is not None:
                     entry.write(name, text)
                     data = text.encode()
                 if data is not None:
-                    write_if_changed(target, data, durable=False, sweep=False)
-                    written.append(target)
+                    written.append(folder / f"{chapter}{suffix}")
+                    _write(written[-1], data)
         for path in folder.glob("*.*"):  # only what publish wrote: an author's own files there stay
             gone = path.name.split(".")[0] not in chapters and not path.name.endswith(".live.json")
             if gone and _head(path).startswith((b'{"chapter": ', b'{"resourceSpans":', PAYLOADS_HEAD.encode())):
@@ -254,6 +230,17 @@ def _document(shown: Prepared, chapter: str) -> str:
     # The runs serialised by pydantic itself (fast, and exactly the stored form).
     runs = [run.model_dump_json() if run else "null" for run in (traces.mock, traces.live)]
     return f'{head[:-1]}, "mock": {runs[0]}, "live": {runs[1]}}}\n'
+
+
+def _write(path: Path, data: bytes) -> None:
+    try:
+        with path.open("xb") as out:
+            out.write(data)
+    except FileExistsError:
+        write_if_changed(path, data, durable=False)
+    except FileNotFoundError:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        _write(path, data)
 
 
 def _head(path: Path) -> bytes:

@@ -48,9 +48,9 @@ from primer.variables import enable_with, traces_off
 if TYPE_CHECKING:  # loaded on first use: MkDocs loads the extension with traces off too
     from collections.abc import Callable
 
+    from primer.book._cache import TraceCache
     from primer.book._prices import RenderOptions
     from primer.book._render import Anchors
-    from primer.book._rendered import Rendered
     from primer.book._source import Shown, TraceSource
 
 __all__ = ["NO_KEY", "MockRunSource", "PutBack", "TraceExtension", "TraceProcessor", "collect", "makeExtension"]
@@ -66,7 +66,7 @@ class TraceExtension(Extension):
         self,
         *,
         source: TraceSource | str | None = None,
-        cache: Rendered | None = None,
+        cache: TraceCache | None = None,
         options: RenderOptions | None = None,
         **kwargs: Any,
     ) -> None:
@@ -82,10 +82,10 @@ class TraceExtension(Extension):
         #: Whether traces are off: the option, or ``PRIMER_TRACES=off`` where no plugin sets it (Zensical).
         self.off = bool(self.getConfig("traces_off")) or traces_off()
         if cache is not None:
-            from primer.book._rendered import Rendered
+            from primer.book._cache import TraceCache
 
-            if not isinstance(cache, Rendered):
-                raise ConfigError(f"The trace extension's cache must be a Rendered, not {type(cache).__name__}.")
+            if not isinstance(cache, TraceCache):
+                raise ConfigError(f"The trace extension's cache must be a TraceCache, not {type(cache).__name__}.")
         self._options = options
         self._given = source
         self._source: TraceSource | None = None
@@ -148,12 +148,12 @@ class TraceExtension(Extension):
                 self._source = MockRunSource(ChapterLocator(package))
             else:
                 self._source = book.prepared
-                self._cache = self._cache or book.rendered
+                self._cache = self._cache or book.cache
                 book.prices = self.options.prices  # Zensical: the extension's prices are the book's
         return self._source
 
     @property
-    def cache(self) -> Rendered | None:
+    def cache(self) -> TraceCache | None:
         """The cache of rendered HTML: the one given, or the book's."""
         _ = self.source  # the book's, once it is known
         return self._cache
