@@ -251,9 +251,9 @@ class TraceExtension(Extension):
         started = time.perf_counter()
         # A chapter's switch, totals and live status head its first trace on the page only.
         head = chapter not in self._headed
-        # Links are made relative to the page's folder (MkDocs' URL, or the file Zensical renders): in the slot.
-        folder = posixpath.dirname(self.page_url or page_source(self.md) or "")
-        variant = f"{self.options.key}\0{folder}"
+        # Links are made relative to the page (MkDocs' URL, or the file Zensical renders): its folder is in the slot.
+        page = self.page_url or page_source(self.md) or ""
+        variant = f"{self.options.key}\0{posixpath.dirname(page)}"
         summary, cache = self._summary(chapter), self.cache
         if summary is not None and cache is not None:
             require_scenario(chapter, scenario, summary.names)
@@ -267,7 +267,7 @@ class TraceExtension(Extension):
 
         def render() -> str:
             html = render_traces(traces, scenario, anchors=self.anchors, head=head, options=self.options)
-            html = page_relative(html, f"{folder}/" if folder else "")
+            html = page_relative(html, page)
             return f"{search_text(html)}\n{html}"
 
         if cache is None:
