@@ -157,9 +157,10 @@ def _book_here() -> tuple[str | None, str]:
         return None, "docs/traces"
     from primer.book._configuration import read_config  # a front end's: the library's own code never imports it
 
-    book = read_config(path)
-    traces = book.traces_dir
-    return book.chapters, str(traces.relative_to(Path.cwd()) if traces.is_relative_to(Path.cwd()) else traces)
+    config, plugin = read_config(path)
+    traces = Path(config.docs_dir) / (plugin.config.traces_dir if plugin else "traces")
+    chapters = plugin.config.chapters if plugin else None
+    return chapters, str(traces.relative_to(Path.cwd()) if traces.is_relative_to(Path.cwd()) else traces)
 
 
 def _export(args: argparse.Namespace, chapters: ChapterLocator, settings: Settings) -> int:

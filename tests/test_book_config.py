@@ -60,8 +60,13 @@ def test_the_build_command_reads_env_and_inherit(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert "traces: ran 3, reused 0" in done.stderr
     assert (book.docs / "traces" / "ch_alpha.json").is_file()
-    config = read_config(book.root / "mkdocs.yml")
-    assert (config.chapters, config.traces_dir) == ("no_such_package", book.docs / "frozen")
+    config, plugin = read_config(book.root / "mkdocs.yml")
+    assert plugin is not None
+    assert (plugin.config.chapters, plugin.config.traces_dir, config.docs_dir) == (
+        "no_such_package",
+        "frozen",
+        str(book.docs),
+    )
 
 
 def test_a_configuration_mkdocs_rejects_is_an_error_naming_the_file_and_the_option(tmp_path: Path) -> None:

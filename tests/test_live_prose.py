@@ -9,7 +9,8 @@ from pathlib import Path
 import markdown
 import pytest
 
-from primer.book._prose import blocks, problems, select
+from primer.book._markers import check, scan
+from primer.book._prose import select
 from primer.book._source import ChapterTraces, LiveStatus
 from primer.book.markdown import TraceExtension
 from primer.errors import NotFound
@@ -51,7 +52,7 @@ After.
 
 
 def test_a_block_is_kept_without_its_two_lines_or_dropped_whole() -> None:
-    assert [(b.chapter, b.scenario, b.start, b.end) for b in blocks(PAGE)] == [
+    assert [(b.chapter, b.scenario, b.start, b.end) for b in scan(PAGE).blocks] == [
         ("ch_beta", None, 5, 10),
         ("ch_beta", "greets", 14, 16),
         ("ch_beta", "other", 18, 20),
@@ -74,7 +75,7 @@ def test_a_block_however_spaced_is_found_and_a_page_without_one_is_left_as_it_is
     # A page with no line that could open or close a block is not read line by line.
     for closing in ("::: end live", "  :::  end \t live "):
         page = f"Before.\n\n{opening}\nLive prose.\n{closing}\n\nAfter."
-        assert [(b.start, b.end) for b in blocks(page)] == [(3, 5)], repr(page)
+        assert [(b.start, b.end) for b in scan(page).blocks] == [(3, 5)], repr(page)
         assert "Live prose." not in select(page, lambda chapter, scenario: False)
     lines = ["# Page", "", "::: trace ch_beta", "", "::: lively ch_beta", "::: ending live"]
     md = markdown.Markdown(extensions=[TraceExtension(traces_off=True)])
@@ -83,7 +84,7 @@ def test_a_block_however_spaced_is_found_and_a_page_without_one_is_left_as_it_is
 
 def test_what_is_wrong_with_a_block_is_said_naming_page_and_line() -> None:
     page = "::: live ch_nope\nx\n::: end live\n\n::: live ch_beta nobody\ny\n::: end live\n\n::: live ch_beta\nz\n"
-    assert problems("docs/p.md", page, {"ch_beta": ["greets"]}) == [
+    assert check("docs/p.md", page, {"ch_beta": ["greets"]}) == [
         "docs/p.md line 1: the live block `::: live ch_nope` names no chapter. The chapters are: ch_beta.",
         "docs/p.md line 5: the live block `::: live ch_beta nobody` names no scenario of ch_beta. "
         "Its scenarios are: greets.",
@@ -92,7 +93,7 @@ def test_what_is_wrong_with_a_block_is_said_naming_page_and_line() -> None:
     # Not closed: left as written, rather than guess what it hides.
     assert select(page, lambda c, s: False).endswith("::: live ch_beta\nz\n")
     nested = "::: live ch_beta\n::: live ch_beta greets\nx\n::: end live\n"
-    assert problems("p.md", nested, {"ch_beta": ["greets"]}) == [
+    assert check("p.md", nested, {"ch_beta": ["greets"]}) == [
         "p.md line 1: the live block `::: live ch_beta` holds another one (line 2): live blocks do not nest."
     ]
 

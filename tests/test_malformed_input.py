@@ -30,7 +30,7 @@ from mkdocs.exceptions import Abort
 from primer.book._atomic import STALE_AFTER, TEMP_SUFFIX, write_if_changed
 from primer.book._build import Book
 from primer.book._chapters import Chapters
-from primer.book._markers import MARKER_FORM, Marker, NearMiss, find_markers, find_near_misses, parse_line, scan
+from primer.book._markers import MARKER_FORM, Marker, NearMiss, find_markers, parse_line, scan
 from primer.book._plan import anomalies
 from primer.book._store import CorruptTrace, TraceStore
 from primer.errors import ChapterError
@@ -107,16 +107,16 @@ FINE_OR_NOT = [
 @pytest.mark.parametrize("ending", ["\n", "\r\n", "\r\r\n"])
 @pytest.mark.parametrize("line", FINE_OR_NOT)
 def test_the_quick_look_for_near_misses_finds_what_reading_line_by_line_does(line: str, ending: str) -> None:
-    # find_near_misses first looks for lines meant as markers anywhere, and reads the page line
-    # by line only if one is not valid (every page is asked, traces off too).
+    # scan reads only the lines that open a fence or start with ":::" (every page is asked, traces off too).
     pages = [
-        f"# Page{ending}{ending}::: trace ch_alpha{ending}{ending}{line}{ending}After.",
-        f"{line}",
-        f"```{ending}{line}{ending}```{ending}{ending}::: trace ch_beta{ending}",
-        f"Text{ending}{line}{ending}text",
+        (f"# Page{ending}{ending}::: trace ch_alpha{ending}{ending}{line}{ending}After.", 5),
+        (f"{line}", 1),
+        (f"```{ending}{line}{ending}```{ending}{ending}::: trace ch_beta{ending}", None),
+        (f"Text{ending}{line}{ending}text", 2),
     ]
-    for page in pages:
-        assert find_near_misses(page) == [each for each in scan(page) if isinstance(each, NearMiss)], repr(page)
+    for page, number in pages:
+        read = parse_line(line + ending[:-1], number) if number else None
+        assert list(scan(page).near_misses) == ([read] if isinstance(read, NearMiss) else []), repr(page)
 
 
 def test_the_quick_look_for_near_misses_agrees_with_parse_line_on_lines_made_at_random() -> None:
@@ -138,7 +138,8 @@ def test_the_quick_look_for_near_misses_agrees_with_parse_line_on_lines_made_at_
     assert kinds.count(Marker) > 50
     assert kinds.count(NearMiss) > 300
     for line in lines:
-        assert find_near_misses(line) == [each for each in scan(line) if isinstance(each, NearMiss)], repr(line)
+        read = parse_line(line)
+        assert list(scan(line).near_misses) == ([read] if isinstance(read, NearMiss) else []), repr(line)
 
 
 BAD_PAGE = """# Careless

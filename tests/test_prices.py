@@ -19,7 +19,7 @@ import pytest
 from primer.book._payloads import BLOCK_END, BLOCK_START
 from primer.book._prices import PriceTable, default_prices, dollars
 from primer.book._prose import corpora, problems
-from primer.book._render import RenderOptions, render_traces
+from primer.book._render import render_traces
 from primer.book._source import ChapterTraces, LiveStatus
 from primer.errors import ConfigError
 from primer.replay import read_trace
@@ -31,9 +31,9 @@ TRACES = REPO / "docs" / "traces"
 CH09 = "ch09_who_retries"
 
 
-def ch09(options: RenderOptions | None = None) -> str:
+def ch09(prices: PriceTable | None = None) -> str:
     live = read_trace(TRACES / f"{CH09}.live.json")
-    return render_traces(ChapterTraces(CH09, run_chapter(CH09), live, LiveStatus("current")), options=options)
+    return render_traces(ChapterTraces(CH09, run_chapter(CH09), live, LiveStatus("current")), prices=prices)
 
 
 def lines(html: str) -> dict[str, str]:
@@ -59,7 +59,7 @@ def test_a_live_scenario_and_its_chapter_show_what_their_tokens_cost() -> None:
     table = PriceTable().extended(
         {"deepseek-flash": {"input": 0.30, "cached_input": 0.006, "output": 1.20, "read": "2026-12-01"}}, where="test"
     )
-    found = lines(ch09(RenderOptions(table)))
+    found = lines(ch09(table))
     # service_is_busy: 886 in, 512 of them cached, 48 out.
     expected = ((886 - 512) * 0.30 + 512 * 0.006 + 48 * 1.20) / 1e6
     assert dollars(expected) == "$0.00017"
@@ -74,7 +74,7 @@ def test_a_live_scenario_and_its_chapter_show_what_their_tokens_cost() -> None:
     # The chapter's total is its scenarios' costs added up.
     assert total.dollars == pytest.approx(sum(c.dollars for s in live.scenarios if (c := table.cost([s]))))
     # The legend's title says which prices, per million tokens.
-    [price] = parse(ch09(RenderOptions(table))).find("span", class_="tr-price")
+    [price] = parse(ch09(table)).find("span", class_="tr-price")
     assert "deepseek-flash at $0.30 in, $0.006 cached, $1.20 out per million tokens (read 2026-12-01)" in (
         price.attrs["title"] or ""
     )
@@ -83,10 +83,10 @@ def test_a_live_scenario_and_its_chapter_show_what_their_tokens_cost() -> None:
 
 
 def test_a_model_not_in_the_table_shows_no_cost_not_zero() -> None:
-    found = lines(ch09(RenderOptions(PriceTable())))
+    found = lines(ch09(PriceTable()))
     assert not [text for text in found.values() if "$" in text]
     assert "4,712 in (3,072 cached)" in found["total live"]  # the tokens are still there
-    assert not parse(ch09(RenderOptions(PriceTable()))).find("span", class_="tr-price")
+    assert not parse(ch09(PriceTable())).find("span", class_="tr-price")
 
 
 def test_a_mock_runs_scripted_tokens_are_never_priced() -> None:
@@ -94,9 +94,7 @@ def test_a_mock_runs_scripted_tokens_are_never_priced() -> None:
     run = run_chapter("ch21_reasoning_models")
     table = default_prices().extended({"mock": {"input": 1, "output": 1, "read": "2026-11-01"}}, where="test")
     assert table.cost(run.scenarios) is None
-    html = render_traces(
-        ChapterTraces("ch21_reasoning_models", run, None, LiveStatus("missing")), options=RenderOptions(table)
-    )
+    html = render_traces(ChapterTraces("ch21_reasoning_models", run, None, LiveStatus("missing")), prices=table)
     head = parse(html).find("span", class_="tr-total")[0].text
     assert " in / " in head
     assert "$" not in head
@@ -115,7 +113,6 @@ def test_the_books_prices_extend_and_override_the_packages() -> None:
     assert (flash.input, flash.cached_input, flash.read) == (3.0, None, "2026-11-02")
     assert table.get("my-model") is not None
     assert table.key != default_prices().key
-    assert RenderOptions(table).key != RenderOptions().key
 
 
 @pytest.mark.parametrize(
@@ -187,7 +184,7 @@ def test_the_prose_check_finds_a_cost_where_the_page_shows_one_and_only_there() 
     traces = ChapterTraces(CH09, run_chapter(CH09), live, LiveStatus("current"))
 
     def check(text: str, prices: PriceTable) -> list[str]:
-        return problems("docs/x.md", text, {CH09: None}, lambda chapter: corpora(traces, prices))
+        return problems("docs/x.md", text, lambda chapter: corpora(traces, prices))
 
     said = "The busy service cost `· $0.00017 · ended`, in all `$0.0014 (prices read 2026-12-01)`.\n"
     page = f"# Retries\n\n::: trace {CH09}\n\n{said}"

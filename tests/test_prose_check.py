@@ -10,6 +10,7 @@ import pytest
 
 from primer.book import _prose as prose
 from primer.book._cache import TraceCache
+from primer.book._markers import check
 from primer.book._prepare import Chapter, Prepared, Report
 from primer.book._prose import corpora, facts, kept_corpora
 from primer.book._source import ChapterTraces, LiveStatus, Shown
@@ -27,8 +28,10 @@ DOCS = ROOT / "docs"
 
 
 def problems(page: str, text: str, traces: Callable[[str], ChapterTraces | None]) -> list[str]:
-    """The prose check of a page against these traces (its mode blocks' names not checked)."""
-    return prose.problems(page, text, dict.fromkeys(chapter_names()) | {"ch_a": None}, _corpora(traces))
+    """The checks of a page's mode blocks and quoted facts against these traces (the blocks' names not checked)."""
+    return check(page, text, dict.fromkeys(chapter_names()) | {"ch_a": None}) + prose.problems(
+        page, text, _corpora(traces)
+    )
 
 
 def _corpora(traces: Callable[[str], ChapterTraces | None]) -> Callable[[str], prose.Corpora | None]:
@@ -129,7 +132,7 @@ def test_what_the_runs_show_is_kept_in_the_chapters_entry_by_its_key(tmp_path: P
 
     shown = kept_corpora(store("k1", _traces(live=True)), "ch_a", None)
     assert shown == corpora(_traces(live=True))
-    [warning] = prose.problems("p.md", "::: trace ch_a\n\nThe answer: `is 1.20 and`.\n", {}, lambda c: shown)
+    [warning] = prose.problems("p.md", "::: trace ch_a\n\nThe answer: `is 1.20 and`.\n", lambda c: shown)
     assert "which the live runs do not show" in warning
     # A later build finds it in the entry: no run is read (this store has none to read).
     assert kept_corpora(store("k1", None), "ch_a", None) == shown
@@ -193,14 +196,14 @@ def test_a_mode_block_shows_labelled_with_its_mode_where_its_runs_are() -> None:
 )
 def test_a_line_meant_as_a_mode_block_that_is_not_one_is_warned_about(line: str, why: str) -> None:
     page = f"Before.\n\n{line}\nProse.\n::: end live\n\n```\n::: live ../x\n```\n::: lively x\n"
-    [warning, *rest] = prose.problems("docs/p.md", page, {"x": None})
+    [warning, *rest] = check("docs/p.md", page, {"x": None})
     assert warning.startswith(f"docs/p.md line 3: {why} looks like the line of a mode block but is not one.")
     assert all("line 8" not in each and "line 10" not in each for each in rest), "code and other words are not ours"
 
 
 def test_a_block_closed_by_the_other_modes_line_is_said() -> None:
     page = "::: mock x\nProse.\n::: end live\n"
-    assert prose.problems("p.md", page, {"x": None}) == [
+    assert check("p.md", page, {"x": None}) == [
         "p.md line 1: the mock block `::: mock x` is closed on line 3 by the other mode's line: write `::: end mock`."
     ]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 from primer.book._render import render_traces
-from primer.book._render_timeline import TurnTime, segments, totals
+from primer.book._render_views import segments, totals
 from primer.book._source import ChapterTraces, LiveStatus
 from primer.runner import run_chapter
 
@@ -13,8 +13,7 @@ from primer.runner import run_chapter
 def test_a_mock_stream_is_the_mock_models_time_not_the_librarys() -> None:
     run = run_chapter("ch11_streaming", only="words_as_they_come")
     scenario = run.scenarios[0]
-    timeline = [TurnTime(t.number, "x", t.timing.total_ms, segments(t)) for t in scenario.turns]
-    spent = totals(timeline)
+    spent = totals(s for t in scenario.turns for s in segments(t))
     assert spent["provider"] == 1150.0  # its last event, on the virtual clock
     # The library's share is the run's real time: milliseconds, tens on a loaded machine; never the stream's 1150.
     assert spent["library"] < 200

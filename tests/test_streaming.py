@@ -22,9 +22,9 @@ import markdown
 import pytest
 
 from primer.book._render import render_traces
+from primer.book._render_views import stream_view
 from primer.book._source import ChapterTraces, LiveStatus
 from primer.book._store import CorruptTrace, parse
-from primer.book._stream_view import stream_view
 from primer.book.markdown import TraceExtension
 from primer.chapters import scenarios_of
 from primer.clock import VirtualClock
@@ -556,7 +556,7 @@ def test_the_chapter_page_quotes_what_its_runs_show() -> None:
     page = " ".join((ROOT / "docs" / "ch11_streaming.md").read_text(encoding="utf-8").split())
     run = run_chapter("ch11_streaming")
     words = run.scenario("words_as_they_come").turns[0].model_call
-    view = stream_view(words, "x")
+    view = stream_view(words)
     assert view is not None
     assert "`17 events · first token 400.0ms · last token 1100.0ms`" in page
     assert view.line.startswith("17 events · first token 400.0ms · last token 1100.0ms")

@@ -1,12 +1,8 @@
 """The book machinery: plan, execute, store, render, and the front ends that drive them.
 
-It imports ``primer``'s trace core; ``primer`` never imports it. Only the MkDocs front end imports
-MkDocs: the ``trace-book`` plugin, its ProperDocs twin and its hook form; the rest works under a
-plain ``markdown.Markdown``, Zensical (through the extension) and ``python -m primer.book build``.
-The public names are ``__all__``, each imported on first use (a build with traces off imports this
-package and none of the engine); the modules are the implementation::
-
-    from primer.book import Book, TraceExtension, TraceBookPlugin
+It imports ``primer``'s trace core; ``primer`` never imports it; only the plugin's modules import MkDocs.
+The public names are ``__all__``, each imported on first use (a build with traces off imports none of the
+engine); the modules are the implementation: ``from primer.book import Book, TraceExtension, TraceBookPlugin``.
 """
 
 from __future__ import annotations
@@ -19,7 +15,7 @@ if TYPE_CHECKING:
     from primer.book._build import Book
     from primer.book._cache import BuildLock, TraceCache
     from primer.book._chapters import Chapters
-    from primer.book._configuration import BookConfig, TraceBookConfig, read_config
+    from primer.book._configuration import TraceBookConfig, read_config
     from primer.book._plugin import TraceBookPlugin
     from primer.book._prepare import Report
     from primer.book._render import render_payloads, render_traces
@@ -29,9 +25,25 @@ if TYPE_CHECKING:
     from primer.book.markdown import TraceExtension
     from primer.trace_file import UnreadableTrace
 
+# Each public name's module (as imported above, for type checkers).
+_HOMES = {
+    "primer.book._build": "Book",
+    "primer.book._cache": "BuildLock TraceCache",
+    "primer.book._chapters": "Chapters",
+    "primer.book._configuration": "TraceBookConfig read_config",
+    "primer.book._plugin": "TraceBookPlugin",
+    "primer.book._prepare": "Report",
+    "primer.book._render": "render_payloads render_traces",
+    "primer.book._source": "ChapterTraces LiveStatus TraceSource",
+    "primer.book._sources": "MockRunSource",
+    "primer.book._store": "TraceStore",
+    "primer.book.markdown": "TraceExtension",
+    "primer.trace_file": "UnreadableTrace",
+}
+_HOME = {name: module for module, names in _HOMES.items() for name in names.split()}
+
 __all__ = [
     "Book",
-    "BookConfig",
     "BuildLock",
     "ChapterTraces",
     "Chapters",
@@ -51,28 +63,6 @@ __all__ = [
     "render_traces",
 ]
 
-# Each public name's module.
-_HOMES = {
-    "Book": "primer.book._build",
-    "BookConfig": "primer.book._configuration",
-    "BuildLock": "primer.book._cache",
-    "ChapterTraces": "primer.book._source",
-    "Chapters": "primer.book._chapters",
-    "LiveStatus": "primer.book._source",
-    "MockRunSource": "primer.book._sources",
-    "Report": "primer.book._prepare",
-    "TraceBookConfig": "primer.book._configuration",
-    "TraceBookPlugin": "primer.book._plugin",
-    "TraceCache": "primer.book._cache",
-    "TraceExtension": "primer.book.markdown",
-    "TraceSource": "primer.book._source",
-    "TraceStore": "primer.book._store",
-    "UnreadableTrace": "primer.trace_file",
-    "read_config": "primer.book._configuration",
-    "render_payloads": "primer.book._render",
-    "render_traces": "primer.book._render",
-}
-
 
 def quiet_theme() -> str:
     """Turn Material's end-of-life notice off for this process (``NO_MKDOCS_2_WARNING``), unless it is set.
@@ -89,10 +79,9 @@ def quiet_theme() -> str:
 
 def __getattr__(name: str) -> Any:
     """A public name, imported from its module on first use."""
-    home = _HOMES.get(name)
-    if home is None:
+    if name not in _HOME:
         raise AttributeError(f"module 'primer.book' has no attribute {name!r}")
-    return getattr(importlib.import_module(home), name)
+    return getattr(importlib.import_module(_HOME[name]), name)
 
 
 def __dir__() -> list[str]:

@@ -22,7 +22,7 @@ from primer.book import _prose as prose
 from primer.book._cache import CACHE_VARIABLE, TraceCache
 from primer.book._chapters import Chapters
 from primer.book._logs import book_logger
-from primer.book._markers import check, find_markers, malformed
+from primer.book._markers import check, find_markers
 from primer.book._prepare import Prepared, Report, Setup, prepare
 from primer.book._prices import PriceTable, default_prices
 from primer.book._store import PUBLISHED_DIR, TraceStore
@@ -180,7 +180,7 @@ class Book:
         with self.clock("pages"):
             self.pages[name] = markdown
             if not self.enabled:
-                for warning in malformed(name, markdown):
+                for warning in check(name, markdown):
                     self.log.warning(f"traces: {warning}")
                 return markdown
             names = self.scenario_names
@@ -192,7 +192,7 @@ class Book:
                     else:
                         self.chapter_pages.setdefault(marker.chapter, url)
             said = prose.problems(
-                name, markdown, names, lambda chapter: prose.kept_corpora(self.prepared, chapter, self.prices)
+                name, markdown, lambda chapter: prose.kept_corpora(self.prepared, chapter, self.prices)
             )
             for warning in check(name, markdown, names) + said:
                 self.log.warning(f"traces: {warning}")

@@ -1,18 +1,9 @@
-"""The one marker parser: where a chapter page asks for traces, and the warnings its markers give.
+"""The one reader of a page's ``:::`` lines: trace markers, mode blocks, and lines meant as either.
 
-A chapter page marks where traces go with one line of its own::
-
-    ::: trace ch09_who_retries                    every scenario of the chapter
-    ::: trace ch09_who_retries service_is_busy    one scenario
-
-``parse_line`` sorts a line three ways: a ``Marker`` (``:::``, a space, ``trace``, a chapter and
-at most one scenario, names of letters, digits and underscores, at the start of the line); a
-``NearMiss``, a line meant as a marker that is not a valid one (*meant*: the first word after
-``:::`` is ``trace`` or ``traces``, in any case and spacing, so ``::: trace`` alone is ours and
-not mkdocstrings' ``trace`` module); or None (``::: tracemalloc``, ``::: trace.x``).
-
-``scan`` parses a page once (fenced code left out: an example, not a request); ``check`` and
-``malformed`` word its warnings, naming page and line, so a typo fails ``--strict``.
+``::: trace CHAPTER [SCENARIO]`` places traces; ``::: live CHAPTER [SCENARIO]`` to ``::: end live`` (or
+``mock``) holds prose about one mode's runs. ``scan`` reads a page once (fenced code left out: an example),
+looking only at lines that open a fence or start with ``:::``; ``check`` words the warnings, naming page and
+line, so a typo fails ``--strict``.
 """
 
 from __future__ import annotations
@@ -28,13 +19,12 @@ __all__ = [
     "MARKER_FORM",
     "OFF_CLASS",
     "Marker",
+    "ModeBlock",
     "NearMiss",
+    "Scan",
     "check",
     "find_markers",
-    "find_near_misses",
-    "malformed",
-    "off_note",
-    "parse_line",
+    "numbered",
     "scan",
 ]
 
@@ -43,17 +33,23 @@ MARKER_FORM = "::: trace CHAPTER [SCENARIO]"
 #: The class of the note a marker becomes when traces are off.
 OFF_CLASS = "primer-traces-off"
 
-# A line meant as a marker: at most three spaces (four make indented code), ":::", and a first
-# word "trace" or "traces" ending the line or followed by a space.
-_MEANT = re.compile(r"(?P<indent> {0,3}):::(?P<gap>[ \t]*)(?P<word>traces?)(?P<rest>[ \t].*)?", re.IGNORECASE)
+# The lines read: a fence (indented or not: fences nest in lists and admonitions), or one starting with ":::".
+_LINE = re.compile(r"^[ \t]*(?:(`{3,}|~{3,})|:::).*", re.M)
+# Meant as a marker: at most three spaces (four make indented code), ":::", "trace" or "traces", any case.
+_MEANT = re.compile(r"(?P<indent> {0,3}):::(?P<gap>[ \t]*)(?P<word>traces?)(?P<rest>[ \t].*)?", re.I)
 _NAME = re.compile(r"[A-Za-z0-9_]+")
 _SPACES = re.compile(r"[ \t]+")
-# An opening fence, indented or not (fences nest in lists and admonitions); it closes on a run
-# of the same character at least as long.
-_FENCE = re.compile(r"^[ \t]*(?P<fence>`{3,}|~{3,})")
+# Placing traces for the book's rules, however indented: the extension finds them in admonitions too.
+_PLACING = re.compile(r"[ \t]*:::[ \t]+trace[ \t]+(\w+)(?:[ \t]+(\w+))?[ \t]*")
+_OPEN = re.compile(r" {0,3}:::[ \t]+(live|mock)[ \t]+(\w+)(?:[ \t]+(\w+))?\s*", re.A)
+_CLOSE = re.compile(r" {0,3}:::[ \t]+end[ \t]+(live|mock)\s*")
+_BLOCK_MEANT = re.compile(r"[ \t]*:::[ \t]*(?:end[ \t]*)?(?:live|mock)(?:\s|$)", re.I)
+_FORMS = (
+    "The valid forms are `::: live CHAPTER [SCENARIO]` (or `::: mock ...`) and `::: end live` (or `::: end mock`), "
+    "at the start of the line, a space after `:::`, the names made of letters, digits and underscores."
+)
 
 
-# NamedTuples, not dataclasses: made as every build imports this, traces off too, and cheaper.
 class Marker(NamedTuple):
     """One marker found in a page."""
 
@@ -77,6 +73,35 @@ class NearMiss(NamedTuple):
             f"The valid form is `{MARKER_FORM}`, alone at the start of its line, "
             "the names made of letters, digits and underscores."
         )
+
+
+class ModeBlock(NamedTuple):
+    """One closed mode block: its mode, what it is about, its first and last lines."""
+
+    mode: str
+    chapter: str
+    scenario: str | None
+    start: int
+    end: int = 0
+
+    @property
+    def about(self) -> str:
+        """The block as a sentence names it: ``the live block `::: live ch09_who_retries```."""
+        return f"the {self.mode} block `::: {self.mode} {self.chapter}{f' {self.scenario}' if self.scenario else ''}`"
+
+
+class Scan(NamedTuple):
+    """What a page's ``:::`` lines say, fenced code left out."""
+
+    markers: tuple[Marker, ...] = ()
+    near_misses: tuple[NearMiss, ...] = ()
+    blocks: tuple[ModeBlock, ...] = ()
+    #: What is wrong with the blocks' lines: (line, sentence).
+    wrong: tuple[tuple[int, str], ...] = ()
+    #: (chapter, scenario) of every line placing traces, however indented.
+    placed: tuple[tuple[str, str | None], ...] = ()
+    #: The fenced code's first and last lines.
+    fenced: tuple[tuple[int, int], ...] = ()
 
 
 def parse_line(line: str, number: int = 1) -> Marker | NearMiss | None:
@@ -103,61 +128,97 @@ def parse_line(line: str, number: int = 1) -> Marker | NearMiss | None:
     return Marker(words[0], words[1] if len(words) > 1 else None, number)
 
 
-def _lines_outside_code(markdown: str) -> Iterator[tuple[int, str]]:
-    # Numbered as an editor numbers them: only "\n" ends a line (MkDocs reads pages with
-    # universal newlines, so "\r\n" arrives as "\n").
-    inside: str | None = None
-    for number, line in enumerate(markdown.split("\n"), start=1):
-        match = _FENCE.match(line)
-        if inside is None:
-            if match:
-                inside = match["fence"]
-            else:
-                yield number, line
-        elif match and match["fence"][0] == inside[0] and len(match["fence"]) >= len(inside):
-            inside = None
+def numbered(pattern: re.Pattern[str], text: str) -> Iterator[tuple[int, re.Match[str]]]:
+    """Each match of ``pattern`` in ``text``, with the number of the line it starts on."""
+    number, at = 1, 0
+    for match in pattern.finditer(text):
+        number += text.count("\n", at, match.start())
+        at = match.start()
+        yield number, match
 
 
-# A page is asked for its markers by the plugin, the book's checks and the payload links: parsed once.
-@lru_cache(maxsize=16)
-def scan(markdown: str) -> tuple[Marker | NearMiss, ...]:
-    """Every marker and near miss of a page, in order, leaving out fenced code."""
+def _outside_code(markdown: str) -> tuple[list[tuple[int, str]], list[tuple[int, int]]]:
+    # The ":::" lines outside fenced code, numbered; and the fenced code's first and last lines.
+    lines, fenced, fence, opened = [], [], "", 0
+    for number, match in numbered(_LINE, markdown):
+        found = match[1]
+        if not fence and found:
+            fence, opened = found, number
+        elif not fence:
+            lines.append((number, match[0]))
+        elif found and found[0] == fence[0] and len(found) >= len(fence):  # the same character, as long
+            fenced.append((opened, number))
+            fence = ""
+    if fence:
+        fenced.append((opened, markdown.count("\n") + 1))
+    return lines, fenced
+
+
+def _blocks(lines: list[tuple[int, str]]) -> tuple[list[ModeBlock], list[tuple[int, str]]]:
+    # The closed mode blocks, and what is wrong with the blocks' lines as (line, sentence).
+    blocks, wrong, current = [], [], None
+    for number, line in lines:
+        start, close = _OPEN.fullmatch(line), _CLOSE.fullmatch(line)
+        if start and current is None:
+            current = ModeBlock(start[1], start[2], start[3], number)
+        elif start and current is not None:
+            why = f"holds another one (line {number}): {current.mode} blocks do not nest."
+            wrong.append((current.start, f"{current.about} {why}"))
+        elif close and current is not None:
+            if close[1] != current.mode:
+                why = f"is closed on line {number} by the other mode's line: write `::: end {current.mode}`."
+                wrong.append((current.start, f"{current.about} {why}"))
+            blocks.append(current._replace(end=number))
+            current = None
+        elif not close and _BLOCK_MEANT.match(line):
+            wrong.append((number, f"`{line.strip()}` looks like the line of a mode block but is not one. {_FORMS}"))
+    if current is not None:  # left as written: what it would hide is unclear
+        wrong.append((current.start, f"{current.about} is not closed: end it with a line `::: end {current.mode}`."))
+    return blocks, wrong
+
+
+# Asked of a page by the plugin, the checks, the rules and the extension: read once.
+@lru_cache(maxsize=1024)
+def scan(markdown: str) -> Scan:
+    """What the page's ``:::`` lines say, in order (lines numbered as an editor does: only a line feed ends one)."""
     if ":::" not in markdown:
-        return ()
-    found = (parse_line(line, n) for n, line in _lines_outside_code(markdown) if ":::" in line)
-    return tuple(each for each in found if each is not None)
+        return Scan()
+    lines, fenced = _outside_code(markdown)
+    parsed = [found for number, line in lines if (found := parse_line(line, number))]
+    blocks, wrong = _blocks(lines)
+    return Scan(
+        tuple(each for each in parsed if isinstance(each, Marker)),
+        tuple(each for each in parsed if isinstance(each, NearMiss)),
+        tuple(blocks),
+        tuple(wrong),
+        tuple((placing[1], placing[2]) for _, line in lines if (placing := _PLACING.fullmatch(line))),
+        tuple(fenced),
+    )
 
 
 def find_markers(markdown: str) -> list[Marker]:
     """Every valid marker of a page outside fenced code, with its line number (from 1)."""
-    return [each for each in scan(markdown) if isinstance(each, Marker)]
+    return list(scan(markdown).markers)
 
 
-def find_near_misses(markdown: str) -> list[NearMiss]:
-    """Every line of a page outside fenced code meant as a marker but not a valid one."""
-    return [each for each in scan(markdown) if isinstance(each, NearMiss)]
+def check(page: str, markdown: str, scenarios: Mapping[str, Sequence[str] | None] | None = None) -> list[str]:
+    """Warnings for the page's ``:::`` lines, naming page and line, in the page's order.
 
-
-def malformed(page: str, markdown: str) -> list[str]:
-    """Warnings for the page's lines meant as markers that are not valid ones, naming page and line."""
-    return [f"{page} line {near.line}: {near.message}" for near in find_near_misses(markdown)]
-
-
-def check(page: str, markdown: str, scenarios: Mapping[str, Sequence[str] | None]) -> list[str]:
-    """Warnings for near misses and for markers naming what does not exist, naming page and line.
-
-    ``scenarios`` maps each chapter to its scenario names (None: not known, the chapter has its own warning).
+    Near misses and malformed blocks; with ``scenarios`` (chapter -> scenario names, None when not known)
+    also markers and blocks naming what does not exist.
     """
-    warnings = []
-    for marker in scan(markdown):
-        if isinstance(marker, NearMiss):
-            warnings.append(f"{page} line {marker.line}: {marker.message}")
-            continue
-        missing = unknown(marker.chapter, marker.scenario, scenarios)
-        if missing is not None:
-            named = f"{marker.chapter} {marker.scenario}" if marker.scenario else marker.chapter
-            warnings.append(f"{page} line {marker.line}: the marker `::: trace {named}` {missing}")
-    return warnings
+    found = scan(markdown)
+    said = [(near.line, near.message) for near in found.near_misses]
+    if scenarios is not None:
+        said += found.wrong
+        for marker in found.markers:
+            if missing := unknown(marker.chapter, marker.scenario, scenarios):
+                named = f"{marker.chapter} {marker.scenario}" if marker.scenario else marker.chapter
+                said.append((marker.line, f"the marker `::: trace {named}` {missing}"))
+        said += [
+            (b.start, f"{b.about} {why}") for b in found.blocks if (why := unknown(b.chapter, b.scenario, scenarios))
+        ]
+    return [f"{page} line {line}: {sentence}" for line, sentence in sorted(said, key=lambda each: each[0])]
 
 
 def off_note(marker: Marker) -> str:

@@ -20,11 +20,10 @@ from mkdocs.structure.files import File, InclusionLevel
 
 from primer.book import _configuration as plugin_options
 from primer.book import _payloads as payloads
-from primer.book import _prose as prose
 from primer.book._cache import BuildLock
 from primer.book._configuration import EXTENSION, TraceBookConfig
 from primer.book._logs import book_logger
-from primer.book._markers import find_markers, malformed
+from primer.book._markers import check, scan
 from primer.book._session import Session
 from primer.errors import ConfigError
 from primer.variables import traces_off, unknown_variables
@@ -41,7 +40,7 @@ if TYPE_CHECKING:
     from mkdocs.utils.templates import TemplateContext
 
     from primer.book._build import Book
-    from primer.book._prices import RenderOptions
+    from primer.book._prices import PriceTable
     from primer.book.markdown import TraceExtension
 
 __all__ = ["EXTENSION", "TraceBookConfig", "TraceBookPlugin"]
@@ -157,22 +156,21 @@ class TraceBookPlugin(BasePlugin[TraceBookConfig]):  # type: ignore[no-untyped-c
         if not off:  # a build with traces off shows no costs and reads no price table
             options["options"] = rendering = self._render_options(config)
             if book is not None:
-                book.prices = rendering.prices  # the prose check finds the costs the pages show
+                book.prices = rendering  # the prose check finds the costs the pages show
         self.extension = TraceExtension(**options)
         if EXTENSION in config.markdown_extensions:
             config.markdown_extensions.remove(EXTENSION)
         config.markdown_extensions.append(self.extension)  # type: ignore[arg-type]  # MkDocs takes instances
 
-    def _render_options(self, config: MkDocsConfig) -> RenderOptions:
+    def _render_options(self, config: MkDocsConfig) -> PriceTable:
         """The prices of ``mkdocs.yml``: the extension's ``prices``, then the plugin's over them."""
-        from primer.book._prices import RenderOptions
         from primer.book.markdown import render_options
 
         name = Path(config.config_file_path or "mkdocs.yml").name
         named = dict(config.mdx_configs.get(EXTENSION, {})).get("prices") or {}
         try:
-            table = render_options(named, f"{EXTENSION} in {name}").prices
-            return RenderOptions(table.extended(self.config.prices, where=f"{name}, the trace-book plugin's prices"))
+            table = render_options(named, f"{EXTENSION} in {name}")
+            return table.extended(self.config.prices, where=f"{name}, the trace-book plugin's prices")
         except ConfigError as error:
             raise PluginError(str(error)) from None
 
@@ -202,7 +200,7 @@ class TraceBookPlugin(BasePlugin[TraceBookConfig]):  # type: ignore[no-untyped-c
         from primer.book import _assets as assets
 
         named = {*config.extra_css, *(str(script) for script in config.extra_javascript)}
-        for path, source in assets.sources().items():
+        for path, source in assets.SOURCES.items():
             if path in named:
                 if (earlier := files.get_file_from_path(path)) is not None:  # a copy another front end wrote
                     files.remove(earlier)
@@ -220,12 +218,12 @@ class TraceBookPlugin(BasePlugin[TraceBookConfig]):  # type: ignore[no-untyped-c
         if self.extension is not None:  # for the extension: the links it renders, and the markers only it finds
             self.extension.reading, self.extension.page_url = (name, markdown), page.url
         if self.book is None:  # traces off: the extension shows the placeholders
-            for warning in malformed(name, markdown):
+            for warning in check(name, markdown):
                 log.warning(f"traces: {warning}")
             return markdown
         if self.dirty:  # the chapters its traces depend on: its markers' and its mode blocks'
-            named = {marker.chapter for marker in find_markers(markdown)} | {b.chapter for b in prose.blocks(markdown)}
-            self.page_chapters[name] = named
+            found = scan(markdown)
+            self.page_chapters[name] = {m.chapter for m in found.markers} | {b.chapter for b in found.blocks}
         return self.book.page(name, markdown, url=page.url)
 
     # Last, so every other plugin's on_page_content sees the whole page.
@@ -315,9 +313,9 @@ def _add_assets(config: MkDocsConfig, *, scripts: bool) -> None:
     """Link the package's stylesheet (and, with ``scripts``, its script) from every page."""
     from primer.book import _assets as assets
 
-    for path in assets.stylesheets():
+    for path in assets.STYLESHEETS:
         if path not in config.extra_css:
             config.extra_css.append(path)
-    for path in assets.scripts() if scripts else []:
+    for path in assets.SCRIPTS if scripts else []:
         if path not in [str(script) for script in config.extra_javascript]:
             config.extra_javascript.append(ExtraScriptValue(path))

@@ -1,10 +1,9 @@
 """What a run's tokens cost: a price table, the package's own (``prices.toml``) extended by the book's.
 
-Per model: US dollars per million input, cached input and output tokens, and
-the day they were read. A book's ``prices`` option (plugin or extension)
-extends or overrides it a whole entry per model. Only live calls cost anything
-(a mock's token counts are scripted); a run with a call whose model is not in
-the table has no cost, not a smaller one.
+Per model: US dollars per million input, cached input and output tokens, and the day they were read.
+A book's ``prices`` option extends or overrides it a whole entry per model. Only live calls cost
+anything (a mock's token counts are scripted); a call whose model is not in the table leaves its run
+without a cost, not with a smaller one.
 """
 
 from __future__ import annotations
@@ -14,17 +13,17 @@ import hashlib
 import math
 import tomllib
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, fields
 from functools import cache, cached_property
 from importlib.resources import files
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from primer.errors import ConfigError
 
 if TYPE_CHECKING:
     from primer.trace import ModelCall, ScenarioRun
 
-__all__ = ["Cost", "Price", "PriceTable", "RenderOptions", "default_prices", "dollars"]
+__all__ = ["Cost", "Price", "PriceTable", "default_prices", "dollars"]
 
 _EXAMPLE = "{input: 0.5, cached_input: 0.05, output: 1.5, read: 2026-11-01}"
 
@@ -61,27 +60,13 @@ class Price:
         return f"{self.model} at {prices} (read {self.read}{note})"
 
 
-@dataclass(frozen=True)
-class Cost:
-    """What some calls cost, and the prices it was worked out from."""
+class Cost(NamedTuple):
+    """What some calls cost: ``$0.0012``, ``prices read 2026-12-01`` and each price used, in words, for a tooltip."""
 
     dollars: float
-    prices: tuple[Price, ...]
-
-    @property
-    def text(self) -> str:
-        """``$0.0012``."""
-        return dollars(self.dollars)
-
-    @property
-    def read(self) -> str:
-        """``prices read 2026-12-01`` (the dates of every price used)."""
-        return "prices read " + ", ".join(sorted({p.read for p in self.prices}))
-
-    @property
-    def described(self) -> str:
-        """Each price used, in words, for a tooltip."""
-        return "; ".join(p.described for p in self.prices)
+    text: str
+    read: str
+    described: str
 
 
 def dollars(amount: float) -> str:
@@ -174,7 +159,10 @@ class PriceTable:
                     return None
                 total += price.of(call)
                 used[price.model] = price
-        return Cost(total, tuple(used.values())) if used else None
+        if not used:
+            return None
+        read = "prices read " + ", ".join(sorted({p.read for p in used.values()}))
+        return Cost(total, dollars(total), read, "; ".join(p.described for p in used.values()))
 
 
 @cache
@@ -182,15 +170,3 @@ def default_prices() -> PriceTable:
     """The package's own table (``prices.toml``), read once."""
     text = files("primer.book").joinpath("prices.toml").read_text(encoding="utf-8")
     return PriceTable().extended(tomllib.loads(text), where="primer/book/prices.toml")
-
-
-@dataclass(frozen=True)
-class RenderOptions:
-    """What a book's configuration changes in how its traces are drawn (the price table); ``key`` for the cache."""
-
-    prices: PriceTable = field(default_factory=default_prices)
-
-    @property
-    def key(self) -> str:
-        """What stands for these options in a cache key."""
-        return f"prices={self.prices.key}"

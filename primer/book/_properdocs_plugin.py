@@ -1,10 +1,4 @@
-"""The ``trace-book`` plugin for ProperDocs: the MkDocs plugin, made a ProperDocs plugin too.
-
-ProperDocs (a continuation of MkDocs 1.x) loads plugins from its own
-``properdocs.plugins`` entry points as well as MkDocs', and accepts only
-subclasses of its own ``BasePlugin``: this class is both, with the same
-options and events (``primer.book._plugin``).
-"""
+"""The ``trace-book`` plugin for ProperDocs, which loads subclasses of its own ``BasePlugin`` only: this is both."""
 
 from __future__ import annotations
 

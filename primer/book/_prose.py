@@ -1,14 +1,9 @@
-"""Prose true in every mode it shows in: mode blocks, and the check of what the prose quotes.
+"""Prose true in every mode it shows in: mode blocks kept or dropped, and the check of what the prose quotes.
 
-A *mode block* (``::: live CHAPTER [SCENARIO]`` to ``::: end live``, or ``mock``) holds prose about one mode's
-runs: a live block shows when its chapter (or scenario) has a live run on the page, a mock block whenever the
-chapter's traces show, labelled with its mode; its two lines never show, and in fenced code they are examples.
-
-A *quoted trace fact* is inline code that is not a name (an identifier, a call, a path, a command, a host), in a
-section (heading to heading) that holds a marker. It must be found in what the runs on the page show (summary
-lines, stories, stream lines, notes, the JSON with headers as ``name: value``) in each mode the sentence shows in,
-ignoring whitespace, quotes, backslashes and case (``...`` stands for any text). ``problems`` names page, line
-and text of each fact not found and each malformed block, so ``mkdocs build --strict`` fails.
+A live block shows when its chapter (or scenario) has a live run, a mock block whenever the chapter's traces
+show, labelled. A *quoted trace fact* is inline code that is not a name, in a section holding a marker: it must
+be found in what the page's runs show in each mode it shows in (whitespace, quotes and case aside; ``...`` is
+any text). ``problems`` names page, line and text of each fact not found, so ``--strict`` fails.
 """
 
 from __future__ import annotations
@@ -25,8 +20,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from markdown.preprocessors import Preprocessor
 
-from primer.book._markers import _lines_outside_code, find_markers
-from primer.locator import unknown
+from primer.book._markers import ModeBlock, numbered, scan
 
 if TYPE_CHECKING:
     from markdown import Markdown
@@ -36,65 +30,7 @@ if TYPE_CHECKING:
     from primer.book._source import ChapterTraces
     from primer.trace import ScenarioRun
 
-__all__ = ["Corpora", "LiveProse", "ModeBlock", "blocks", "corpora", "facts", "kept_corpora", "problems", "select"]
-
-_OPEN = re.compile(r" {0,3}:::[ \t]+(?P<mode>live|mock)[ \t]+(?P<chapter>\w+)(?:[ \t]+(?P<scenario>\w+))?\s*", re.A)
-_CLOSE = re.compile(r" {0,3}:::[ \t]+end[ \t]+(?P<mode>live|mock)\s*")
-# A line meant as a block's line: ":::", then "live", "mock", "end live" or "end mock", any case and spacing.
-_MEANT = re.compile(r"[ \t]*:::[ \t]*(?:end[ \t]*)?(?:live|mock)(?:\s|$)", re.I)
-# Asked of every page, traces off too: a page without such a line is not read line by line.
-_EITHER = re.compile(r"^[ \t]*:::[ \t]*(?i:live|mock|end)", re.M)
-_FORMS = (
-    "The valid forms are `::: live CHAPTER [SCENARIO]` (or `::: mock ...`) and `::: end live` (or `::: end mock`), "
-    "at the start of the line, a space after `:::`, the names made of letters, digits and underscores."
-)
-
-
-class ModeBlock(NamedTuple):
-    """One closed mode block: its mode, what it is about, its first and last lines."""
-
-    mode: str
-    chapter: str
-    scenario: str | None
-    start: int
-    end: int = 0
-
-    @property
-    def about(self) -> str:
-        """The block as a sentence names it: ``the live block `::: live ch09_who_retries```."""
-        return f"the {self.mode} block `::: {self.mode} {self.chapter}{f' {self.scenario}' if self.scenario else ''}`"
-
-
-def _scan(markdown: str) -> tuple[list[ModeBlock], list[tuple[int, str]]]:
-    """The page's closed mode blocks, and what is wrong with its blocks' lines as (line, sentence)."""
-    found: list[ModeBlock] = []
-    wrong: list[tuple[int, str]] = []
-    if _EITHER.search(markdown) is None:
-        return found, wrong
-    current: ModeBlock | None = None
-    for number, line in _lines_outside_code(markdown):
-        opened, closed = _OPEN.fullmatch(line), _CLOSE.fullmatch(line)
-        if opened and current is None:
-            current = ModeBlock(opened["mode"], opened["chapter"], opened["scenario"], number)
-        elif opened and current is not None:
-            why = f"holds another one (line {number}): {current.mode} blocks do not nest."
-            wrong.append((current.start, f"{current.about} {why}"))
-        elif closed and current is not None:
-            if closed["mode"] != current.mode:
-                why = f"is closed on line {number} by the other mode's line: write `::: end {current.mode}`."
-                wrong.append((current.start, f"{current.about} {why}"))
-            found.append(current._replace(end=number))
-            current = None
-        elif _MEANT.match(line) and not closed:
-            wrong.append((number, f"`{line.strip()}` looks like the line of a mode block but is not one. {_FORMS}"))
-    if current is not None:  # left as written: what it would hide is unclear
-        wrong.append((current.start, f"{current.about} is not closed: end it with a line `::: end {current.mode}`."))
-    return found, wrong
-
-
-def blocks(markdown: str) -> list[ModeBlock]:
-    """Every closed mode block of a page, in order, fenced code left out."""
-    return _scan(markdown)[0]
+__all__ = ["Corpora", "LiveProse", "corpora", "facts", "kept_corpora", "opening_html", "problems", "select"]
 
 
 def opening_html(block: ModeBlock) -> str:
@@ -118,7 +54,7 @@ def select(
 
     A live block is kept when ``has_live(chapter, scenario)``, a mock block when ``mock`` (False: no traces show).
     """
-    found = blocks(markdown)
+    found = scan(markdown).blocks
     if not found:
         return markdown
     lines = markdown.split("\n")
@@ -157,7 +93,7 @@ _NAME = re.compile(
     r"|:::.*",
     re.S,
 )
-_HEADING = re.compile(r" {0,3}#{1,6}[ \t]")
+_HEADING = re.compile(r"^ {0,3}#{1,6}[ \t]", re.M)
 # What the comparison leaves out: whitespace, quotes, backslashes; and JSON's escaped line breaks and tabs.
 _IGNORED = (" ", "\t", "\n", "\r", "\f", "\v", "\u00a0", '"', "'", "\\")
 _ESCAPED_SPACE = re.compile(r"\\[nrt]")
@@ -181,22 +117,23 @@ class Fact(NamedTuple):
 
 def facts(markdown: str) -> list[Fact]:
     """The page's quoted trace facts, in order."""
-    markers = find_markers(markdown)
-    if not markers:
+    scanned = scan(markdown)
+    if not scanned.markers or "`" not in markdown:
         return []
-    kept, closed = dict(_lines_outside_code(markdown)), blocks(markdown)
-    # Fenced code keeps its line breaks (so offsets still give line numbers) and loses its text.
-    text = "\n".join(kept.get(number, "") for number in range(1, markdown.count("\n") + 2))
-    headings = [0, *(number for number, line in kept.items() if _HEADING.match(line)), 1 << 30]
+    lines = markdown.split("\n")
+    for first, last in scanned.fenced:  # blanked: offsets still give line numbers
+        lines[first - 1 : last] = [""] * (last - first + 1)
+    text = "\n".join(lines)
+    headings = [0, *(number for number, _ in numbered(_HEADING, text)), 1 << 30]
     found = []
-    for match in _CODE.finditer(text):
-        line, words = text.count("\n", 0, match.start()) + 1, " ".join(match["text"].split())
+    for line, match in numbered(_CODE, text):
+        words = " ".join(match["text"].split())
         after = bisect.bisect_right(headings, line)  # its section: between the headings around it
         places = dict.fromkeys(
-            (m.chapter, m.scenario) for m in markers if headings[after - 1] < m.line < headings[after]
+            (m.chapter, m.scenario) for m in scanned.markers if headings[after - 1] < m.line < headings[after]
         )
         if places and words and line not in headings and not _NAME.fullmatch(words):
-            mode = next((block.mode for block in closed if block.start < line < block.end), None)
+            mode = next((block.mode for block in scanned.blocks if block.start < line < block.end), None)
             found.append(Fact(line, words, tuple(places), mode))
     return found
 
@@ -211,7 +148,7 @@ def _shown(run: ScenarioRun, cost: str | None) -> Iterator[str]:
     """The lines the page shows of a run, and its JSON (the payloads' values)."""
     from primer import summary
     from primer.book._render_markdown import ReplyMarkdown
-    from primer.book._stream_view import stream_view
+    from primer.book._render_views import stream_view
 
     said = ReplyMarkdown().plain  # a reply in a folded line as the page words it (``**butter**`` as ``butter``)
     yield from (summary.scenario_line(run, cost=cost), summary.scenario_story(run), summary.ending_line(run.ending))
@@ -219,7 +156,7 @@ def _shown(run: ScenarioRun, cost: str | None) -> Iterator[str]:
         yield from (summary.turn_line(turn, said), summary.model_line(turn.model_call, said))
         for note in turn.model_call.notes:  # as the page shows one: ``label {json}``
             yield f"{note.label} {json.dumps(note.data, ensure_ascii=False, default=str)}"
-        view = stream_view(turn.model_call, "x")
+        view = stream_view(turn.model_call)
         if view is not None:
             yield from (view.line, str(view.timeline), str(view.sse))
         yield from (summary.tool_line(tool) for tool in turn.tools)
@@ -265,22 +202,14 @@ def kept_corpora(shown: Prepared, chapter: str, prices: PriceTable | None) -> Co
     return found
 
 
-def problems(
-    page: str,
-    markdown: str,
-    scenarios: Mapping[str, Sequence[str] | None],
-    corpora: Callable[[str], Corpora | None] = lambda chapter: None,
-) -> list[str]:
-    """What is wrong with a page's prose, one sentence each naming page and line, in the page's order.
-
-    Its mode blocks, against ``scenarios`` (chapter -> scenario names, None when not known); its quoted facts,
-    against what ``corpora(chapter)`` shows in each mode the fact shows in (None: the chapter shows no traces).
-    """
-    found, said = _scan(markdown)
-    said += [(b.start, f"{b.about} {why}") for b in found if (why := unknown(b.chapter, b.scenario, scenarios))]
+def problems(page: str, markdown: str, corpora: Callable[[str], Corpora | None] = lambda chapter: None) -> list[str]:
+    """Each quoted fact of a page not found in what ``corpora(chapter)`` shows (None: no traces), page and line."""
     quoted = facts(markdown)
-    markers = list(dict.fromkeys((m.chapter, m.scenario) for m in find_markers(markdown))) if quoted else []
-    shown = {chapter: corpora(chapter) or {} for chapter, _ in markers}  # read only for a page that quotes
+    if not quoted:
+        return []
+    markers = list(dict.fromkeys((m.chapter, m.scenario) for m in scan(markdown).markers))
+    shown = {chapter: corpora(chapter) or {} for chapter, _ in markers}
+    said = []
 
     def texts(places: Sequence[tuple[str, str | None]], mode: str, *, heads: bool = False) -> list[str]:
         return [
@@ -304,5 +233,5 @@ def problems(
         if len(modes) > len(missing):  # it holds of the other mode's runs
             other = next(mode for mode in modes if mode not in missing)
             advice = f"put the sentence in a `::: {other} {fact.places[0][0]}` block, or say what both show"
-        said.append((fact.line, f"the prose quotes `{fact.text}`, which the {runs} do not show: {advice}."))
-    return [f"{page} line {line}: {sentence}" for line, sentence in sorted(said, key=lambda each: each[0])]
+        said.append(f"{page} line {fact.line}: the prose quotes `{fact.text}`, which the {runs} do not show: {advice}.")
+    return said

@@ -1,17 +1,14 @@
 """Render traces as collapsible HTML: ``ChapterTraces`` in, one HTML string out.
 
-``render_traces(traces)`` (or ``render_traces(traces, "service_is_busy")``, one
-scenario) draws the views ``_render_views.prepare`` makes as nested ``<details>``:
-summary lines tell the story closed, payloads are one click deeper, in
-``data-search-exclude`` blocks that hold no ``div`` (Material's indexer ends an
-exclusion at the first closing tag of that name). What came from a model, a
-tool or a service is escaped by Jinja2's autoescaping. With a ``payloads_url``,
-each payload block is a link to the chapter's payload page (``render_payloads``,
-drawn from the same views), which traces.js fills the block in from when opened.
+``render_traces`` draws the views ``_render_views.prepare`` makes as nested ``<details>``: summary
+lines tell the story closed, payloads are a click deeper. What came from a model, a tool or a service
+is escaped by Jinja2's autoescaping. With a ``payloads_url``, each payload block links to the chapter's
+payload page (``render_payloads``, drawn from the same views), which traces.js fills the block in from.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from functools import cache
 from typing import Any
@@ -22,16 +19,14 @@ from markupsafe import Markup
 from primer import summary
 from primer.book._links import PAYLOADS_HEAD, PAYLOADS_SUFFIX, PUBLISHED_DIR, page_relative
 from primer.book._payloads import BLOCK_END, BLOCK_START
-from primer.book._prices import RenderOptions
-from primer.book._render_markdown import ReplyMarkdown
-from primer.book._render_text import Anchors, clean, json_block, json_inline, safe_url
-from primer.book._render_views import ScenarioView, prepare
+from primer.book._prices import PriceTable, default_prices
+from primer.book._render_markdown import ReplyMarkdown, clean, escape_text, safe_url
+from primer.book._render_views import Anchors, ScenarioView, prepare, stream_view, totals
 from primer.book._source import ChapterTraces
-from primer.book._stream_view import stream_view
 from primer.export import otlp_available
 from primer.trace import Backoff
 
-__all__ = ["Anchors", "RenderOptions", "render_error", "render_payloads", "render_traces"]
+__all__ = ["Anchors", "json_block", "render_error", "render_payloads", "render_traces"]
 
 
 def _grow(ms: float) -> int:
@@ -42,6 +37,16 @@ def _grow(ms: float) -> int:
 
 def _here(anchor: str) -> Markup:
     return Markup('href="#{}"').format(anchor)
+
+
+def json_block(value: Any) -> Markup:
+    """A JSON value pretty-printed (indent 2) and escaped, for a ``<pre>`` (traces.js colours it when opened)."""
+    return Markup(escape_text(json.dumps(value, indent=2, ensure_ascii=False, default=str)))  # noqa: S704 - escaped
+
+
+def _json_inline(value: Any) -> Markup:
+    # On one line, as the seeds print ``attempt {"number": 1}``.
+    return Markup(escape_text(json.dumps(value, ensure_ascii=False, default=str)))  # noqa: S704 - escaped
 
 
 @cache
@@ -56,12 +61,13 @@ def _environment() -> Environment:
     env.globals.update(
         summary=summary,
         json_block=json_block,
-        json_inline=json_inline,
+        json_inline=_json_inline,
         attempt_json=lambda step: {"number": step.number, **(step.failure.model_dump() if step.failure else {})},
         is_backoff=lambda step: isinstance(step, Backoff),
         grow=_grow,
         count=summary.count,
         stream_view=stream_view,
+        totals=totals,
         keep=None,
         to=_here,
     )
@@ -72,7 +78,7 @@ def _chapter(
     traces: ChapterTraces,
     scenario: str | None,
     anchors: Anchors,
-    options: RenderOptions,
+    prices: PriceTable,
     *,
     head: bool = True,
     more: Callable[[list[ScenarioView]], dict[str, Any]] | None = None,
@@ -91,12 +97,12 @@ def _chapter(
                 "anchor": anchor,
                 "failure_anchor": failure_anchor,
                 "scenarios": views,
-                "status": traces.live_status,
                 "download_url": safe_url(traces.download_url),
                 "payloads_url": safe_url(traces.payloads_url),
+                "status": traces.live_status,
                 "otlp": otlp_available(),  # only where the book publishes it: the export needs the otel extra
                 "head": head,
-                "prices": options.prices,
+                "prices": prices,
                 "markdown": markdown,
                 **(more(views) if more else {}),
             }
@@ -111,16 +117,16 @@ def render_traces(
     *,
     anchors: Anchors | None = None,
     head: bool = True,
-    options: RenderOptions | None = None,
+    prices: PriceTable | None = None,
 ) -> str:
     """The HTML of a chapter's traces, or of one scenario's (``NotFound`` names the scenarios there are).
 
     ``anchors`` keeps ids unique across several traces on a page; ``head=False``
     leaves out the chapter's switch, totals, live status and download link (a
-    page's second marker of a chapter); ``options``: the book's price table.
+    page's second marker of a chapter); ``prices``: the book's (the package's by default).
     """
-    options = options if options is not None else RenderOptions()
-    html = _chapter(traces, scenario, anchors if anchors is not None else Anchors(), options, head=head)
+    prices = prices if prices is not None else default_prices()
+    html = _chapter(traces, scenario, anchors if anchors is not None else Anchors(), prices, head=head)
     # Marked, so a search plugin can be given the block's summary lines alone (_payloads); comments are inert.
     return f"{BLOCK_START}{html}{BLOCK_END}"
 
@@ -131,25 +137,25 @@ def render_error(message: str, *, marker: str | None = None) -> str:
 
 
 def _blocks(views: list[ScenarioView]) -> tuple[dict[str, tuple[str, str]], set[str]]:
-    """Each payload block's id with its scenario and what it is, in words; and the declared tools drawn inside."""
+    # Each payload block's id with its scenario and what it is, in words; and the declared tools drawn inside.
     blocks, drawn = {}, set()
     for s in views:
         if s.comparison:
             blocks[f"{s.compare_anchor}-body"] = (s.name, "mock and live side by side")
         for v in filter(None, (s.mock, s.live)):
             for t in v.turns:
-                blocks[f"{t.model_anchor}-body"] = (s.name, f"{v.mode} run · turn {t.turn.number} · model call")
+                blocks[f"{t.model_anchor}-body"] = (s.name, f"{v.run.mode} run · turn {t.turn.number} · model call")
                 drawn.update([t.tools.anchor] if t.tools and not t.tools.same_as else [])
                 for number in range(1, len(t.turn.tools) + 1):
-                    what = f"{v.mode} run · turn {t.turn.number} · tool call {number}"
+                    what = f"{v.run.mode} run · turn {t.turn.number} · tool call {number}"
                     blocks[f"{t.anchor}-tool-{number}-body"] = (s.name, what)
-            blocks[f"{v.transcript_anchor}-body"] = (s.name, f"{v.mode} run · transcript")
+            blocks[f"{v.transcript_anchor}-body"] = (s.name, f"{v.run.mode} run · transcript")
             if v.run.error:
-                blocks[f"{v.error_anchor}-body"] = (s.name, f"{v.mode} run · scenario error")
+                blocks[f"{v.error_anchor}-body"] = (s.name, f"{v.run.mode} run · scenario error")
     return blocks, drawn
 
 
-def render_payloads(traces: ChapterTraces, *, page_url: str | None = None, options: RenderOptions | None = None) -> str:
+def render_payloads(traces: ChapterTraces, *, page_url: str | None = None, prices: PriceTable | None = None) -> str:
     """The chapter's payload page (``traces/CHAPTER.payloads.html``): every payload block, by the block's id.
 
     The ids are those of a page that shows the chapter once. It stands alone,
@@ -181,7 +187,7 @@ def render_payloads(traces: ChapterTraces, *, page_url: str | None = None, optio
 
         return {"keep": keep, "to": to, "payloads_url": None}
 
-    _chapter(traces, None, Anchors(), options if options is not None else RenderOptions(), more=more)
+    _chapter(traces, None, Anchors(), prices if prices is not None else default_prices(), more=more)
     page_html = (
         _environment()
         .get_template("payloads.html.j2")

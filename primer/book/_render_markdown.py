@@ -1,17 +1,10 @@
-"""A model's reply as a reader expects it: its Markdown rendered, safely, the raw text one click away.
+"""A model's reply rendered as its Markdown, safely (the raw text one click away), and the page's text helpers.
 
-A reply is untrusted text, so Python-Markdown renders it with nothing that
-could reach the page as markup it did not make itself: no raw HTML (a
-``<script>`` in a reply is escaped text), links only to http(s) or a plain
-path (as a browser reads the address) with ``rel="noopener nofollow"``, no
-image loaded (a link to it, named by its alt text), headings as bold lines,
-and only the attributes named below.
-
-Rendering must not show what recording kept out: ``sk-12**34**`` reads
-``sk-1234`` on the page, a key the redactor never saw whole. So the text a
-reader would see is checked as the raw text was (``primer.redact``, with the
-keys this build knows), and markup inside a word or a character reference,
-which could join a key the build does not know, shows the raw text instead.
+A reply is untrusted: no raw HTML, links only to http(s) or a plain path, no image loaded, headings
+as bold lines, only the attributes ``_KEPT`` names. Nor may rendering show what recording kept out
+(``sk-12**34**`` reads ``sk-1234``): the text a reader sees is redacted as the raw text was, and
+markup inside a word or a character reference, which could join a key this build does not know,
+shows the raw text instead.
 """
 
 from __future__ import annotations
@@ -20,36 +13,54 @@ import html
 import itertools
 import re
 import xml.etree.ElementTree as etree
+from urllib.parse import urlsplit
 
 from markdown import Markdown
 from markdown.treeprocessors import Treeprocessor
 from markupsafe import Markup
 
-from primer.book._render_text import clean, escape_text, safe_url
+from primer.inert import invisible_characters, visible_escape
 from primer.redact import Redactor
 from primer.settings import Settings
 
-__all__ = ["ReplyMarkdown"]
+__all__ = ["ReplyMarkdown", "clean", "escape_text", "safe_url"]
 
-_PLAIN = [
-    "em",
-    "strong",
-    "pre",
-    "blockquote",
-    "ul",
-    "li",
-    "hr",
-    "br",
-    "span",
-    "table",
-    "thead",
-    "tbody",
-    "tr",
-    "th",
-    "td",
-]
+# C0 controls (but tab, newline, carriage return) mean nothing on a page, and Python-Markdown
+# uses STX/ETX to delimit its own placeholders: untrusted text must not forge one. C1 controls
+# (0x9b is a one-byte CSI) and the invisible and bidirectional format characters hide or reorder
+# what a reader sees: shown as the escapes a terminal shows (\u202e). The zero-width joiners stay:
+# they join emoji and the letters of some scripts, and the redactor sees through them.
+_CONTROLS: dict[int, str] = dict.fromkeys([*range(0, 9), 11, 12, *range(14, 32), 127], "\ufffd")
+_CONTROLS |= {
+    ord(char): visible_escape(char)
+    for char in [*map(chr, range(0x80, 0xA0)), *invisible_characters()]
+    if char not in "\u200c\u200d"
+}
+
+
+def clean(text: str) -> str:
+    """``text`` with C0 controls (but tab, newline, carriage return) as U+FFFD, C1 and invisible ones as escapes."""
+    return text.translate(_CONTROLS)
+
+
+def escape_text(text: str) -> str:
+    """``text`` escaped for element content (never an attribute): quotes stay, which keeps JSON a third lighter."""
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def safe_url(url: str | None) -> str | None:
+    """``url`` if following it runs no script (http, https or a plain path), else None."""
+    # Browsers drop leading spaces and controls before reading the scheme, so must we.
+    candidate = (url or "").strip("".join(map(chr, range(0x21))))
+    if not candidate:
+        return None
+    return candidate if urlsplit(candidate).scheme.lower() in ("", "http", "https") else None
+
+
+_PLAIN = ["em", "strong", "pre", "blockquote", "ul", "li", "hr", "br", "span"]
+_TABLE = ["table", "thead", "tbody", "tr", "th", "td"]
 _KEPT: dict[str, frozenset[str]] = {
-    **dict.fromkeys(_PLAIN, frozenset()),
+    **dict.fromkeys([*_PLAIN, *_TABLE], frozenset()),
     "a": frozenset({"href", "rel", "title"}),
     "ol": frozenset({"start"}),
     "p": frozenset({"class"}),
@@ -65,7 +76,7 @@ _JOINS = re.compile(r"[\w+/=-](?:</?[a-z][^>]*>)+[\w+/=-]|&(?!(?:amp|lt|gt|quot)
 
 
 def _address(url: str | None) -> str | None:
-    """The address as a browser follows it (references decoded), if following it runs no script."""
+    # The address as a browser follows it (references decoded), if following it runs no script.
     decoded = safe_url(html.unescape(url or ""))
     # Serialised with every & as &amp;: the browser reads back exactly what was checked.
     return None if decoded is None else decoded.replace("&", "&amp;")
@@ -102,7 +113,7 @@ class ReplyMarkdown:
         self._redactor = Redactor(Settings.keys_from_env().values())
 
     def _convert(self, text: str) -> str | None:
-        """The reply's safe HTML; None when a reader would see a key, or markup could join one."""
+        # The reply's safe HTML; None when a reader would see a key, or markup could join one.
         if self._md is None:
             self._md = Markdown(extensions=["fenced_code", "tables", "sane_lists"])
             self._md.preprocessors.deregister("html_block")  # no raw HTML: an HTML block or tag is text

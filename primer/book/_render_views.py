@@ -1,9 +1,8 @@
-"""A chapter's traces as the templates draw them: one view per scenario, run, turn and call.
+"""A chapter's traces as the templates draw them: a view per scenario, run and turn, with their ids.
 
-Page weight grows with what happened, not with turns squared: each turn's
-context shows the messages new since the turn before, a live request body
-what is new (``Ref`` to the rest, ``Rebuild`` to put it back), and the
-declared tools are drawn once per page and referred to after (``_Shared``).
+Page weight grows with what happened, not with turns squared: a turn's context shows the messages
+new since the turn before, a live request body what is new (``Ref`` to the rest, and how traces.js
+puts it back), and the declared tools are drawn once a page and referred to after (``_Shared``).
 """
 
 from __future__ import annotations
@@ -11,63 +10,64 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
+
+from markupsafe import Markup
 
 from primer import summary
-from primer.book._render_text import Anchors
-from primer.book._render_timeline import TurnTime, segments, totals
+from primer.book._render_markdown import escape_text
 from primer.book._source import ChapterTraces
 from primer.errors import NotFound
-from primer.trace import DeclaredTool, Exchange, Message, ModelCall, ScenarioRun, Turn
+from primer.streaming import fragments, sse_text
+from primer.trace import Backoff, DeclaredTool, Exchange, ModelCall, ScenarioRun, StreamEvent, Turn
 
-__all__ = ["Comparison", "ScenarioView", "prepare"]
+__all__ = ["Anchors", "ScenarioView", "Segment", "StreamView", "prepare", "segments", "stream_view", "totals"]
+
+_UNSAFE_ID = re.compile(r"[^A-Za-z0-9_-]+")
 
 
-@dataclass(frozen=True)
-class Ref:
-    """Something a payload repeats from an earlier one (``messages [0]-[1]``, ``as sent in turn 1``): a pointer."""
+@dataclass
+class Anchors:
+    """Stable ``id`` values, unique on one page.
 
+    The same turn is ``ch09_who_retries-service_is_busy-mock-turn-2`` on every
+    build; a second trace of the same run on the page gets ``-2``.
+    """
+
+    used: set[str] = field(default_factory=set)
+
+    def make(self, *parts: object) -> str:
+        """An id from its parts, unique on this page."""
+        base = "-".join(_UNSAFE_ID.sub("-", str(part)) for part in parts)
+        anchor, count = base, 1
+        while anchor in self.used:
+            count += 1
+            anchor = f"{base}-{count}"
+        self.used.add(anchor)
+        return anchor
+
+
+class Ref(NamedTuple):  # what a payload repeats from an earlier one: ``messages [0]-[1]`` ``as sent in turn 1``
     what: str
     where: str
     anchor: str
 
 
-@dataclass(frozen=True)
-class Rebuild:
-    """How traces.js puts a request body back whole: the first ``messages`` and the ``same`` keys of ``base``'s."""
-
-    base: str
-    messages: int
-    same: list[str]
-    keys: list[str]
-
-
-@dataclass(frozen=True)
-class RequestView:
-    """A model request's body as shown: what is new, what it refers to, how to rebuild it."""
+class RequestView(NamedTuple):
+    """A model request's body as shown: what is new, what it refers to, and how traces.js rebuilds it."""
 
     json: Any
-    refs: list[Ref] = field(default_factory=list)
-    rebuild: Rebuild | None = None
+    refs: tuple[Ref, ...] = ()
+    base: str = ""  # the body this one is rebuilt from: its first ``messages`` and the ``same`` keys
+    messages: int = 0
+    same: tuple[str, ...] = ()
+    keys: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True)
-class ContextView:
-    """What a model call's context table shows: from ``start``, the messages new since turn ``since``."""
-
-    total: int
-    start: int
-    messages: list[Message]
-    since: int | None
-    since_anchor: str | None
-    in_transcript: bool  # False: the context is not a prefix of the transcript, so it is shown whole
-
-
-@dataclass(frozen=True)
-class ToolsView:
-    """The declared tools of a model call: drawn here (``schema_anchors``), or ``same_as`` a list drawn before."""
+class ToolsView(NamedTuple):
+    """A call's declared tools: drawn here (``schema_anchors``), or ``same_as`` a list drawn before."""
 
     tools: list[DeclaredTool]
     anchor: str
@@ -75,70 +75,44 @@ class ToolsView:
     schema_anchors: list[str]
 
 
-@dataclass(frozen=True)
-class NoteView:
-    """A note; lists the previous call's note already showed are referred to, not repeated."""
-
-    label: str
-    data: dict[str, Any]
-    refs: list[Ref]
+class Segment(NamedTuple):  # a stretch of a turn's time: who it went to (a mock run's provider: the mock model)
+    kind: Literal["provider", "service", "setup", "waited", "library"]
+    ms: float
 
 
-@dataclass(frozen=True)
-class TurnView:
-    """A turn and its model call, prepared (its tool calls' ids are its own and ``-tool-1``, ``-tool-2``...)."""
+class TurnView(NamedTuple):
+    """A turn: its ids, its context from ``start`` (new since turn ``since``), tools, bodies, notes and time."""
 
     turn: Turn
     anchor: str
     model_anchor: str
-    context: ContextView
+    start: int
+    since: TurnView | None
+    in_transcript: bool  # False: the context is not a prefix of the transcript, so it is shown whole
     tools: ToolsView | None
     exchanges: list[tuple[Exchange, RequestView]]
-    notes: list[NoteView]
-
-    @property
-    def call(self) -> ModelCall:
-        """The turn's model call."""
-        return self.turn.model_call
+    notes: list[tuple[str, dict[str, Any], list[Ref]]]  # label, what is new, what it refers to
+    segments: list[Segment]
 
 
-@dataclass(frozen=True)
-class TrialView:
-    """The turns of one trial of a repeated run (chapter 16), and its verdict."""
-
-    number: int
-    total: int
-    passed: bool
-    why: str | None
+class Trial(NamedTuple):  # of a repeated run (chapter 16)
+    line: str
     anchor: str
     turns: list[TurnView]
 
-    @property
-    def line(self) -> str:
-        """``trial 2 of 5 · failed: price_of was not called · 1 turn``."""
-        verdict = "passed" if self.passed else "failed" + (f": {self.why}" if self.why else "")
-        return f"trial {self.number} of {self.total} · {verdict} · {summary.count(len(self.turns), 'turn')}"
 
-
-@dataclass(frozen=True)
-class RunView:
-    """One scenario's run in one mode: its turns (by trial, for a repeated run), timeline and story."""
-
+class RunView(NamedTuple):
     run: ScenarioRun
-    mode: Literal["mock", "live"]
     anchor: str
     transcript_anchor: str
     ended_anchor: str
     error_anchor: str
     turns: list[TurnView]
-    timeline: list[TurnTime]
+    trials: list[Trial]
     totals: dict[str, float]
-    story: str
-    trials: list[TrialView]
 
 
-@dataclass(frozen=True)
-class CompareRow:
+class Row(NamedTuple):  # of the side-by-side view: a turn (or the ending) of each run
     label: str
     mock: str | None
     mock_anchor: str | None
@@ -147,57 +121,118 @@ class CompareRow:
     diverges: bool
 
 
-@dataclass(frozen=True)
-class Comparison:
-    """Mock and live of one scenario aligned turn by turn, and where they part."""
-
-    rows: list[CompareRow]
+class Comparison(NamedTuple):  # mock and live of one scenario aligned turn by turn
+    line: str
     differences: list[str]
-
-    @property
-    def line(self) -> str:
-        """The summary line of the side-by-side view."""
-        if not self.differences:
-            turns = len(self.rows) - 1
-            asked = "in its one turn" if turns == 1 else f"in each of {turns} turns"
-            return f"mock and live side by side · same tools asked {asked} · same ending"
-        return "mock and live side by side · diverge: " + "; ".join(self.differences)
+    rows: list[Row]
 
 
-@dataclass(frozen=True)
-class ScenarioView:
-    """A scenario: its mock run, its live run (or why there is none), the comparison."""
-
+class ScenarioView(NamedTuple):
     name: str
     anchor: str
-    title: str | None
     mock: RunView | None
     live: RunView | None
-    live_missing: str | None
     comparison: Comparison | None
     compare_anchor: str
 
 
-# -- what is new since the turn before ---------------------------------------------
+class StreamView(NamedTuple):  # its events one a line and as SSE, escaped
+    line: str
+    timeline: Markup
+    sse: Markup
+    label: str
+
+
+def segments(turn: Turn) -> list[Segment]:
+    """The stretches of a turn, in order, by who spent them (none of zero length)."""
+    call, found = turn.model_call, []
+    simulated = 0.0
+    if call.kind == "mock" and call.stream is not None and call.stream.events:
+        # The mock model's simulated stream took time on the virtual clock: the model's, not the library's.
+        simulated = min(max(event.at_ms for event in call.stream.events), call.timing.library_ms)
+    if call.timing.outside_ms:  # the connection is opened before the request goes: its set-up comes first
+        found += [Segment("setup", call.timing.setup_ms or 0.0), Segment("provider", call.timing.answering_ms or 0.0)]
+    elif simulated:
+        found.append(Segment("provider", simulated))
+    found.append(Segment("library", call.timing.library_ms - simulated))
+    for run in turn.tools:
+        for step in run.steps:
+            if isinstance(step, Backoff):
+                found.append(Segment("waited", step.seconds * 1000))
+            else:
+                found += [
+                    Segment("setup", step.timing.setup_ms or 0.0),
+                    Segment("service", step.timing.answering_ms or 0.0),
+                ]
+        timing, sent = run.timing, [a for a in run.attempts if a.request is not None]
+        if timing.outside_ms is None and sent and not any(a.response for a in sent):
+            # A recording that did not split the tool's time, of a service that never answered:
+            # the time went to waiting for the service, as the mock's virtual clock counts it.
+            found.append(Segment("service", timing.library_ms))
+            continue
+        # A trace may know the tool's service time but not each attempt's (an imported recording).
+        unattributed = (timing.outside_ms or 0.0) - sum(a.timing.outside_ms or 0.0 for a in run.attempts)
+        if unattributed >= 0.05:
+            found.append(Segment("service", unattributed))
+        found.append(Segment("library", timing.library_ms))
+    return [s for s in found if s.ms > 0]
+
+
+def totals(spans: Iterable[Segment]) -> dict[str, float]:
+    """Time by kind, in the legend's order."""
+    spent = dict.fromkeys(("provider", "service", "setup", "waited", "library"), 0.0)
+    for segment in spans:
+        spent[segment.kind] += segment.ms
+    return spent
+
+
+def _brought(event: StreamEvent) -> str:
+    if event.done:
+        return "[DONE]"
+    if event.text is not None:
+        return f"not JSON ({summary.count(len(event.text), 'character')})"
+    pieces = [f"{kind} {size}" if size else kind for kind, size in fragments(event.data)]
+    return ", ".join(pieces) or "nothing of the reply"
+
+
+def stream_view(call: ModelCall) -> StreamView | None:
+    """What the page draws of a model call's stream (None: not streamed)."""
+    stream = call.streamed
+    if stream is None:
+        return None
+    marks = [("first byte", stream.first_byte_ms), ("first token", stream.first_token_ms)]
+    marks.append(("last token", stream.last_token_ms))
+    parts = [summary.count(len(stream.events), "event"), *(f"{n} {ms:.1f}ms" for n, ms in marks if ms is not None)]
+    first, last = stream.first_token_ms, stream.last_token_ms
+    if first is not None and last is not None and last > first:
+        # How fast the reply came once it had begun; without token counts (the mock's), the pieces that came.
+        seconds = (last - first) / 1000
+        if call.usage is not None and call.usage.output_tokens > 1:
+            parts.append(f"{(call.usage.output_tokens - 1) / seconds:.1f} tokens/s")
+        else:
+            parts.append(f"{(stream.fragments - 1) / seconds:.1f} pieces/s")
+    parts.append("ended with [DONE]" if stream.done else "no [DONE]")
+    lines, before = [], None
+    for event in stream.events:
+        # ``   240.5ms  +40.0  content 4``: when it came, the gap since the one before, what it brought.
+        gap = f"+{event.at_ms - before:.1f}" if before is not None else ""
+        name = f"event: {event.event} · " if event.event else ""
+        lines.append(f"{f'{event.at_ms:.1f}ms':>11} {gap:>8}  {name}{_brought(event)}")
+        before = event.at_ms
+    if call.kind == "mock":
+        label = "the events as SSE · simulated by the mock model: no wire"
+    else:
+        label = "the events as SSE on the wire · each event's data as recorded (redacted)"
+    timeline, sse = (Markup(escape_text(text)) for text in ("\n".join(lines), sse_text(stream)))  # noqa: S704 - escaped
+    return StreamView(" · ".join(parts), timeline, sse, f"{label} ({summary.count(len(stream.events), 'event')})")
 
 
 def _span(count: int) -> str:
     return "[0]" if count == 1 else f"[0]\N{EN DASH}[{count - 1}]"
 
 
-def _context(call: ModelCall, previous: TurnView | None, run: ScenarioRun) -> ContextView:
-    context = call.context
-    in_transcript = context == run.transcript[: len(context)]
-    start, since, since_anchor = 0, None, None
-    if previous is not None and in_transcript:
-        before = previous.turn.model_call.context
-        if len(before) <= len(context) and context[: len(before)] == before:
-            start, since, since_anchor = len(before), previous.turn.number, previous.model_anchor
-    return ContextView(len(context), start, context[start:], since, since_anchor, in_transcript)
-
-
 def _request(body: Any, previous: tuple[Any, int, str] | None) -> RequestView:
-    """A model request body with what the previous request (body, turn, anchor) carried taken out and referred to."""
+    # A model request body with what the previous request (body, turn, anchor) carried taken out and referred to.
     if previous is None or not (isinstance(body, dict) and isinstance(previous[0], dict)):
         return RequestView(body)
     before, turn, base = previous
@@ -211,10 +246,10 @@ def _request(body: Any, previous: tuple[Any, int, str] | None) -> RequestView:
         del shown["tools"]
         same.append("tools")
         refs.append(Ref(f"tools ({len(tools)})", f"as sent in turn {turn}", base))
-    return RequestView(shown, refs, Rebuild(base, taken, same, list(body))) if refs else RequestView(body)
+    return RequestView(shown, tuple(refs), base, taken, tuple(same), tuple(body)) if refs else RequestView(body)
 
 
-def _notes(call: ModelCall, previous: TurnView | None) -> list[NoteView]:
+def _notes(call: ModelCall, previous: TurnView | None) -> list[tuple[str, dict[str, Any], list[Ref]]]:
     # A mock's "context ignored" note lists every role sent: the part the previous
     # call's note listed is referred to, or the page would grow with turns squared.
     before = {note.label: note.data for note in previous.turn.model_call.notes} if previous else {}
@@ -229,27 +264,18 @@ def _notes(call: ModelCall, previous: TurnView | None) -> list[NoteView]:
                 data[key] = value[len(old) :]
                 where = f"as in turn {previous.turn.number}"
                 refs.append(Ref(f"{key} {_span(len(old))}", where, previous.model_anchor))
-        views.append(NoteView(note.label, data, refs))
+        views.append((note.label, data, refs))
     return views
 
 
 @dataclass
 class _Shared:
-    """The declared tools, drawn once a page: by the first run to declare them, under an id with their digest.
-
-    Later runs refer to the drawing; the page's ``Anchors`` remember every id, so
-    a trace taken from the HTML cache is referred to exactly as one rendered afresh.
-    """
+    """The declared tools, drawn once a page: by the first run to declare them, under an id with their digest."""
 
     chapter: str
     scenario: str
-    anchors: Anchors
+    anchors: Anchors  # every id of the page: a trace from the HTML cache is referred to as one rendered afresh
     here: list[tuple[list[DeclaredTool], str, str, int]] = field(default_factory=list)  # tools, anchor, mode, turn
-
-    @staticmethod
-    def _key(tools: list[DeclaredTool]) -> str:
-        data = json.dumps([tool.model_dump() for tool in tools], sort_keys=True, ensure_ascii=False)
-        return hashlib.sha256(data.encode()).hexdigest()[:10]
 
     def view(self, tools: list[DeclaredTool], mode: str, turn: int) -> ToolsView:
         """The tools as drawn here, or as a reference to where they were drawn before."""
@@ -257,16 +283,14 @@ class _Shared:
             if drawn == tools:
                 where = f"turn {drawn_turn}" if drawn_mode == mode else f"the {drawn_mode} run, turn {drawn_turn}"
                 return ToolsView(tools, anchor, where, [])
-        prefix, suffix = f"{self.chapter}-", f"-tools-{self._key(tools)}"
+        data = json.dumps([tool.model_dump() for tool in tools], sort_keys=True, ensure_ascii=False)
+        prefix, key = f"{self.chapter}-", hashlib.sha256(data.encode()).hexdigest()[:10]
         for anchor in sorted(self.anchors.used):
-            if anchor.startswith(prefix) and anchor.endswith(suffix):
+            if anchor.startswith(prefix) and anchor.endswith(suffix := f"-tools-{key}"):
                 return ToolsView(tools, anchor, f"scenario {anchor[len(prefix) : -len(suffix)]}", [])
-        anchor = self.anchors.make(self.chapter, self.scenario, "tools", self._key(tools))
+        anchor = self.anchors.make(self.chapter, self.scenario, "tools", key)
         self.here.append((tools, anchor, mode, turn))
         return ToolsView(tools, anchor, None, [self.anchors.make(anchor, index) for index in range(1, len(tools) + 1)])
-
-
-# -- preparing ------------------------------------------------------------------------
 
 
 def _run(run: ScenarioRun, chapter: str, anchors: Anchors, shared: _Shared) -> RunView:
@@ -275,78 +299,70 @@ def _run(run: ScenarioRun, chapter: str, anchors: Anchors, shared: _Shared) -> R
     previous: tuple[Any, int, str] | None = None  # the last request body so far, its turn and model call's anchor
     for turn in run.turns:
         turn_anchor = anchors.make(anchor, "turn", turn.number)
-        model_anchor, call = anchors.make(turn_anchor, "model"), turn.model_call
-        exchanges = []
-        for x in call.exchanges:
-            exchanges.append((x, _request(x.request.json_body, previous)))
+        model_anchor, call, context = anchors.make(turn_anchor, "model"), turn.model_call, turn.model_call.context
+        before, in_transcript = turns[-1] if turns else None, context == run.transcript[: len(context)]
+        sent = before.turn.model_call.context if before and in_transcript else None
+        since = before if sent is not None and len(sent) <= len(context) and context[: len(sent)] == sent else None
+        exchanges = [(x, _request(x.request.json_body, previous)) for x in call.exchanges]
+        tools = shared.view(call.tools, run.mode, turn.number) if call.tools else None
+        shown = (len(sent) if since and sent else 0), since, in_transcript, tools, exchanges, _notes(call, before)
+        turns.append(TurnView(turn, turn_anchor, model_anchor, *shown, segments(turn)))
         if call.exchanges:
             previous = (call.exchanges[-1].request.json_body, turn.number, model_anchor)
-        before = turns[-1] if turns else None
-        tools = shared.view(call.tools, run.mode, turn.number) if call.tools else None
-        turns.append(
-            TurnView(
-                turn, turn_anchor, model_anchor, _context(call, before, run), tools, exchanges, _notes(call, before)
-            )
-        )
-    timeline = [TurnTime(t.turn.number, t.anchor, t.turn.timing.total_ms, segments(t.turn)) for t in turns]
     transcript, ended, error = (anchors.make(anchor, what) for what in ("transcript", "ended", "error"))
-    story, trials = summary.scenario_story(run), _trials(turns, anchor, anchors)
-    return RunView(run, run.mode, anchor, transcript, ended, error, turns, timeline, totals(timeline), story, trials)
+    spent = totals(s for t in turns for s in t.segments)
+    return RunView(run, anchor, transcript, ended, error, turns, _trials(turns, anchor, anchors), spent)
 
 
 _TRIAL = re.compile(r"trial (\d+) of (\d+)")  # a repeated run notes each trial's verdict on its last model call
 
 
-def _trials(turns: list[TurnView], anchor: str, anchors: Anchors) -> list[TrialView]:
-    """The turns grouped by the trial each ends or belongs to; none unless every turn is in one."""
-    groups: list[TrialView] = []
+def _trials(turns: list[TurnView], anchor: str, anchors: Anchors) -> list[Trial]:
+    # The turns grouped by the trial each ends or belongs to; none unless every turn is in one.
+    groups: list[Trial] = []
     start = 0
     for index, turn in enumerate(turns):
         for note in turn.turn.model_call.notes:
             found = _TRIAL.fullmatch(note.label)
             if found and isinstance(passed := note.data.get("passed"), bool):
                 why = note.data.get("why") if isinstance(note.data.get("why"), str) else None
-                trial = anchors.make(anchor, "trial", found[1])
-                groups.append(TrialView(int(found[1]), int(found[2]), passed, why, trial, turns[start : index + 1]))
+                verdict = "passed" if passed else "failed" + (f": {why}" if why else "")
+                line = (
+                    f"trial {int(found[1])} of {int(found[2])} · {verdict} · {summary.count(index + 1 - start, 'turn')}"
+                )
+                groups.append(Trial(line, anchors.make(anchor, "trial", found[1]), turns[start : index + 1]))
                 start = index + 1
                 break
     return groups if groups and start == len(turns) else []
 
 
-def _asked(turn: Turn) -> list[str]:
-    reply = turn.model_call.reply
+def _asked(turn: Turn | None) -> list[str]:
+    reply = turn.model_call.reply if turn else None
     return [c.name for c in reply.tool_calls] if reply else []
 
 
 def _compare(mock: RunView, live: RunView, said: Callable[[str], str]) -> Comparison:
-    """Two runs of one scenario aligned turn by turn, and where they diverge."""
     rows, differences = [], []
-    left_turns, right_turns = mock.run.turns, live.run.turns
-    for index in range(max(len(left_turns), len(right_turns))):
-        left = left_turns[index] if index < len(left_turns) else None
-        right = right_turns[index] if index < len(right_turns) else None
-        diverges = left is None or right is None or _asked(left) != _asked(right)
+    for index in range(max(len(mock.turns), len(live.turns))):
+        left, right = (v.turns[index] if index < len(v.turns) else None for v in (mock, live))
+        diverges = left is None or right is None or _asked(left.turn) != _asked(right.turn)
         if diverges and left is not None and right is not None:
-            was, got = ", ".join(_asked(left)) or "no tool", ", ".join(_asked(right)) or "no tool"
+            was, got = (", ".join(_asked(t.turn)) or "no tool" for t in (left, right))
             differences.append(f"turn {index + 1} asked for {was} (mock) but {got} (live)")
-        rows.append(
-            CompareRow(
-                f"turn {index + 1}",
-                summary.turn_line(left, said) if left else None,
-                mock.turns[index].anchor if left else None,
-                summary.turn_line(right, said) if right else None,
-                live.turns[index].anchor if right else None,
-                diverges,
-            )
-        )
-    if len(left_turns) != len(right_turns):
-        differences.append(f"{summary.count(len(left_turns), 'turn')} (mock) but {len(right_turns)} (live)")
+        mock_line, live_line = (summary.turn_line(t.turn, said) if t else None for t in (left, right))
+        mock_at, live_at = (t.anchor if t else None for t in (left, right))
+        rows.append(Row(f"turn {index + 1}", mock_line, mock_at, live_line, live_at, diverges))
+    if len(mock.turns) != len(live.turns):
+        differences.append(f"{summary.count(len(mock.turns), 'turn')} (mock) but {len(live.turns)} (live)")
     first, then = mock.run.ending, live.run.ending
     if first.reason != then.reason:
         differences.append(f"ended {first.label} (mock) but {then.label} (live)")
     ending = (summary.ending_line(first), mock.ended_anchor, summary.ending_line(then), live.ended_anchor)
-    rows.append(CompareRow("ended", *ending, first.reason != then.reason))
-    return Comparison(rows, differences)
+    rows.append(Row("ended", *ending, first.reason != then.reason))
+    if differences:
+        return Comparison("mock and live side by side · diverge: " + "; ".join(differences), differences, rows)
+    asked = "in its one turn" if len(rows) == 2 else f"in each of {len(rows) - 1} turns"
+    return Comparison(f"mock and live side by side · same tools asked {asked} · same ending", differences, rows)
 
 
 def prepare(
@@ -356,38 +372,19 @@ def prepare(
 
     ``said`` words a reply in a folded line, as the page shows it.
     """
-    runs = {
-        (s.name, mode): s
-        for mode, run in (("mock", traces.mock), ("live", traces.live))
-        for s in (run.scenarios if run else [])
-    }
+    chapters = (("mock", traces.mock), ("live", traces.live))
+    runs = {(s.name, mode): s for mode, run in chapters for s in (run.scenarios if run else [])}
     names = list(dict.fromkeys(name for name, _ in runs))
-    if only is not None:
-        if only not in names:
-            there = ", ".join(names) or "none"
-            raise NotFound(f"Chapter {traces.chapter} has no scenario {only!r}. Its scenarios are: {there}.")
-        names = [only]
+    if only is not None and only not in names:
+        there = ", ".join(names) or "none"
+        raise NotFound(f"Chapter {traces.chapter} has no scenario {only!r}. Its scenarios are: {there}.")
     views = []
-    for name in names:
+    for name in [only] if only is not None else names:
         shared = _Shared(traces.chapter, name, anchors)
         anchor = anchors.make(traces.chapter, name)
-        mock, live = runs.get((name, "mock")), runs.get((name, "live"))
+        mock, live = (runs.get((name, mode)) for mode in ("mock", "live"))
         mock_view = _run(mock, traces.chapter, anchors, shared) if mock else None
         live_view = _run(live, traces.chapter, anchors, shared) if live else None
-        missing = None
-        if live is None:
-            reason = traces.live_status.reason or "none was recorded"
-            missing = (
-                f"no live run: {reason}"
-                if traces.live is None
-                else (f"no live run of this scenario: the recorded live trace of {traces.chapter} does not hold it")
-            )
         comparison = _compare(mock_view, live_view, said) if mock_view and live_view else None
-        either = mock or live
-        title = either.title if either else None
-        views.append(
-            ScenarioView(
-                name, anchor, title, mock_view, live_view, missing, comparison, anchors.make(anchor, "compare")
-            )
-        )
+        views.append(ScenarioView(name, anchor, mock_view, live_view, comparison, anchors.make(anchor, "compare")))
     return views

@@ -10,13 +10,11 @@ import re
 from collections.abc import Mapping, Sequence
 from pathlib import PurePosixPath
 
-from primer.book._markers import _lines_outside_code, find_markers
+from primer.book._markers import scan
 
 __all__ = ["check"]
 
 _CHAPTER = re.compile(r"ch(?P<number>\d{2,})_[a-z][a-z0-9_]*")
-# A line placing traces, however indented: the extension finds them in admonitions and lists too.
-_PLACING = re.compile(r"[ \t]*:::[ \t]+trace[ \t]+(?P<chapter>\w+)(?:[ \t]+(?P<scenario>\w+))?[ \t]*")
 
 
 def check(package: str, scenarios: Mapping[str, Sequence[str] | None], pages: Mapping[str, str]) -> list[str]:
@@ -58,10 +56,8 @@ def _page_of(chapter: str, pages: Mapping[str, str]) -> str | None:
 def _placed(package: str, scenarios: Mapping[str, Sequence[str] | None], pages: Mapping[str, str]) -> list[str]:
     placed: dict[str, set[str | None]] = {}
     for markdown in pages.values():
-        for _number, line in _lines_outside_code(markdown):
-            found = _PLACING.fullmatch(line)
-            if found is not None:
-                placed.setdefault(found["chapter"], set()).add(found["scenario"])
+        for chapter, scenario in scan(markdown).placed:
+            placed.setdefault(chapter, set()).add(scenario)
     docs = PurePosixPath(next(iter(sorted(pages)), "docs/index.md")).parts[0]
     problems = []
     for chapter, names in scenarios.items():
@@ -82,7 +78,7 @@ def _placed(package: str, scenarios: Mapping[str, Sequence[str] | None], pages: 
 def _own_pages(scenarios: Mapping[str, Sequence[str] | None], pages: Mapping[str, str]) -> list[str]:
     problems = []
     for name, markdown in sorted(pages.items()):
-        markers = [marker for marker in find_markers(markdown) if marker.chapter in scenarios]
+        markers = [marker for marker in scan(markdown).markers if marker.chapter in scenarios]
         # Any page not named after a chapter (a home page) may show one chapter.
         stem = PurePosixPath(name).stem
         own = stem if stem in scenarios else next((marker.chapter for marker in markers), None)

@@ -1,13 +1,8 @@
-"""Where the extension's traces come from besides a given source: the book under Zensical, or mock runs.
-
-``book_for_page`` is the book whose docs folder Zensical names in the page's rendering context,
-prepared once per build (``primer.book._session``); ``MockRunSource`` runs a chapter's mock
-scenarios in this process. ``collect`` loads a marker's traces, checking its scenario exists.
-"""
+"""Where the extension's traces come from besides a given source: the book Zensical names, or mock runs."""
 
 from __future__ import annotations
 
-import importlib
+import pkgutil
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -36,10 +31,7 @@ NO_KEY = "no key yet: live runs are recorded by the book build when PRIMER_API_K
 
 
 class MockRunSource:
-    """A ``TraceSource`` that runs a chapter's mock scenarios in-process, once each (milliseconds, virtual clock).
-
-    The chapters are ``chapters``' (by default those ``PRIMER_CHAPTERS`` names, else ``primer.chapters``).
-    """
+    """A ``TraceSource`` running a chapter's mock scenarios in-process, once each (by default ``PRIMER_CHAPTERS``')."""
 
     def __init__(self, chapters: ChapterLocator | None = None) -> None:
         from primer.settings import Settings
@@ -53,12 +45,8 @@ class MockRunSource:
             from primer.book._source import ChapterTraces, LiveStatus
             from primer.runner import run_chapter  # the library: only when a chapter runs
 
-            self._runs[chapter] = ChapterTraces(
-                chapter=chapter,
-                mock=run_chapter(chapter, "mock", chapters=self.chapters),
-                live=None,
-                live_status=LiveStatus(state="missing", reason=NO_KEY),
-            )
+            mock = run_chapter(chapter, "mock", chapters=self.chapters)
+            self._runs[chapter] = ChapterTraces(chapter, mock, None, LiveStatus(state="missing", reason=NO_KEY))
         return self._runs[chapter]
 
 
@@ -78,9 +66,8 @@ def require_scenario(chapter: str, scenario: str | None, names: list[str]) -> No
 def resolve_source(source: Any) -> TraceSource:
     """The source given: an object, or from YAML ``package.module:name`` (an object, or a class or factory to call)."""
     if isinstance(source, str):
-        module, _, name = source.partition(":")
         try:
-            source = getattr(importlib.import_module(module), name)
+            source = pkgutil.resolve_name(source)
         except (ImportError, AttributeError, ValueError) as error:
             raise ConfigError(
                 f"The trace source {source!r} could not be imported ({error}). Give it as 'package.module:name'."
@@ -96,45 +83,35 @@ def resolve_source(source: Any) -> TraceSource:
 
 def _context(md: Markdown | None) -> Any:
     # Zensical's rendering context: the page and the configuration (as its ContextPreprocessor finds it).
-    if md is None or "rendering_context" not in md.preprocessors:
-        return None
-    context = md.preprocessors["rendering_context"]
+    context = md.preprocessors["rendering_context"] if md and "rendering_context" in md.preprocessors else None
     return context if isinstance(getattr(context, "config", None), dict) else None
 
 
 def book_for_page(md: Markdown | None, chapters: str) -> Book | None:
-    """The book whose docs folder Zensical names for the page, ready for this build; None if there is none."""
-    context = _context(md)
-    if context is None:
+    """The book whose docs folder Zensical names for the page, prepared once a build; None if there is none."""
+    if (context := _context(md)) is None:
         return None
     from primer.book._session import SESSION  # the engine: only for a book
 
-    config = context.config
-    root = Path(config["root_dir"])
-    book = SESSION.book(root, root / config["docs_dir"], chapters=chapters)
+    root = Path(context.config["root_dir"])
+    book = SESSION.book(root, root / context.config["docs_dir"], chapters=chapters)
     # A new configuration object is a new build (Zensical makes one when a watched file changes).
-    SESSION.ready(book, config, site_dir=root / config["site_dir"])
+    SESSION.ready(book, context.config, site_dir=root / context.config["site_dir"])
     return book
 
 
 def assets_for_page(md: Markdown | None) -> None:
-    """With traces off under Zensical: write the stylesheet and script into the docs and the site, once a build.
-
-    Its pages link them (``mkdocs.yml`` names them), traces off too, and they style the
-    placeholder; with traces on, preparing the book writes them (``Session.ready``).
-    """
-    context = _context(md)
-    if context is None:
+    """With traces off under Zensical: write the assets (which style the placeholder) into the docs and site once."""
+    if (context := _context(md)) is None:
         return
+    from primer.book import _assets as assets
     from primer.book._session import SESSION
 
     if SESSION.styled is context.config:
         return
-    from primer.book import _assets as assets
 
-    root = Path(context.config["root_dir"])
     for folder in (context.config["docs_dir"], context.config["site_dir"]):
-        assets.install(root / folder)
+        assets.install(Path(context.config["root_dir"]) / folder)
     SESSION.styled = context.config
 
 

@@ -28,9 +28,9 @@ from markdown.util import AtomicString
 
 from primer.book._links import page_relative
 from primer.book._logs import book_logger
-from primer.book._markers import OFF_CLASS, Marker, NearMiss, off_note, parse_line
+from primer.book._markers import OFF_CLASS, Marker, ModeBlock, NearMiss, off_note, parse_line
 from primer.book._payloads import search_text
-from primer.book._prose import LiveProse, ModeBlock, opening_html, select
+from primer.book._prose import LiveProse, opening_html, select
 from primer.book._sources import (
     NO_KEY,
     MockRunSource,
@@ -49,7 +49,7 @@ if TYPE_CHECKING:  # loaded on first use: MkDocs loads the extension with traces
     from collections.abc import Callable
 
     from primer.book._cache import TraceCache
-    from primer.book._prices import RenderOptions
+    from primer.book._prices import PriceTable
     from primer.book._render import Anchors
     from primer.book._source import Shown, TraceSource
 
@@ -67,7 +67,7 @@ class TraceExtension(Extension):
         *,
         source: TraceSource | str | None = None,
         cache: TraceCache | None = None,
-        options: RenderOptions | None = None,
+        options: PriceTable | None = None,
         **kwargs: Any,
     ) -> None:
         self.config = {
@@ -99,7 +99,7 @@ class TraceExtension(Extension):
         self.reset()
 
     @cached_property
-    def options(self) -> RenderOptions:
+    def options(self) -> PriceTable:
         """The prices the pages show costs by: made on first use, so a build with traces off reads none."""
         return self._options if self._options is not None else render_options(self.getConfig("prices"), "the extension")
 
@@ -149,7 +149,7 @@ class TraceExtension(Extension):
             else:
                 self._source = book.prepared
                 self._cache = self._cache or book.cache
-                book.prices = self.options.prices  # Zensical: the extension's prices are the book's
+                book.prices = self.options  # Zensical: the extension's prices are the book's
         return self._source
 
     @property
@@ -266,7 +266,7 @@ class TraceExtension(Extension):
         traces = collect(self.source, chapter, scenario)
 
         def render() -> str:
-            html = render_traces(traces, scenario, anchors=self.anchors, head=head, options=self.options)
+            html = render_traces(traces, scenario, anchors=self.anchors, head=head, prices=self.options)
             html = page_relative(html, page)
             return f"{search_text(html)}\n{html}"
 
@@ -356,11 +356,11 @@ def _error(message: str, marker: str) -> str:
     return render_error(message, marker=marker)
 
 
-def render_options(prices: Any, where: str) -> RenderOptions:
-    """The render options of a ``prices`` option (model → price, over the package's table); ``where`` names it."""
-    from primer.book._prices import RenderOptions, default_prices
+def render_options(prices: Any, where: str) -> PriceTable:
+    """The price table of a ``prices`` option (model → price, over the package's table); ``where`` names it."""
+    from primer.book._prices import default_prices
 
-    return RenderOptions(default_prices().extended(prices, where=f"the `prices` option of {where}"))
+    return default_prices().extended(prices, where=f"the `prices` option of {where}")
 
 
 def makeExtension(**kwargs: Any) -> TraceExtension:

@@ -695,6 +695,9 @@
 
   // -- setup ------------------------------------------------------------------
 
+  // What must hold before the page is first drawn: the switches, the view
+  // they show and the folds a link opens. The rest waits a task, out of the
+  // page's load (Material sets itself up at DOMContentLoaded too).
   function setup() {
     var value = remembered();
     document.querySelectorAll(".tr-chapter").forEach(function (chapter) {
@@ -702,13 +705,19 @@
         node.hidden = false;
       });
       showChapter(chapter, value);
-      var head = chapter.querySelector(":scope > .tr-head");
-      if (head && !head.querySelector(".tr-print")) {
-        var print = element("button", "tr-print", "print all");
-        print.type = "button";
-        print.setAttribute("aria-label", "print all traces of " + chapter.getAttribute("data-tr-chapter") + ", every part open");
-        head.appendChild(print);
-      }
+    });
+    revealHash();
+    setTimeout(finish, 0);
+  }
+
+  function finish() {
+    document.querySelectorAll(".tr-chapter > .tr-head").forEach(function (head) {
+      if (head.querySelector(".tr-print")) return;
+      var print = element("button", "tr-print", "print all");
+      print.type = "button";
+      var name = head.parentElement.getAttribute("data-tr-chapter");
+      print.setAttribute("aria-label", "print all traces of " + name + ", every part open");
+      head.appendChild(print);
     });
     document.querySelectorAll(".tr-run > details.tr-scn").forEach(function (run) {
       var legend = run.parentElement.querySelector(":scope > .tr-timeline > .tr-tl-legend");
@@ -721,7 +730,6 @@
     document.querySelectorAll(".tr details[open]").forEach(function (details) {
       if (details.querySelector(":scope > .tr-body[data-tr-payload]")) fillPayloads(details).catch(function () {});
     });
-    revealHash();
   }
 
   // Bound once on the document, so they survive instant navigation.
