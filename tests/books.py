@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from primer.book._markers import Marker
-    from primer.book._session import Session
+    from primer.book._plugin import TraceBookPlugin
 
 REPO = Path(__file__).resolve().parents[1]
 HOOK = REPO / "hooks" / "traces.py"
@@ -267,15 +267,15 @@ def copy_the_book(target: Path) -> Path:
     return target
 
 
-def hook_session() -> Session:
-    """The session of the hook's plugin instance (``hooks/traces.py`` re-exports its events), for in-process builds.
+def hook_plugin() -> TraceBookPlugin:
+    """The hook's plugin instance (``hooks/traces.py`` re-exports its events), for in-process builds.
 
-    A test registers a ``Book`` of its own there (``Session.register``): one
-    with a live runner that stands in for the network.
+    A test sets a ``Book`` of its own as its ``book`` (one with a live runner that stands
+    in for the network): the plugin keeps the book it holds for its docs folder.
     """
     from primer.book import mkdocs_hook
 
-    return mkdocs_hook.on_config.__self__.session  # type: ignore[attr-defined, no-any-return]
+    return mkdocs_hook.on_config.__self__  # type: ignore[attr-defined, no-any-return]
 
 
 def placeholder(marker: Marker) -> str:

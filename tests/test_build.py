@@ -342,7 +342,7 @@ def test_a_warm_build_with_every_page_cached_loads_neither_pydantic_nor_the_trac
     assert book.build().returncode == 0
     imported, log = _imported(book)
     assert "traces: ran 0, reused" in log
-    assert "primer.book._build" in imported
+    assert "primer.book._book" in imported
     assert not {"pydantic", "primer.trace", "primer.book._render"} & imported
 
 
@@ -355,7 +355,7 @@ def test_traces_off_loads_neither_the_engine_nor_pydantic(tmp_path):
         "pydantic",
         "primer.trace",
         "primer.settings",
-        "primer.book._build",
+        "primer.book._book",
         "primer.book._render",
         "primer.agent",
     }

@@ -19,13 +19,13 @@ from mkdocs.config import load_config
 from mkdocs.exceptions import Abort
 from pydantic import SecretStr
 
-from primer.book._build import Book
+from primer.book._book import Book
 from primer.book._chapters import Chapters
 from primer.runner import run_scenario
 from primer.scenario import Scenario
 from primer.settings import Settings
 from primer.trace import ChapterRun, Ending, ScenarioRun
-from tests.books import edit, hook_session, make_book
+from tests.books import edit, hook_plugin, make_book
 
 pytestmark = pytest.mark.slow
 
@@ -85,11 +85,11 @@ def live_book(tmp_path, monkeypatch, caplog):
         live_runner=fake,
         time_limit=5.0,
     )
-    hook_session().register(book.docs, registered)
+    hook_plugin().book = registered
     caplog.set_level(logging.INFO, logger="mkdocs")
     yield book, registered, fake, caplog
     fake.release.set()  # a slow run left behind ends now
-    hook_session().register(book.docs, None)
+    hook_plugin().book = None
 
 
 def _build(book, caplog, *, strict: bool = False) -> list[logging.LogRecord]:

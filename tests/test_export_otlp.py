@@ -32,8 +32,9 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 from opentelemetry.semconv._incubating.attributes import gen_ai_attributes as gen_ai
 
-from primer.book._prepare import Chapter, Prepared, Report
+from primer.book._book import Prepared, Report
 from primer.book._source import ChapterTraces, LiveStatus, Shown
+from primer.book._steps import Chapter
 from primer.book._store import TraceStore
 from primer.chapters import scenarios_of
 from primer.cli import main
@@ -500,8 +501,8 @@ def test_the_store_says_it_once_and_publishes_the_rest(
         traces = ChapterTraces(chapter, run, None, LiveStatus("missing"), f"traces/{chapter}.json")
         shown[chapter] = Chapter(Shown.of(traces, ""), traces, ())
     with caplog.at_level(logging.INFO, logger="mkdocs.plugins.primer.book"):
-        written = store.publish(tmp_path / "site", Prepared(Report(), shown, store))
-    assert [path.name for path in written] == ["ch_a.json", "ch_b.json"]
+        written = store.publish(tmp_path / "site", Prepared(Report(), shown, store), {})
+    assert [path.name for path in written] == ["ch_a.json", "ch_a.payloads.html", "ch_b.json", "ch_b.payloads.html"]
     said = [r.getMessage() for r in caplog.records if "OTLP" in r.getMessage()]
     assert len(said) == 1
     with pytest.raises(MissingExtra, match=r"trace-book\[otel\]"):

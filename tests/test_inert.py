@@ -23,7 +23,7 @@ from pathlib import Path
 import markdown
 import pytest
 
-from primer.book._build import Book
+from primer.book._book import Book
 from primer.book._logs import InertRecords, book_logger
 from primer.book.markdown import TraceExtension
 from primer.inert import _UNSAFE, inert

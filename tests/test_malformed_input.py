@@ -28,7 +28,7 @@ from mkdocs.config import load_config
 from mkdocs.exceptions import Abort
 
 from primer.book._atomic import STALE_AFTER, TEMP_SUFFIX, write_if_changed
-from primer.book._build import Book
+from primer.book._book import Book
 from primer.book._chapters import Chapters
 from primer.book._markers import MARKER_FORM, Marker, NearMiss, find_markers, parse_line, scan
 from primer.book._plan import anomalies
@@ -38,7 +38,7 @@ from primer.locator import chapter_names_in
 from primer.settings import VARIABLES
 from primer.trace import ChapterRun, Ending, ScenarioRun
 from primer.trace_file import RESTORE, UPGRADE
-from tests.books import BETA, hook_session, make_book
+from tests.books import BETA, hook_plugin, make_book
 from tests.killed_writer import killed_writer
 from tests.servers import live_settings
 from tests.servers.provider import ReplayProvider
@@ -625,7 +625,7 @@ def test_a_refresh_that_brings_a_model_anomaly_says_so(
         replay_provider, httpbin, api_key="sk-test-0123456789abcdef", service_key="svc-test-0123456789"
     )
     registered = Book(book.docs, book.root / ".cache" / "traces", chapters=Chapters(book.package), settings=settings)
-    hook_session().register(book.docs, registered)
+    hook_plugin().book = registered
     caplog.set_level(logging.INFO, logger="mkdocs")
     frozen = book.docs / "traces" / "ch_refreshed.live.json"
 
@@ -661,4 +661,4 @@ def test_a_refresh_that_brings_a_model_anomaly_says_so(
         answers(("price_of", "{'item': milk"), ("teleport", {"to": "moon"}))
         assert anomaly_warnings(_build_in_process(book.root, caplog)) == []
     finally:
-        hook_session().register(book.docs, None)
+        hook_plugin().book = None

@@ -9,11 +9,12 @@ import markdown
 import pytest
 
 from primer.book import _prose as prose
+from primer.book._book import Prepared, Report
 from primer.book._cache import TraceCache
 from primer.book._markers import check
-from primer.book._prepare import Chapter, Prepared, Report
 from primer.book._prose import corpora, facts, kept_corpora
 from primer.book._source import ChapterTraces, LiveStatus, Shown
+from primer.book._steps import Chapter
 from primer.book._store import TraceStore
 from primer.book.markdown import TraceExtension
 from primer.chapters import chapter_names

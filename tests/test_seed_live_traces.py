@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from primer.book._build import Book
+from primer.book._book import Book
 from primer.book._chapters import Chapters
 from primer.book._store import PUBLISHED_DIR
 from primer.settings import Settings
@@ -264,10 +264,10 @@ def test_the_book_shows_them_as_current_or_says_they_are_from_earlier_code(tmp_p
         (docs / PUBLISHED_DIR).mkdir(parents=True, exist_ok=True)
         shutil.copy(live_file(chapter), docs / PUBLISHED_DIR / live_file(chapter).name)
     book = Book(docs, tmp_path / ".cache", settings=Settings())
-    book.prepare()
+    prepared = book.prepare()
     chapters = Chapters()
     for chapter in CHAPTERS:
-        traces = book.prepared.traces(chapter)
+        traces = prepared.traces(chapter)
         assert traces.live is not None
         # Stamped current when imported; any later edit of the code it depends on
         # makes it stale, which the page then says (and is true): both are right.

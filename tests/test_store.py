@@ -18,12 +18,12 @@ import pytest
 from primer.book import _run as run_module
 from primer.book import _store as store_module
 from primer.book._atomic import TEMP_SUFFIX, write_if_changed
-from primer.book._build import Book
+from primer.book._book import Book, Prepared, Report
 from primer.book._chapters import Chapters, CodeGraph
 from primer.book._markers import Marker, check, find_markers
-from primer.book._prepare import Chapter, Prepared, Report
 from primer.book._run import Progress, run_bounded
 from primer.book._source import ChapterTraces, LiveStatus, Shown
+from primer.book._steps import Chapter
 from primer.book._store import CorruptTrace, TraceStore
 from primer.errors import NotFound
 from primer.settings import Settings
@@ -155,7 +155,7 @@ def test_the_prepared_value_is_the_renderers_source_and_the_store_publishes_both
     assert prepared.traces("ch") is traces
     with pytest.raises(NotFound, match="The chapters are: ch"):
         prepared.traces("nope")
-    published, otlp = store.publish(tmp_path / "site", prepared)
+    published, otlp, _page = store.publish(tmp_path / "site", prepared, {})
     assert published == tmp_path / "site" / "traces" / "ch.json"
     assert otlp == tmp_path / "site" / "traces" / "ch.otlp.json"  # beside it, for OpenTelemetry tools
     document = json.loads(published.read_text())
@@ -177,31 +177,26 @@ def test_the_store_publishes_each_chapters_payload_page_and_removes_a_gone_chapt
         render_payloads(ChapterTraces("gone", _run("gone"), None, LiveStatus("missing")))
     )
     (folder / "mine.payloads.html").write_text("<p>an author's own page</p>")
-    written = store.publish(
-        tmp_path / "site", prepared, lambda c: ("p.html", lambda: render_payloads(prepared.traces(c)))
-    )
+    written = store.publish(tmp_path / "site", prepared, {"ch": "ch/"})
     page = folder / "ch.payloads.html"
     assert page in written
-    assert page.read_text() == render_payloads(prepared.traces("ch"))
+    assert page.read_text() == render_payloads(prepared.traces("ch"), page_url="ch/")
     assert not (folder / "gone.payloads.html").exists()  # a chapter no longer shown
     assert (folder / "mine.payloads.html").exists()  # not the book's
-    # Another site, the same key: the copy kept in the entry, not made again.
-    kept = store.publish(tmp_path / "site2", prepared, lambda chapter: ("p.html", lambda: pytest.fail("made again")))
-    assert kept[-1].read_bytes() == page.read_bytes()
-    # Another key is another entry: made again.
-    prepared = shown(store, (Shown("ch", "k2", ("one",), None, LiveStatus("missing", "no key")), _traces(url)))
-    store.publish(tmp_path / "site3", prepared, lambda chapter: ("p.html", lambda: "<p>new</p>"))
-    assert (tmp_path / "site3" / "traces" / "ch.payloads.html").read_text() == "<p>new</p>"
-    # Without a way to render them, none is written.
-    page.unlink()
-    store.publish(tmp_path / "site", prepared)
-    assert not page.exists()
+    # Another site, the same key and page: the copy kept in the entry, not made again.
+    [kept] = (tmp_path / "cache" / "ch" / "k1").glob("payloads-*.html")
+    kept.write_text("<p>kept</p>")
+    assert store.publish(tmp_path / "site2", prepared, {"ch": "ch/"})[-1].read_text() == "<p>kept</p>"
+    # Another page to link back to is another payload page: made again.
+    store.publish(tmp_path / "site3", prepared, {"ch": "other/"})
+    again = (tmp_path / "site3" / "traces" / "ch.payloads.html").read_text()
+    assert again == render_payloads(prepared.traces("ch"), page_url="other/")
 
 
 def test_the_otlp_json_is_the_same_in_every_build_and_kept_in_the_entry(tmp_path):
     traces = ChapterTraces("ch", _run(), _run("ch", "live"), LiveStatus("current"), "traces/ch.json")
     first = TraceStore(tmp_path / "live", tmp_path / "cache")
-    (_, otlp) = first.publish(tmp_path / "site1", shown(first, (Shown.of(traces, "k1"), traces)))
+    (_, otlp, _) = first.publish(tmp_path / "site1", shown(first, (Shown.of(traces, "k1"), traces)), {})
     made = otlp.read_bytes()
     assert b'"startTimeUnixNano":"946684800' in made  # the mock scenario, at the fixed MOCK_EPOCH (2000-01-01)
     cached = tmp_path / "cache" / "ch" / "k1" / "otlp.json"
@@ -209,12 +204,12 @@ def test_the_otlp_json_is_the_same_in_every_build_and_kept_in_the_entry(tmp_path
     # A new process (a new store) reads the entry instead of encoding the spans again...
     cached.write_text("from the cache\n", encoding="utf-8")
     second = TraceStore(tmp_path / "live", tmp_path / "cache")
-    published = second.publish(tmp_path / "site2", shown(second, (Shown.of(traces, "k1"), traces)))
+    published = second.publish(tmp_path / "site2", shown(second, (Shown.of(traces, "k1"), traces)), {})
     assert published[1].read_text(encoding="utf-8") == "from the cache\n"
     # ...and without its entry, made again, byte for byte.
     cached.unlink()
     third = TraceStore(tmp_path / "live", tmp_path / "cache")
-    assert third.publish(tmp_path / "site3", shown(third, (Shown.of(traces, "k1"), traces)))[1].read_bytes() == made
+    assert third.publish(tmp_path / "site3", shown(third, (Shown.of(traces, "k1"), traces)), {})[1].read_bytes() == made
 
 
 def test_a_chapter_shown_from_its_entry_reads_its_runs_only_when_asked(tmp_path):
@@ -333,11 +328,12 @@ def test_a_serve_session_sees_edited_chapters_and_library_code(package, tmp_path
     book = Book(tmp_path / "docs", tmp_path / ".cache", chapters=chapters, settings=Settings())
 
     def said() -> str:
-        mock = book.prepared.traces("ch_one").mock
+        mock = prepared.traces("ch_one").mock
         assert mock is not None
         return mock.scenarios[0].transcript[-1].content or ""
 
-    assert book.prepare().report.ran == 1
+    prepared = book.prepare()
+    assert prepared.report.ran == 1
     assert said() == "value 1"
     assert book.prepare().report.ran == 0
     # Bytecode of the first import predates any watching; a re-import must write none.
@@ -346,12 +342,14 @@ def test_a_serve_session_sees_edited_chapters_and_library_code(package, tmp_path
 
     # An edited helper of the chapters' package is re-imported in this process.
     edit(root / "chapters" / "_helper.py", "HELP = lib.VALUE", "HELP = lib.VALUE * 10")
-    assert book.prepare().report.ran == 1
+    prepared = book.prepare()
+    assert prepared.report.ran == 1
     assert said() == "value 10"
 
     # An edited library module cannot be: the chapter runs in a fresh interpreter.
     edit(root / "lib.py", "VALUE = 1", "VALUE = 3")
-    assert book.prepare().report.ran == 1
+    prepared = book.prepare()
+    assert prepared.report.ran == 1
     assert said() == "value 30"
     assert not list(root.rglob("*.pyc")), "no bytecode written into watched folders"
 
@@ -400,10 +398,10 @@ def test_a_chapter_that_cannot_be_imported_is_shown_not_fatal(package, tmp_path,
     assert prepared.report.ran == 1
     [failure] = prepared.by_chapter["ch_two"].warnings
     assert "ch_two / import (mock)" in failure
-    mock = book.prepared.traces("ch_two").mock
+    mock = prepared.traces("ch_two").mock
     assert mock is not None
     assert "nowhere_to_be_found" in (mock.scenarios[0].ending.detail or "")
-    assert book.scenario_names["ch_two"] is None
+    assert prepared.scenario_names["ch_two"] is None
     assert not book.store.path("ch_two", "mock").exists(), "a failed import is tried again next build"
 
 

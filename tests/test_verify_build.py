@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 from pydantic import SecretStr
 
-from primer.book._build import Book
+from primer.book._book import Book
 from primer.book._chapters import Chapters
 from primer.chapters import chapter_names, scenarios_of
 from primer.scenario import Scenario
@@ -316,11 +316,11 @@ def keyed_book(tmp_path: Path, runner: Counting) -> Book:
 def test_with_a_key_a_verified_trace_is_re_stamped_instead_of_recorded_again(tmp_path: Path) -> None:
     runner = Counting()
     book = keyed_book(tmp_path, runner)
-    report = book.prepare().report
-    assert report.verified == len(scenarios_of("ch05_loop_endings"))
+    prepared = book.prepare()
+    assert prepared.report.verified == len(scenarios_of("ch05_loop_endings"))
     # Chapters without a live trace are recorded; ch05 is not: its replay verified it.
     assert not any(name in runner.calls for name in ("within_token_limit", "tokens_exhausted"))
-    assert book.prepared.traces("ch05_loop_endings").live_status.state == "current"
+    assert prepared.traces("ch05_loop_endings").live_status.state == "current"
 
 
 def test_with_a_key_a_diverged_trace_is_recorded_again_without_a_warning_about_it(

@@ -12,12 +12,11 @@ import os
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from primer.book._build import Book
+    from primer.book._book import Book, Report
     from primer.book._cache import BuildLock, TraceCache
     from primer.book._chapters import Chapters
     from primer.book._configuration import TraceBookConfig, read_config
     from primer.book._plugin import TraceBookPlugin
-    from primer.book._prepare import Report
     from primer.book._render import render_payloads, render_traces
     from primer.book._source import ChapterTraces, LiveStatus, TraceSource
     from primer.book._sources import MockRunSource
@@ -27,12 +26,11 @@ if TYPE_CHECKING:
 
 # Each public name's module (as imported above, for type checkers).
 _HOMES = {
-    "primer.book._build": "Book",
+    "primer.book._book": "Book Report",
     "primer.book._cache": "BuildLock TraceCache",
     "primer.book._chapters": "Chapters",
     "primer.book._configuration": "TraceBookConfig read_config",
     "primer.book._plugin": "TraceBookPlugin",
-    "primer.book._prepare": "Report",
     "primer.book._render": "render_payloads render_traces",
     "primer.book._source": "ChapterTraces LiveStatus TraceSource",
     "primer.book._sources": "MockRunSource",

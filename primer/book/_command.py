@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from primer.book import _assets as assets
-from primer.book._build import LOGGER_NAME
+from primer.book._book import LOGGER_NAME
 from primer.book._configuration import read_config, start
 from primer.book._logs import book_logger
 from primer.book._markers import check
@@ -26,7 +26,7 @@ from primer.inert import inert
 from primer.variables import enable_with
 
 if TYPE_CHECKING:
-    from primer.book._build import Book
+    from primer.book._book import Book, Prepared
 
 __all__ = ["main"]
 
@@ -50,9 +50,9 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _stamp(book: Book) -> None:
-    for chapter in book.prepared.chapters():
-        run = book.prepared.traces(chapter).live
+def _stamp(book: Book, prepared: Prepared) -> None:
+    for chapter in prepared.chapters():
+        run = prepared.traces(chapter).live
         if run is not None and book.store.is_stamped(run):
             book.save(run)
             book.log.info(
@@ -83,20 +83,22 @@ def _build(path: Path, *, stamp: bool) -> None:
             f"nor the trace extension, so its markers stay text: {enable_with(None)}."
         )
     start(plugin, config)  # the cache's lock is held from here to on_shutdown: one build at a time
-    book, docs = plugin.book, Path(config.docs_dir)
+    book, prepared, docs = plugin.book, plugin.prepared, Path(config.docs_dir)
+    # Named as the plugin names a page (docs/ch05_loop_endings.md); warnings only.
+    pages = {f"{docs.name}/{p.relative_to(docs).as_posix()}": p.read_text(encoding="utf-8") for p in docs.rglob("*.md")}
     try:
-        if book is not None and stamp:
-            _stamp(book)
-        for page in sorted(docs.rglob("*.md")):
-            # Named as the plugin names a page (docs/ch05_loop_endings.md); warnings only.
-            name, text = f"{docs.name}/{page.relative_to(docs).as_posix()}", page.read_text(encoding="utf-8")
-            if book is not None:
-                book.page(name, text)
-            for warning in check(name, text) if book is None else []:
-                book_logger(LOGGER_NAME).warning(f"traces: {warning}")
-        if book is not None and book.enabled:
-            book.check_rules()
-            book.publish(docs)
+        if book is None or prepared is None:  # traces off
+            for name, text in sorted(pages.items()):
+                for warning in check(name, text):
+                    book_logger(LOGGER_NAME).warning(f"traces: {warning}")
+            return
+        if stamp:
+            _stamp(book, prepared)
+        for name, text in sorted(pages.items()):
+            book.check(prepared, name, text)
+        if prepared.enabled:
+            book.check_rules(prepared, pages, rules=plugin.rules)
+            book.publish(docs, prepared)
             assets.install(docs)
     finally:
         plugin.on_shutdown()

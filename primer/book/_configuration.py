@@ -18,8 +18,7 @@ from mkdocs.config import base
 from mkdocs.config import config_options as c
 from mkdocs.config.base import ValidationError
 
-from primer.book._links import PUBLISHED_DIR
-from primer.book._session import CACHE_DIR
+from primer.book._links import CACHE_DIR, PUBLISHED_DIR
 from primer.errors import ConfigError
 from primer.variables import BOOK_VARIABLES, VARIABLES
 
@@ -45,7 +44,7 @@ class TraceBookConfig(base.Config):  # type: ignore[no-untyped-call]
     #: The frozen live traces' folder, in the docs folder.
     traces_dir = c.Type(str, default=PUBLISHED_DIR)
     #: The machinery's cache, relative to the folder of ``mkdocs.yml``.
-    cache_dir = c.Type(str, default=CACHE_DIR.as_posix())
+    cache_dir = c.Type(str, default=CACHE_DIR)
     #: False: the one cache is off, every build runs and renders everything (``PRIMER_CACHE`` wins).
     cache = c.Type(bool, default=True)
     #: Live runs when a key is set: ``auto``, ``off`` or ``refresh`` (``PRIMER_LIVE`` wins).

@@ -10,8 +10,10 @@ from __future__ import annotations
 import posixpath
 import re
 
-__all__ = ["PAYLOADS_HEAD", "PAYLOADS_SUFFIX", "PUBLISHED_DIR", "page_relative"]
+__all__ = ["CACHE_DIR", "PAYLOADS_HEAD", "PAYLOADS_SUFFIX", "PUBLISHED_DIR", "page_relative"]
 
+#: The machinery's cache, relative to the book's root (the folder of mkdocs.yml).
+CACHE_DIR = ".cache/trace-book"
 #: Folder of the site (and of the docs, for frozen live traces) holding trace JSON.
 PUBLISHED_DIR = "traces"
 #: How a chapter's payload page is named after the chapter, in ``PUBLISHED_DIR``.

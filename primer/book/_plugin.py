@@ -24,7 +24,6 @@ from primer.book._cache import BuildLock
 from primer.book._configuration import EXTENSION, TraceBookConfig
 from primer.book._logs import book_logger
 from primer.book._markers import check, scan
-from primer.book._session import Session
 from primer.errors import ConfigError
 from primer.variables import traces_off, unknown_variables
 
@@ -39,13 +38,12 @@ if TYPE_CHECKING:
     from mkdocs.structure.pages import Page
     from mkdocs.utils.templates import TemplateContext
 
-    from primer.book._build import Book
-    from primer.book._prices import PriceTable
+    from primer.book._book import Book, Prepared
     from primer.book.markdown import TraceExtension
 
 __all__ = ["EXTENSION", "TraceBookConfig", "TraceBookPlugin"]
 
-#: The book's logger (``primer.book._build.LOGGER_NAME``), for what the plugin says with traces off.
+#: The book's logger (``primer.book._book.LOGGER_NAME``), for what the plugin says with traces off.
 log = book_logger("mkdocs.plugins.primer")
 
 
@@ -53,10 +51,10 @@ class TraceBookPlugin(BasePlugin[TraceBookConfig]):  # type: ignore[no-untyped-c
     """The book's traces in its pages: prepare before the pages, render through the extension, publish after."""
 
     def __init__(self) -> None:
-        #: The books, by docs folder (``primer.book._session``).
-        self.session = Session()
-        #: This build's book (None with traces off), and its extension, rendering from it.
+        #: The book, kept across serve rebuilds, and what this build shows of it (None with traces off).
         self.book: Book | None = None
+        self.prepared: Prepared | None = None
+        #: This build's extension, rendering from ``prepared``.
         self.extension: TraceExtension | None = None
         #: The cache's build lock, held from on_config to on_post_build (``primer.book._cache``).
         self.lock: BuildLock | None = None
@@ -64,6 +62,11 @@ class TraceBookPlugin(BasePlugin[TraceBookConfig]):  # type: ignore[no-untyped-c
         self.dirty = False
         #: Page -> the chapters its markers and live blocks name, as last rendered (for ``--dirty``).
         self.page_chapters: dict[str, set[str]] = {}
+        #: This build's pages read (name -> Markdown), each chapter's page (its URL), the chapters changed.
+        self.pages: dict[str, str] = {}
+        self.urls: dict[str, str] = {}
+        self.changed: set[str] = set()
+        self.rules = True
         #: Page -> its HTML, and its trace blocks' stand-ins and blocks, while search reads it.
         self.taken: dict[str, tuple[str, list[tuple[str, str]]]] = {}
         #: The site this process last published the trace JSON into (``on_post_build``).
@@ -96,83 +99,60 @@ class TraceBookPlugin(BasePlugin[TraceBookConfig]):  # type: ignore[no-untyped-c
         self.dirty = dirty
 
     def on_config(self, config: MkDocsConfig) -> MkDocsConfig:
-        """Prepare the book, put the extension in, and add the stylesheet and script."""
-        # Traces off loads nothing of the engine (nor pydantic): benchmarks/scale.py.
+        """Prepare the book, put this build's extension in (where ``mkdocs.yml`` names it, or last), link the assets."""
+        from primer.book.markdown import TraceExtension, render_options
+
         environ = self.environ()
-        options = dict(config.mdx_configs.get(EXTENSION, {}))
-        chapters = self.config.chapters or options.get("chapters")
-        self.book = None
-        self.taken.clear()
-        if traces_off(environ):
+        named = dict(config.mdx_configs.get(EXTENSION, {}))  # a hook book's options are the extension's
+        chapters = self.config.chapters or named.get("chapters")
+        # on_page_markdown warns about markers, naming page and line.
+        options: dict[str, Any] = {"warn_missing": False, **({"chapters": chapters} if chapters else {})}
+        before, self.prepared = self.prepared, None
+        self.taken, self.pages, self.urls = {}, {}, {}
+        self.on_shutdown()  # an earlier build of this process that stopped before its end
+        if traces_off(environ):  # nothing of the engine (nor pydantic) is loaded: benchmarks/scale.py
             for message in unknown_variables(environ):
                 log.warning(f"traces: {message}")
             log.info("traces: off (PRIMER_TRACES=off), nothing ran")
-            # The extension shows the placeholders as elements (raw HTML would be parsed twice a page).
-            self._put_extension(config, off=True, chapters=chapters)
             self._leave(config, "page_content", "page_context")
-            _add_assets(config, scripts=False)  # the stylesheet sets the placeholders apart from the prose
-            return config
-        started = time.perf_counter()
-        root = Path(config.config_file_path).parent if config.config_file_path else Path.cwd()
-        self._release()  # an earlier build of this process that stopped before its end
-        self.lock = BuildLock(root / self.config.cache_dir)
-        self.lock.acquire(log)  # one build at a time per cache: a second one waits, and says so
-        try:
-            # The engine is imported here, on the first build: its share of the time.
-            self.book = book = self.session.book(
-                root,
-                Path(config.docs_dir),
-                chapters=chapters,
-                cache=root / self.config.cache_dir,
-                live_dir=Path(config.docs_dir) / self.config.traces_dir,
-                environ=environ,
-            )
-            book.rules = self.config.rules and options.get("rules", True) is not False
-            opened = time.perf_counter() - started
-            book.prepare()
-        except BaseException as error:
-            self.lock.release()
-            if isinstance(error, ConfigError):  # the book's configuration: MkDocs says it as an error
+            # The extension shows the placeholders as elements (raw HTML would be parsed twice a page).
+            options["traces_off"] = True
+        else:
+            started = time.perf_counter()
+            root = Path(config.config_file_path).parent if config.config_file_path else Path.cwd()
+            docs, name = Path(config.docs_dir), Path(config.config_file_path or "mkdocs.yml").name
+            self.lock = BuildLock(root / self.config.cache_dir)
+            self.lock.acquire(log)  # one build at a time per cache: a second one waits, and says so
+            try:  # the engine is imported here, on the first build: its share of the time
+                prices = render_options(named.get("prices") or {}, f"{EXTENSION} in {name}")
+                prices = prices.extended(self.config.prices, where=f"{name}, the trace-book plugin's prices")
+                if self.book is None or self.book.docs_dir.resolve() != docs.resolve():
+                    from primer.book._book import open_book
+
+                    cache, live = root / self.config.cache_dir, docs / self.config.traces_dir
+                    self.book = open_book(root, docs, chapters=chapters, cache=cache, live_dir=live, keep=False)
+                    before = None
+            except ConfigError as error:  # the book's configuration: MkDocs says it as an error, no traceback
                 raise PluginError(str(error)) from None
-            raise
-        book.clock.add("load", opened)
-        self._put_extension(config, off=False, chapters=chapters)
-        if book.enabled:
-            _add_assets(config, scripts=True)
-        return config
-
-    def _put_extension(self, config: MkDocsConfig, *, off: bool, chapters: str | None) -> None:
-        """Put this build's extension instance in, where ``mkdocs.yml`` names it or last."""
-        from primer.book.markdown import TraceExtension
-
-        book = self.book
-        options: dict[str, Any] = {
-            "traces_off": off,
-            "warn_missing": False,  # on_page_markdown warns, naming page and line
-            **({"chapters": chapters} if chapters else {}),
-        }
-        if book is not None:
-            options.update(source=book.prepared, cache=book.cache)
-        if not off:  # a build with traces off shows no costs and reads no price table
-            options["options"] = rendering = self._render_options(config)
-            if book is not None:
-                book.prices = rendering  # the prose check finds the costs the pages show
+            self.book.environ = environ  # the options of this build (a serve re-reads them)
+            self.rules = self.config.rules and named.get("rules", True) is not False
+            opened = time.perf_counter() - started
+            self.prepared = prepared = self.book.prepare(prices)
+            prepared.clock.add("load", opened)
+            self.changed = prepared.changed(before)
+            options.update(source=prepared, cache=prepared.cache, options=prices)
         self.extension = TraceExtension(**options)
         if EXTENSION in config.markdown_extensions:
             config.markdown_extensions.remove(EXTENSION)
         config.markdown_extensions.append(self.extension)  # type: ignore[arg-type]  # MkDocs takes instances
+        if self.prepared is None or self.prepared.enabled:  # traces off: the stylesheet sets the placeholders apart
+            from primer.book import _assets as assets
 
-    def _render_options(self, config: MkDocsConfig) -> PriceTable:
-        """The prices of ``mkdocs.yml``: the extension's ``prices``, then the plugin's over them."""
-        from primer.book.markdown import render_options
-
-        name = Path(config.config_file_path or "mkdocs.yml").name
-        named = dict(config.mdx_configs.get(EXTENSION, {})).get("prices") or {}
-        try:
-            table = render_options(named, f"{EXTENSION} in {name}")
-            return table.extended(self.config.prices, where=f"{name}, the trace-book plugin's prices")
-        except ConfigError as error:
-            raise PluginError(str(error)) from None
+            config.extra_css += [path for path in assets.STYLESHEETS if path not in config.extra_css]
+            linked = [str(script) for script in config.extra_javascript]
+            scripts = assets.SCRIPTS if self.prepared is not None else ()
+            config.extra_javascript += [ExtraScriptValue(path) for path in scripts if path not in linked]
+        return config
 
     def _leave(self, config: MkDocsConfig, *events: str) -> None:
         # Page events it has nothing to do in (traces off), out of this build's
@@ -205,9 +185,9 @@ class TraceBookPlugin(BasePlugin[TraceBookConfig]):  # type: ignore[no-untyped-c
                 if (earlier := files.get_file_from_path(path)) is not None:  # a copy another front end wrote
                     files.remove(earlier)
                 files.append(File.generated(config, path, abs_src_path=str(source)))
-        if self.book is not None and self.dirty:  # date back the built pages that show traces changed
+        if self.prepared is not None and self.dirty:  # date back the built pages that show traces changed
             for page in files.documentation_pages():
-                if self.page_chapters.get(_name(config, page.src_uri), set()) & self.book.changed:
+                if self.page_chapters.get(_name(config, page.src_uri), set()) & self.changed:
                     with contextlib.suppress(FileNotFoundError):  # not built yet: MkDocs builds it anyway
                         os.utime(page.abs_dest_path, ns=(0, 0))
         return files
@@ -217,20 +197,23 @@ class TraceBookPlugin(BasePlugin[TraceBookConfig]):  # type: ignore[no-untyped-c
         name = _name(config, page.file.src_uri)
         if self.extension is not None:  # for the extension: the links it renders, and the markers only it finds
             self.extension.reading, self.extension.page_url = (name, markdown), page.url
-        if self.book is None:  # traces off: the extension shows the placeholders
+        book, prepared = self.book, self.prepared
+        if book is None or prepared is None:  # traces off: the extension shows the placeholders
             for warning in check(name, markdown):
                 log.warning(f"traces: {warning}")
             return markdown
         if self.dirty:  # the chapters its traces depend on: its markers' and its mode blocks'
             found = scan(markdown)
             self.page_chapters[name] = {m.chapter for m in found.markers} | {b.chapter for b in found.blocks}
-        return self.book.page(name, markdown, url=page.url)
+        self.pages[name] = markdown
+        book.check(prepared, name, markdown, self.urls, page.url)
+        return markdown  # the extension keeps or drops the live blocks
 
     # Last, so every other plugin's on_page_content sees the whole page.
     @event_priority(-100)
     def on_page_content(self, html: str, *, page: Page, config: MkDocsConfig, files: Files) -> str:
         """Last: set the trace blocks aside from the search plugin, each swapped for its search text."""
-        if self.book is None or self.extension is None or not self.extension.blocks:
+        if self.prepared is None or self.extension is None or not self.extension.blocks:
             return html
         stashed, taken = payloads.take(html, self.extension.blocks)
         self.taken[page.file.src_uri] = (html, taken)
@@ -246,52 +229,46 @@ class TraceBookPlugin(BasePlugin[TraceBookConfig]):  # type: ignore[no-untyped-c
         if (taken := self.taken.pop(page.file.src_uri, None)) is None:
             return context
         original, blocks = taken
-        given = payloads.give_back(page.content or "", blocks)
-        if given is None:
-            log.warning(
-                f"traces: {page.file.src_uri}: a plugin changed the page while its trace blocks were set aside "
-                "for search; the page keeps its HTML from before."
-            )
-        page.content = original if given is None else given
+        page.content = payloads.give_back(page.content or "", blocks)
+        if page.content is None:
+            log.warning(f"traces: {page.file.src_uri}: a plugin changed the page while its trace blocks were set aside")
+            page.content = original  # the page keeps its HTML from before
         return context
 
     def on_post_build(self, *, config: MkDocsConfig) -> None:
         """Publish the trace JSON into the site, drop unused cached HTML, log the machinery's share."""
-        book = self.book
-        if book is None:
+        book, prepared = self.book, self.prepared
+        if book is None or prepared is None:
             return
         site = Path(config.site_dir)
         # Under --dirty the site is kept between rebuilds: what was published there stands
         # unless a chapter's traces changed (a prose save publishes nothing).
-        if not (self.dirty and self._published == site and not book.changed):
-            book.publish(site)
+        if not (self.dirty and self._published == site and not self.changed):
+            book.publish(site, prepared, self.urls)
             self._published = site
         if not self.dirty:  # every page was read: the rules can be checked, and unused cached HTML is stale
-            book.check_rules()
-            book.prune()
-        book.log_share()
-        self._release()
+            book.check_rules(prepared, self.pages, rules=self.rules)
+            book.prune(prepared)
+        book.log.debug(prepared.share())
+        self.on_shutdown()
 
     def on_build_error(self, *, error: Exception) -> None:
         """Give the cache to the next build."""
-        self._release()
+        self.on_shutdown()
 
     def on_shutdown(self) -> None:
-        """The process ends: the cache is the next build's."""
-        self._release()
-
-    def _release(self) -> None:
+        """Give the cache to the next build: this one ended, or the process does."""
         if self.lock is not None:
             self.lock.release()
 
     def on_serve(self, server: LiveReloadServer, *, config: MkDocsConfig, builder: Any) -> LiveReloadServer:
         """Watch the library's and the chapters' folders, each on its own, and the machinery's templates and assets."""
-        if self.book is None:
+        if self.book is None or self.prepared is None:
             return server
         # Each package folder on its own, not recursively (bytecode written to __pycache__
         # must not trigger a rebuild); a `watch:` entry covering them (Zensical's) is
         # dropped, since MkDocs would watch it recursively.
-        folders = list(self.book.watched_dirs())
+        folders = self.book.chapters.watched_dirs()
         config.watch[:] = [
             entry for entry in config.watch if not any(Path(entry).resolve() in (f, *f.parents) for f in folders)
         ]
@@ -307,15 +284,3 @@ class TraceBookPlugin(BasePlugin[TraceBookConfig]):  # type: ignore[no-untyped-c
 def _name(config: MkDocsConfig, src_uri: str) -> str:
     # How warnings name a page: docs/ch05_loop_endings.md.
     return f"{os.path.basename(config.docs_dir)}/{src_uri}"
-
-
-def _add_assets(config: MkDocsConfig, *, scripts: bool) -> None:
-    """Link the package's stylesheet (and, with ``scripts``, its script) from every page."""
-    from primer.book import _assets as assets
-
-    for path in assets.STYLESHEETS:
-        if path not in config.extra_css:
-            config.extra_css.append(path)
-    for path in assets.SCRIPTS if scripts else []:
-        if path not in [str(script) for script in config.extra_javascript]:
-            config.extra_javascript.append(ExtraScriptValue(path))

@@ -1,13 +1,13 @@
 """What a run's tokens cost: a price table, the package's own (``prices.toml``) extended by the book's.
 
 Per model: US dollars per million input, cached input and output tokens, and the day they were read.
-A book's ``prices`` option extends or overrides it a whole entry per model. Only live calls cost
-anything (a mock's token counts are scripted); a call whose model is not in the table leaves its run
-without a cost, not with a smaller one.
+Only live calls cost anything (a mock's token counts are scripted); a run with a call whose model is
+not in the table has no cost, not a smaller one.
 """
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import hashlib
 import math
@@ -81,14 +81,10 @@ def dollars(amount: float) -> str:
 _NAMES = tuple(f.name for f in fields(Price) if f.name != "model")
 
 
-def _day(value: Any) -> str | None:
-    day = value.date() if isinstance(value, datetime.datetime) else value
-    if isinstance(day, datetime.date):
-        return day.isoformat()
-    try:
-        return datetime.date.fromisoformat(day).isoformat() if isinstance(day, str) else None
-    except ValueError:
-        return None
+def _day(value: Any) -> str | None:  # 2026-11-01, from a date (YAML's, TOML's) or its text
+    with contextlib.suppress(ValueError, TypeError):
+        return (value if isinstance(value, datetime.date) else datetime.date.fromisoformat(value)).isoformat()[:10]
+    return None
 
 
 def _price(model: str, figures: Any, where: str) -> Price:
@@ -132,10 +128,7 @@ class PriceTable:
         return hashlib.sha256(repr(self.prices).encode()).hexdigest()[:16]
 
     def extended(self, entries: Mapping[str, Any] | None, *, where: str) -> PriceTable:
-        """The table with ``entries`` (model → figures) added, each in place of the same model's.
-
-        Raises ``ConfigError`` naming ``where`` and the model for an entry that is not a price.
-        """
+        """The table with ``entries`` (model → figures) over its own (``ConfigError`` naming ``where``: not prices)."""
         if not entries:
             return self
         if not isinstance(entries, Mapping):

@@ -25,7 +25,7 @@ from primer.book._markers import ModeBlock, numbered, scan
 if TYPE_CHECKING:
     from markdown import Markdown
 
-    from primer.book._prepare import Prepared
+    from primer.book._book import Prepared
     from primer.book._prices import PriceTable
     from primer.book._source import ChapterTraces
     from primer.trace import ScenarioRun

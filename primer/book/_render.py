@@ -9,7 +9,6 @@ payload page (``render_payloads``, drawn from the same views), which traces.js f
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from functools import cache
 from typing import Any
 
@@ -21,7 +20,7 @@ from primer.book._links import PAYLOADS_HEAD, PAYLOADS_SUFFIX, PUBLISHED_DIR, pa
 from primer.book._payloads import BLOCK_END, BLOCK_START
 from primer.book._prices import PriceTable, default_prices
 from primer.book._render_markdown import ReplyMarkdown, clean, escape_text, safe_url
-from primer.book._render_views import Anchors, ScenarioView, prepare, stream_view, totals
+from primer.book._render_views import Anchors, prepare, stream_view, totals
 from primer.book._source import ChapterTraces
 from primer.export import otlp_available
 from primer.trace import Backoff
@@ -70,6 +69,8 @@ def _environment() -> Environment:
         totals=totals,
         keep=None,
         to=_here,
+        to_page=_here,
+        here=_here,
     )
     return env
 
@@ -81,9 +82,9 @@ def _chapter(
     prices: PriceTable,
     *,
     head: bool = True,
-    more: Callable[[list[ScenarioView]], dict[str, Any]] | None = None,
+    **more: Any,
 ) -> str:
-    """The chapter template rendered from the views prepared for it; ``more`` adds to what it is given."""
+    # The chapter template rendered from the views prepared for it; ``more`` adds to what it is given.
     anchor = anchors.make(traces.chapter, *([scenario] if scenario else []), "traces")
     failure_anchor = anchors.make(anchor, "failure") if head and traces.live_status.failure else ""
     markdown = ReplyMarkdown()
@@ -98,13 +99,13 @@ def _chapter(
                 "failure_anchor": failure_anchor,
                 "scenarios": views,
                 "download_url": safe_url(traces.download_url),
-                "payloads_url": safe_url(traces.payloads_url),
                 "status": traces.live_status,
                 "otlp": otlp_available(),  # only where the book publishes it: the export needs the otel extra
                 "head": head,
                 "prices": prices,
                 "markdown": markdown,
-                **(more(views) if more else {}),
+                "payloads_url": safe_url(traces.payloads_url),
+                **more,
             }
         )
     )
@@ -121,9 +122,8 @@ def render_traces(
 ) -> str:
     """The HTML of a chapter's traces, or of one scenario's (``NotFound`` names the scenarios there are).
 
-    ``anchors`` keeps ids unique across several traces on a page; ``head=False``
-    leaves out the chapter's switch, totals, live status and download link (a
-    page's second marker of a chapter); ``prices``: the book's (the package's by default).
+    ``anchors`` keeps ids unique across several traces on a page; ``head=False`` leaves out the chapter's
+    switch, totals, live status and download link (a page's second marker of a chapter).
     """
     prices = prices if prices is not None else default_prices()
     html = _chapter(traces, scenario, anchors if anchors is not None else Anchors(), prices, head=head)
@@ -136,33 +136,11 @@ def render_error(message: str, *, marker: str | None = None) -> str:
     return clean(_environment().get_template("error.html.j2").render(message=message, marker=marker))
 
 
-def _blocks(views: list[ScenarioView]) -> tuple[dict[str, tuple[str, str]], set[str]]:
-    # Each payload block's id with its scenario and what it is, in words; and the declared tools drawn inside.
-    blocks, drawn = {}, set()
-    for s in views:
-        if s.comparison:
-            blocks[f"{s.compare_anchor}-body"] = (s.name, "mock and live side by side")
-        for v in filter(None, (s.mock, s.live)):
-            for t in v.turns:
-                blocks[f"{t.model_anchor}-body"] = (s.name, f"{v.run.mode} run · turn {t.turn.number} · model call")
-                drawn.update([t.tools.anchor] if t.tools and not t.tools.same_as else [])
-                for number in range(1, len(t.turn.tools) + 1):
-                    what = f"{v.run.mode} run · turn {t.turn.number} · tool call {number}"
-                    blocks[f"{t.anchor}-tool-{number}-body"] = (s.name, what)
-            blocks[f"{v.transcript_anchor}-body"] = (s.name, f"{v.run.mode} run · transcript")
-            if v.run.error:
-                blocks[f"{v.error_anchor}-body"] = (s.name, f"{v.run.mode} run · scenario error")
-    return blocks, drawn
-
-
 def render_payloads(traces: ChapterTraces, *, page_url: str | None = None, prices: PriceTable | None = None) -> str:
-    """The chapter's payload page (``traces/CHAPTER.payloads.html``): every payload block, by the block's id.
+    """The chapter's payload page (``traces/CHAPTER.payloads.html``): every payload block, by the id it has on a page.
 
-    The ids are those of a page that shows the chapter once. It stands alone,
-    for a reader without JavaScript: a link back to the chapter's page
-    (``page_url``, relative to the site root, as MkDocs gives it), a heading
-    per scenario and block (*mock run · turn 2 · model call*), and links that
-    land here (a call's payload) or on the chapter page (a turn, an ending).
+    It stands alone, for a reader without JavaScript: a link back to the chapter's page (``page_url``, from the
+    site root), a heading per scenario and block (*mock run · turn 2 · model call*), links to here or the page.
     """
     page = None if page_url is None else page_url or "./"
     kept: dict[str, list[tuple[str, str, Markup]]] = {}  # by scenario: each block's id, heading and HTML
@@ -172,22 +150,15 @@ def render_payloads(traces: ChapterTraces, *, page_url: str | None = None, price
         # links to in place once the block is filled into the chapter page.
         return Markup('href="{0}#{1}" data-tr-page-link="#{1}" data-tr-root-relative="{0}"').format(page, anchor)
 
-    def more(views: list[ScenarioView]) -> dict[str, Any]:
-        blocks, drawn = _blocks(views)
+    def keep(anchor: str, scenario: str, what: str, html: Markup) -> str:
+        kept.setdefault(scenario, []).append((anchor, what, html))
+        return ""
 
-        def keep(anchor: str, html: Markup) -> str:
-            scenario, what = blocks[anchor]
-            kept.setdefault(scenario, []).append((anchor, what, html))
-            return ""
+    def to(anchor: str) -> Markup:  # a call lands here, on its payload (a turn or an ending: ``there``)
+        return _here(f"{anchor}-body")
 
-        def to(anchor: str) -> Markup:
-            if f"{anchor}-body" in blocks:  # a call lands, here, on its payload
-                return _here(f"{anchor}-body")
-            return _here(anchor) if anchor in drawn or page is None else there(anchor)
-
-        return {"keep": keep, "to": to, "payloads_url": None}
-
-    _chapter(traces, None, Anchors(), prices if prices is not None else default_prices(), more=more)
+    prices = prices if prices is not None else default_prices()
+    _chapter(traces, None, Anchors(), prices, keep=keep, to=to, to_page=there if page else _here, payloads_url=None)
     page_html = (
         _environment()
         .get_template("payloads.html.j2")

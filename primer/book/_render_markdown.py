@@ -67,7 +67,6 @@ _KEPT: dict[str, frozenset[str]] = {
     "code": frozenset({"class"}),  # language-python, from a fenced block's info string
 }
 _HEADINGS = frozenset(f"h{level}" for level in range(1, 7))
-_REL = "noopener nofollow"
 _PRE = re.compile("<pre>")  # only the renderer makes one: a reply's own "<pre>" is escaped text
 _BLANK_LINE = re.compile(r"\n[ \t]*\n")
 _TAG = re.compile(r"<[^>]*>")
@@ -95,7 +94,9 @@ class _Inert(Treeprocessor):
                 if element.tag == "img":
                     element.text, title = f"image: {alt}" if alt else "image", None
                 element.tag = "a" if href else "span"
-                element.attrib = {"href": href, "rel": _REL, **({"title": title} if title else {})} if href else {}
+                element.attrib = (
+                    {"href": href, "rel": "noopener nofollow", **({"title": title} if title else {})} if href else {}
+                )
             elif element.tag in _HEADINGS:
                 element.tag, element.attrib = "p", {"class": "tr-md-h"}
             kept = _KEPT.get(str(element.tag))
@@ -133,8 +134,7 @@ class ReplyMarkdown:
     def __call__(self, text: str | None, anchor: str) -> Markup | None:
         """The reply's Markdown as safe HTML; None when there is none, it renders as the text itself, or it is unsafe.
 
-        Its code blocks get ids from ``anchor`` (``ANCHOR-code-1``): Material's
-        copy button names the block it copies after the closest id.
+        Its code blocks get ids ``ANCHOR-code-1``...: Material's copy button names a block after the closest id.
         """
         if not text or not text.strip():
             return None

@@ -81,13 +81,12 @@ class Segment(NamedTuple):  # a stretch of a turn's time: who it went to (a mock
 
 
 class TurnView(NamedTuple):
-    """A turn: its ids, its context from ``start`` (new since turn ``since``), tools, bodies, notes and time."""
+    """A turn: its ids, the turn its context is new since, its tools, bodies, notes and time."""
 
     turn: Turn
     anchor: str
     model_anchor: str
-    start: int
-    since: TurnView | None
+    since: TurnView | None  # None: the context is shown from its first message
     in_transcript: bool  # False: the context is not a prefix of the transcript, so it is shown whole
     tools: ToolsView | None
     exchanges: list[tuple[Exchange, RequestView]]
@@ -112,19 +111,13 @@ class RunView(NamedTuple):
     totals: dict[str, float]
 
 
-class Row(NamedTuple):  # of the side-by-side view: a turn (or the ending) of each run
-    label: str
-    mock: str | None
-    mock_anchor: str | None
-    live: str | None
-    live_anchor: str | None
-    diverges: bool
+_Cell = tuple[str, str] | None
 
 
 class Comparison(NamedTuple):  # mock and live of one scenario aligned turn by turn
     line: str
     differences: list[str]
-    rows: list[Row]
+    rows: list[tuple[str, list[_Cell], bool]]  # label, each run's line and id (None: no such turn), whether they part
 
 
 class ScenarioView(NamedTuple):
@@ -160,10 +153,8 @@ def segments(turn: Turn) -> list[Segment]:
             if isinstance(step, Backoff):
                 found.append(Segment("waited", step.seconds * 1000))
             else:
-                found += [
-                    Segment("setup", step.timing.setup_ms or 0.0),
-                    Segment("service", step.timing.answering_ms or 0.0),
-                ]
+                spent = step.timing
+                found += [Segment("setup", spent.setup_ms or 0.0), Segment("service", spent.answering_ms or 0.0)]
         timing, sent = run.timing, [a for a in run.attempts if a.request is not None]
         if timing.outside_ms is None and sent and not any(a.response for a in sent):
             # A recording that did not split the tool's time, of a service that never answered:
@@ -200,10 +191,12 @@ def stream_view(call: ModelCall) -> StreamView | None:
     stream = call.streamed
     if stream is None:
         return None
-    marks = [("first byte", stream.first_byte_ms), ("first token", stream.first_token_ms)]
-    marks.append(("last token", stream.last_token_ms))
-    parts = [summary.count(len(stream.events), "event"), *(f"{n} {ms:.1f}ms" for n, ms in marks if ms is not None)]
     first, last = stream.first_token_ms, stream.last_token_ms
+    marks = {"first byte": stream.first_byte_ms, "first token": first, "last token": last}
+    parts = [
+        summary.count(len(stream.events), "event"),
+        *(f"{n} {ms:.1f}ms" for n, ms in marks.items() if ms is not None),
+    ]
     if first is not None and last is not None and last > first:
         # How fast the reply came once it had begun; without token counts (the mock's), the pieces that came.
         seconds = (last - first) / 1000
@@ -219,10 +212,8 @@ def stream_view(call: ModelCall) -> StreamView | None:
         name = f"event: {event.event} · " if event.event else ""
         lines.append(f"{f'{event.at_ms:.1f}ms':>11} {gap:>8}  {name}{_brought(event)}")
         before = event.at_ms
-    if call.kind == "mock":
-        label = "the events as SSE · simulated by the mock model: no wire"
-    else:
-        label = "the events as SSE on the wire · each event's data as recorded (redacted)"
+    live = " on the wire · each event's data as recorded (redacted)"
+    label = f"the events as SSE{' · simulated by the mock model: no wire' if call.kind == 'mock' else live}"
     timeline, sse = (Markup(escape_text(text)) for text in ("\n".join(lines), sse_text(stream)))  # noqa: S704 - escaped
     return StreamView(" · ".join(parts), timeline, sse, f"{label} ({summary.count(len(stream.events), 'event')})")
 
@@ -302,11 +293,11 @@ def _run(run: ScenarioRun, chapter: str, anchors: Anchors, shared: _Shared) -> R
         model_anchor, call, context = anchors.make(turn_anchor, "model"), turn.model_call, turn.model_call.context
         before, in_transcript = turns[-1] if turns else None, context == run.transcript[: len(context)]
         sent = before.turn.model_call.context if before and in_transcript else None
-        since = before if sent is not None and len(sent) <= len(context) and context[: len(sent)] == sent else None
+        since = before if sent is not None and context[: len(sent)] == sent else None
         exchanges = [(x, _request(x.request.json_body, previous)) for x in call.exchanges]
         tools = shared.view(call.tools, run.mode, turn.number) if call.tools else None
-        shown = (len(sent) if since and sent else 0), since, in_transcript, tools, exchanges, _notes(call, before)
-        turns.append(TurnView(turn, turn_anchor, model_anchor, *shown, segments(turn)))
+        shown = since, in_transcript, tools, exchanges, _notes(call, before), segments(turn)
+        turns.append(TurnView(turn, turn_anchor, model_anchor, *shown))
         if call.exchanges:
             previous = (call.exchanges[-1].request.json_body, turn.number, model_anchor)
     transcript, ended, error = (anchors.make(anchor, what) for what in ("transcript", "ended", "error"))
@@ -327,9 +318,8 @@ def _trials(turns: list[TurnView], anchor: str, anchors: Anchors) -> list[Trial]
             if found and isinstance(passed := note.data.get("passed"), bool):
                 why = note.data.get("why") if isinstance(note.data.get("why"), str) else None
                 verdict = "passed" if passed else "failed" + (f": {why}" if why else "")
-                line = (
-                    f"trial {int(found[1])} of {int(found[2])} · {verdict} · {summary.count(index + 1 - start, 'turn')}"
-                )
+                turned = summary.count(index + 1 - start, "turn")
+                line = f"trial {int(found[1])} of {int(found[2])} · {verdict} · {turned}"
                 groups.append(Trial(line, anchors.make(anchor, "trial", found[1]), turns[start : index + 1]))
                 start = index + 1
                 break
@@ -349,16 +339,15 @@ def _compare(mock: RunView, live: RunView, said: Callable[[str], str]) -> Compar
         if diverges and left is not None and right is not None:
             was, got = (", ".join(_asked(t.turn)) or "no tool" for t in (left, right))
             differences.append(f"turn {index + 1} asked for {was} (mock) but {got} (live)")
-        mock_line, live_line = (summary.turn_line(t.turn, said) if t else None for t in (left, right))
-        mock_at, live_at = (t.anchor if t else None for t in (left, right))
-        rows.append(Row(f"turn {index + 1}", mock_line, mock_at, live_line, live_at, diverges))
+        cells: list[_Cell] = [(summary.turn_line(t.turn, said), t.anchor) if t else None for t in (left, right)]
+        rows.append((f"turn {index + 1}", cells, diverges))
     if len(mock.turns) != len(live.turns):
         differences.append(f"{summary.count(len(mock.turns), 'turn')} (mock) but {len(live.turns)} (live)")
     first, then = mock.run.ending, live.run.ending
     if first.reason != then.reason:
         differences.append(f"ended {first.label} (mock) but {then.label} (live)")
-    ending = (summary.ending_line(first), mock.ended_anchor, summary.ending_line(then), live.ended_anchor)
-    rows.append(Row("ended", *ending, first.reason != then.reason))
+    ended: list[_Cell] = [(summary.ending_line(v.run.ending), v.ended_anchor) for v in (mock, live)]
+    rows.append(("ended", ended, first.reason != then.reason))
     if differences:
         return Comparison("mock and live side by side · diverge: " + "; ".join(differences), differences, rows)
     asked = "in its one turn" if len(rows) == 2 else f"in each of {len(rows) - 1} turns"
@@ -368,10 +357,7 @@ def _compare(mock: RunView, live: RunView, said: Callable[[str], str]) -> Compar
 def prepare(
     traces: ChapterTraces, only: str | None, anchors: Anchors, said: Callable[[str], str]
 ) -> list[ScenarioView]:
-    """Each scenario of the chapter (or ``only`` that one), prepared; ``NotFound`` names the ones there are.
-
-    ``said`` words a reply in a folded line, as the page shows it.
-    """
+    """Each scenario of the chapter (or ``only``), replies worded as ``said``; ``NotFound`` names the ones there are."""
     chapters = (("mock", traces.mock), ("live", traces.live))
     runs = {(s.name, mode): s for mode, run in chapters for s in (run.scenarios if run else [])}
     names = list(dict.fromkeys(name for name, _ in runs))
@@ -383,8 +369,7 @@ def prepare(
         shared = _Shared(traces.chapter, name, anchors)
         anchor = anchors.make(traces.chapter, name)
         mock, live = (runs.get((name, mode)) for mode in ("mock", "live"))
-        mock_view = _run(mock, traces.chapter, anchors, shared) if mock else None
-        live_view = _run(live, traces.chapter, anchors, shared) if live else None
+        mock_view, live_view = (_run(r, traces.chapter, anchors, shared) if r else None for r in (mock, live))
         comparison = _compare(mock_view, live_view, said) if mock_view and live_view else None
         views.append(ScenarioView(name, anchor, mock_view, live_view, comparison, anchors.make(anchor, "compare")))
     return views

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pkgutil
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -12,7 +13,8 @@ from primer.errors import ConfigError
 from primer.locator import ChapterLocator, no_scenario
 
 if TYPE_CHECKING:
-    from primer.book._build import Book
+    from primer.book._book import Prepared
+    from primer.book._prices import PriceTable
     from primer.book._source import ChapterTraces, TraceSource
 
 __all__ = [
@@ -25,6 +27,9 @@ __all__ = [
     "require_scenario",
     "resolve_source",
 ]
+
+# The configuration of the Zensical build the assets were last written for with traces off.
+_STYLED: dict[str, object] = {}
 
 #: Why a standalone page has no live run.
 NO_KEY = "no key yet: live runs are recorded by the book build when PRIMER_API_KEY is set"
@@ -87,32 +92,27 @@ def _context(md: Markdown | None) -> Any:
     return context if isinstance(getattr(context, "config", None), dict) else None
 
 
-def book_for_page(md: Markdown | None, chapters: str) -> Book | None:
-    """The book whose docs folder Zensical names for the page, prepared once a build; None if there is none."""
+def book_for_page(md: Markdown | None, chapters: str, prices: Callable[[], PriceTable]) -> Prepared | None:
+    """What this build shows of the book whose docs folder Zensical names for the page; None if there is none."""
     if (context := _context(md)) is None:
         return None
-    from primer.book._session import SESSION  # the engine: only for a book
+    from primer.book._book import open_book  # the engine: only for a book
 
     root = Path(context.config["root_dir"])
-    book = SESSION.book(root, root / context.config["docs_dir"], chapters=chapters)
+    book = open_book(root, root / context.config["docs_dir"], chapters=chapters)
     # A new configuration object is a new build (Zensical makes one when a watched file changes).
-    SESSION.ready(book, context.config, site_dir=root / context.config["site_dir"])
-    return book
+    return book.prepared_for(context.config, prices(), root / context.config["site_dir"])
 
 
 def assets_for_page(md: Markdown | None) -> None:
     """With traces off under Zensical: write the assets (which style the placeholder) into the docs and site once."""
-    if (context := _context(md)) is None:
+    if (context := _context(md)) is None or _STYLED.get("build") is context.config:
         return
     from primer.book import _assets as assets
-    from primer.book._session import SESSION
-
-    if SESSION.styled is context.config:
-        return
 
     for folder in (context.config["docs_dir"], context.config["site_dir"]):
         assets.install(Path(context.config["root_dir"]) / folder)
-    SESSION.styled = context.config
+    _STYLED["build"] = context.config
 
 
 def page_source(md: Markdown | None) -> str | None:

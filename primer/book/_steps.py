@@ -1,4 +1,4 @@
-"""The full way of ``primer.book._prepare.prepare``: each step takes a chapter's ``Work`` and returns it, further on.
+"""The full way of ``primer.book._book.Book.prepare``: each step takes a chapter's ``Work`` and returns it, further on.
 
 ``mock`` (reuse or run), ``fresh_mock`` (in a new interpreter when library code changed under this
 process), ``verify`` (replay a frozen live trace), ``plan``, ``record`` (the live pool) and
@@ -17,8 +17,8 @@ from primer.book._plan import anomalies, is_current, plan_live, settle_live, wan
 from primer.book._source import ChapterTraces, LiveStatus, Shown
 
 if TYPE_CHECKING:
+    from primer.book._book import Book
     from primer.book._chapters import Chapters
-    from primer.book._prepare import Setup
     from primer.book._store import TraceStore
     from primer.replay import ChapterCheck
     from primer.scenario import Scenario
@@ -75,11 +75,19 @@ class Work:
 class Run:
     """What the full way reads and writes through: the chapters, the store, the settings."""
 
-    chapters: Chapters
-    store: TraceStore
+    book: Book
     settings: Settings
-    setup: Setup
     key: Callable[[str, str], str]
+
+    @property
+    def chapters(self) -> Chapters:
+        """The book's chapters."""
+        return self.book.chapters
+
+    @property
+    def store(self) -> TraceStore:
+        """The book's store."""
+        return self.book.store
 
     def full_way(self, works: list[Work]) -> list[Work]:
         """Mock, verify, plan, record and settle each chapter."""
@@ -90,7 +98,7 @@ class Run:
 
     def warn(self, work: Work, message: str) -> Work:
         """Say a warning about a chapter, kept with its entry to be said again by every build that reuses it."""
-        self.setup.log.warning(message)
+        self.book.log.warning(message)
         return replace(work, warnings=(*work.warnings, message))
 
     def failures(self, work: Work, runs: list[ScenarioRun]) -> Work:
@@ -109,7 +117,7 @@ class Run:
             return self.store.load(work.name, mode, work.entry), work
         except CorruptTrace as error:
             if mode == "mock":  # the build's own cache: said by this build only
-                self.setup.log.warning(
+                self.book.log.warning(
                     f"traces: {error.problem} The mock trace of {work.name} runs again and the file is replaced."
                 )
                 return None, work
@@ -121,7 +129,7 @@ class Run:
         try:
             self.store.save(run, key)
         except OSError as error:
-            self.setup.log.warning(f"traces: the {run.mode} trace of {run.chapter} could not be written: {error}")
+            self.book.log.warning(f"traces: the {run.mode} trace of {run.chapter} could not be written: {error}")
 
     def load(self, work: Work) -> Work:
         """The work with the chapter's scenarios imported, or its ``import_error``."""
@@ -170,10 +178,10 @@ class Run:
             return works
         from primer.book._run import error_run, in_worker
 
-        self.setup.log.info(
+        self.book.log.info(
             f"traces: library code changed since this process started; running {len(fresh)} chapter(s) anew"
         )
-        output = in_worker(self.chapters.package, fresh, self.setup.time_limit)
+        output = in_worker(self.chapters.package, fresh, self.book.time_limit)
         runs = {run.chapter: run for run in output.runs}
 
         def settled(work: Work) -> Work:
@@ -211,7 +219,7 @@ class Run:
                 why = self.settings.redactor().text(why)
                 said = f"traces: the live trace {path} could not be verified by replay: {why}"
                 if self.settings.live_enabled:  # recorded again now: a note, not a failed --strict build
-                    self.setup.log.info(said)
+                    self.book.log.info(said)
                     return work
                 return self.warn(
                     work, f"{said} It is shown as recorded from earlier code; record it again with PRIMER_API_KEY set."
@@ -231,8 +239,8 @@ class Run:
         if work.stale_library or self.chapters.stale_library(work.name):
             from primer.book._run import verify_in_worker
 
-            self.setup.log.info(f"traces: library code changed since this process started; verifying {work.name} anew")
-            return verify_in_worker(path, self.chapters.package, work.name, self.setup.time_limit)
+            self.book.log.info(f"traces: library code changed since this process started; verifying {work.name} anew")
+            return verify_in_worker(path, self.chapters.package, work.name, self.book.time_limit)
         from primer.replay import verify_chapter
 
         return verify_chapter(frozen, list(scenarios))
@@ -247,7 +255,7 @@ class Run:
         if decided.divergence is not None:
             # Recorded again at once, it will be current: worth a note, not a failed --strict build.
             if self.settings.live_enabled:
-                self.setup.log.info(decided.divergence)
+                self.book.log.info(decided.divergence)
             else:
                 work = self.warn(work, decided.divergence)
         if not decided.record:
@@ -262,14 +270,14 @@ class Run:
             return works
         from primer.book._run import run_live_jobs
 
-        setup = self.setup
+        book = self.book
         runs = run_live_jobs(
             jobs,
             self.settings,
-            setup.live_runner,
-            workers=setup.workers,
-            time_limit=setup.time_limit,
-            progress=lambda progress: setup.log.info(progress.line("traces: live runs")),
+            book.live_runner,
+            workers=book.workers,
+            time_limit=book.time_limit,
+            progress=lambda progress: book.log.info(progress.line("traces: live runs")),
         )
         recorded = datetime.now(UTC).isoformat(timespec="seconds")
         mine = {
@@ -303,7 +311,7 @@ class Run:
         for run in new.scenarios:
             found = [what for what in anomalies(run) if what not in before.get(run.name, set())]
             if found:
-                self.setup.log.warning(
+                self.book.log.warning(
                     f"traces: {chapter} / {run.name} (live): in the refreshed trace the model {'; '.join(found)}, "
                     f"which the frozen trace did not show. The refresh replaced "
                     f"{self.store.path(chapter, 'live')}: review the change before committing it."

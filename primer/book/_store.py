@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
@@ -29,20 +29,17 @@ from primer.trace_file import UnreadableTrace as CorruptTrace
 from primer.trace_file import parse, read
 
 if TYPE_CHECKING:  # the trace models are loaded by the first file parsed (primer.trace_file)
+    from primer.book._book import Prepared
     from primer.book._cache import TraceCache
-    from primer.book._prepare import Prepared
     from primer.replay import ChapterCheck
     from primer.trace import ChapterRun, Mode
 
-__all__ = ["MOCK_EPOCH", "PUBLISHED_DIR", "CorruptTrace", "Payloads", "TraceStore", "parse"]
+__all__ = ["MOCK_EPOCH", "PUBLISHED_DIR", "CorruptTrace", "TraceStore", "parse"]
 
 _log = book_logger("mkdocs.plugins.primer.book")
 
 #: Where published OTLP JSON places mock scenarios, which happened at no moment of their own.
 MOCK_EPOCH = datetime(2000, 1, 1, tzinfo=UTC)
-
-#: A chapter's payload page, by the chapter's name: the name it is kept by in the entry, and how to make it.
-Payloads = Callable[[str], tuple[str, Callable[[], str]]]
 
 
 class TraceStore:
@@ -177,10 +174,10 @@ class TraceStore:
         """Where ``publish`` puts a chapter's payload page, relative to the site root."""
         return f"{PUBLISHED_DIR}/{chapter}{PAYLOADS_SUFFIX}"
 
-    def publish(self, root: Path, shown: Prepared, payloads: Payloads | None = None) -> list[Path]:
+    def publish(self, root: Path, shown: Prepared, pages: Mapping[str, str | None]) -> list[Path]:
         """Write the files of each chapter ``shown`` to ``root/traces/`` (the site, or the docs); remove gone ones'.
 
-        ``payloads`` gives each chapter's payload page (its name in the entry, and how to make it). A file
+        Each chapter's payload page links back to its page in ``pages`` (its URL; None: none). A file
         not there yet (MkDocs cleans the site) is written plainly; one there only if it changed.
         """
         folder = root / PUBLISHED_DIR
@@ -192,9 +189,10 @@ class TraceStore:
                 ("published.json", ".json", partial(_document, shown, chapter)),
                 ("otlp.json", ".otlp.json", partial(self._otlp, shown, chapter)),
             ]
-            if payloads is not None:
-                name, page = payloads(chapter)
-                parts.append((name, PAYLOADS_SUFFIX, page))
+            # Named in the entry by the page it links back to.
+            page = pages.get(chapter)
+            name = f"payloads-{hashlib.sha256(str(page).encode()).hexdigest()[:12]}.html"
+            parts.append((name, PAYLOADS_SUFFIX, partial(_payloads, shown, chapter, page)))
             for name, suffix, make in parts:
                 data = entry.data(name)  # as kept: not decoded
                 if data is None and (text := make()) is not None:
@@ -230,6 +228,12 @@ def _document(shown: Prepared, chapter: str) -> str:
     # The runs serialised by pydantic itself (fast, and exactly the stored form).
     runs = [run.model_dump_json() if run else "null" for run in (traces.mock, traces.live)]
     return f'{head[:-1]}, "mock": {runs[0]}, "live": {runs[1]}}}\n'
+
+
+def _payloads(shown: Prepared, chapter: str, page: str | None) -> str:
+    from primer.book._render import render_payloads
+
+    return render_payloads(shown.traces(chapter), page_url=page)
 
 
 def _write(path: Path, data: bytes) -> None:

@@ -1,13 +1,9 @@
-"""The Python-Markdown extension that puts traces into chapter pages.
+"""The Python-Markdown extension that puts traces into chapter pages: ``::: trace CHAPTER [SCENARIO]``.
 
-A line ``::: trace CHAPTER [SCENARIO]`` becomes the chapter's (or one scenario's) traces, from
-``source`` (a ``TraceSource`` or ``"module:name"``), else the book (the plugin's; under Zensical
-the one ``primer.book._sources`` prepares once a build), else mock runs in this process::
-
-    html = markdown.markdown("::: trace ch09_who_retries", extensions=["primer.book.markdown"])
-
-A trace that cannot be loaded, or a near miss, shows an error block and is logged; with traces off
-a marker is a note. Each marker's HTML is held as a token and put back whole: never parsed again.
+Traces come from ``source`` (a ``TraceSource`` or ``"module:name"``), else the book (the plugin's, or
+the one Zensical names), else mock runs in this process: ``markdown.markdown(text, extensions=[
+"primer.book.markdown"])``. A marker that cannot be shown is an error block, and logged; with traces
+off it is a note. Each marker's HTML is held as a token and put back whole: never parsed again.
 """
 
 from __future__ import annotations
@@ -26,21 +22,13 @@ from markdown.extensions import Extension
 from markdown.postprocessors import Postprocessor
 from markdown.util import AtomicString
 
+from primer.book import _sources as sources
 from primer.book._links import page_relative
 from primer.book._logs import book_logger
 from primer.book._markers import OFF_CLASS, Marker, ModeBlock, NearMiss, off_note, parse_line
 from primer.book._payloads import search_text
 from primer.book._prose import LiveProse, opening_html, select
-from primer.book._sources import (
-    NO_KEY,
-    MockRunSource,
-    assets_for_page,
-    book_for_page,
-    collect,
-    page_source,
-    require_scenario,
-    resolve_source,
-)
+from primer.book._sources import NO_KEY, MockRunSource, collect
 from primer.errors import ConfigError, NotFound, PrimerError
 from primer.locator import ChapterLocator
 from primer.variables import enable_with, traces_off
@@ -81,19 +69,13 @@ class TraceExtension(Extension):
         super().__init__(**kwargs)
         #: Whether traces are off: the option, or ``PRIMER_TRACES=off`` where no plugin sets it (Zensical).
         self.off = bool(self.getConfig("traces_off")) or traces_off()
-        if cache is not None:
-            from primer.book._cache import TraceCache
-
-            if not isinstance(cache, TraceCache):
-                raise ConfigError(f"The trace extension's cache must be a TraceCache, not {type(cache).__name__}.")
         self._options = options
         self._given = source
         self._source: TraceSource | None = None
         self._cache = cache
         self.md: Markdown | None = None
-        #: The page being rendered, its name and Markdown, as the plugin read it (``_unseen``).
+        #: The page being rendered: its name and Markdown as the plugin read them (``_warn``), and its URL.
         self.reading: tuple[str, str] | None = None
-        #: The page's URL (the plugin sets it): trace links are made relative to it as they are rendered.
         self.page_url: str | None = None
         self._anchors: Anchors | None = None
         self.reset()
@@ -115,7 +97,7 @@ class TraceExtension(Extension):
     def hold(self, html: str) -> AtomicString:
         """A token for ``html``, to stand as a paragraph's text until ``PutBack`` puts ``html`` there."""
         self.held.append(html)
-        return AtomicString(token(str(len(self.held) - 1)))
+        return AtomicString(f"\x02trace-book:{len(self.held) - 1}\x03")
 
     @property
     def anchors(self) -> Anchors:
@@ -129,11 +111,10 @@ class TraceExtension(Extension):
     @property
     def source(self) -> TraceSource:
         """The given source, the book's trace store, or the in-process mock runner."""
-        if self._source is None:
-            if self._given is not None:
-                self._source = resolve_source(self._given)
-                return self._source
-            book = book_for_page(self.md, self.getConfig("chapters"))
+        if self._source is None and self._given is not None:
+            self._source = sources.resolve_source(self._given)
+        elif self._source is None:
+            book = sources.book_for_page(self.md, self.getConfig("chapters"), lambda: self.options)
             if book is None and self.md is not None and "relpath" in self.md.treeprocessors:
                 # MkDocs' own treeprocessor: a MkDocs page, and no plugin (or hook) prepared its book.
                 raise ConfigError(
@@ -147,9 +128,7 @@ class TraceExtension(Extension):
                 package = Settings.without_live().chapters_package(self.getConfig("chapters") or None)
                 self._source = MockRunSource(ChapterLocator(package))
             else:
-                self._source = book.prepared
-                self._cache = self._cache or book.cache
-                book.prices = self.options  # Zensical: the extension's prices are the book's
+                self._source, self._cache = book, self._cache or book.cache
         return self._source
 
     @property
@@ -181,11 +160,6 @@ class TraceExtension(Extension):
         #: The page's trace blocks so far: (what search indexes of one, its HTML), for the plugin.
         self.blocks: list[tuple[str, str]] = []
 
-    def html_for_near_miss(self, near: NearMiss) -> str:
-        """The error block for a line meant as a marker that is not a valid one (logged unless the plugin does)."""
-        self._warn(near.message, near.message, lambda line: line.rstrip() == near.text.strip())
-        return _error(near.message, near.text)
-
     def _warn(self, message: str, said: str, meant: Callable[[str], bool]) -> None:
         # Standalone, every problem; under the plugin, which names page and line itself, one it
         # cannot see (``said`` after them): a marker indented more than it reads (an admonition's).
@@ -200,7 +174,7 @@ class TraceExtension(Extension):
                 return
 
     def _wrap(self, block: ModeBlock) -> tuple[str, str]:
-        """What a shown mode block's two lines become: tokens for its labelled element, opened and closed."""
+        # What a shown mode block's two lines become: tokens for its labelled element, opened and closed.
         return self.hold(opening_html(block)), self.hold("</div>")
 
     def _summary(self, chapter: str) -> Shown | None:
@@ -223,9 +197,13 @@ class TraceExtension(Extension):
             return False
         return live is not None and (scenario is None or any(s.name == scenario for s in live.scenarios))
 
-    def html_for(self, chapter: str, scenario: str | None) -> str:
-        """The HTML for one marker: the traces, or a visible error block."""
-        marker = f"::: trace {chapter}{f' {scenario}' if scenario else ''}"
+    def html_for(self, marker: Marker | NearMiss) -> str:
+        """The HTML for one marker: the traces, or a visible error block (a near miss is one)."""
+        if isinstance(marker, NearMiss):
+            self._warn(marker.message, marker.message, lambda line: line.rstrip() == marker.text.strip())
+            return _error(marker.message, marker.text)
+        chapter, scenario = marker.chapter, marker.scenario
+        said = f"::: trace {chapter}{f' {scenario}' if scenario else ''}"
         try:
             search, _, html = self._stored(chapter, scenario).partition("\n")
             self._headed.add(chapter)
@@ -233,17 +211,17 @@ class TraceExtension(Extension):
             return html
         except NotFound as error:
             meant = Marker(chapter, scenario, 1)
-            self._warn(f"{marker}: {error}", f"the marker `{marker}`: {error}", lambda line: parse_line(line) == meant)
-            return _error(str(error), marker)
+            self._warn(f"{said}: {error}", f"the marker `{said}`: {error}", lambda line: parse_line(line) == meant)
+            return _error(str(error), said)
         except PrimerError as error:
-            log.warning("%s: %s", marker, error)
-            return _error(str(error), marker)
+            log.warning("%s: %s", said, error)
+            return _error(str(error), said)
         except Exception as error:
-            log.warning("%s could not be rendered: %s: %s", marker, type(error).__name__, error, exc_info=True)
+            log.warning("%s could not be rendered: %s: %s", said, type(error).__name__, error, exc_info=True)
             return _error(
                 f"The traces could not be rendered ({type(error).__name__}: {error}). "
                 "This is a bug in the book machinery: the build log has the traceback.",
-                marker,
+                said,
             )
 
     def _stored(self, chapter: str, scenario: str | None) -> str:
@@ -252,11 +230,11 @@ class TraceExtension(Extension):
         # A chapter's switch, totals and live status head its first trace on the page only.
         head = chapter not in self._headed
         # Links are made relative to the page (MkDocs' URL, or the file Zensical renders): its folder is in the slot.
-        page = self.page_url or page_source(self.md) or ""
+        page = self.page_url or sources.page_source(self.md) or ""
         variant = f"{self.options.key}\0{posixpath.dirname(page)}"
         summary, cache = self._summary(chapter), self.cache
         if summary is not None and cache is not None:
-            require_scenario(chapter, scenario, summary.names)
+            sources.require_scenario(chapter, scenario, summary.names)
             cache.seconds += time.perf_counter() - started
             kept = cache.cached(chapter, scenario, summary.key, used=self._ids, head=head, variant=variant)
             if kept is not None:
@@ -282,7 +260,7 @@ class TraceProcessor(BlockProcessor):
     def __init__(self, parser: BlockParser, extension: TraceExtension) -> None:
         super().__init__(parser)
         self.extension = extension
-        # The block test() was asked about and the marker it found, for run(), which Python-Markdown calls next.
+        # The line test() found a marker on, and the marker, for run(), which Python-Markdown calls next.
         self._found: tuple[int, Marker | NearMiss] = (0, NearMiss("", (), 0))
 
     def test(self, parent: etree.Element, block: str) -> bool:
@@ -290,8 +268,7 @@ class TraceProcessor(BlockProcessor):
         if ":::" not in block:  # asked of nearly every block of every page
             return False
         for index, line in enumerate(block.split("\n")):
-            parsed = parse_line(line) if ":::" in line else None
-            if parsed is not None:
+            if ":::" in line and (parsed := parse_line(line)) is not None:
                 self._found = (index, parsed)
                 return True
         return False
@@ -300,26 +277,20 @@ class TraceProcessor(BlockProcessor):
         """Render the first marker of the block; the text around it is parsed as usual."""
         index, marker = self._found
         lines = blocks.pop(0).split("\n")
-        before, after = "\n".join(lines[:index]).rstrip("\n"), "\n".join(lines[index + 1 :]).lstrip("\n")
-        if before:
+        if before := "\n".join(lines[:index]).rstrip("\n"):
             self.parser.parseBlocks(parent, [before])
         if isinstance(marker, Marker) and self.extension.off:
-            assets_for_page(self.parser.md)
+            sources.assets_for_page(self.parser.md)
             # An element of atomic text: no inline pattern reads it, and no stashed HTML to put back.
-            note = etree.SubElement(parent, "p", {"class": OFF_CLASS})
-            note.text = AtomicString(off_note(marker))
+            etree.SubElement(parent, "p", {"class": OFF_CLASS}).text = AtomicString(off_note(marker))
         else:
-            if isinstance(marker, NearMiss):
-                html = self.extension.html_for_near_miss(marker)
-            else:
-                html = self.extension.html_for(marker.chapter, marker.scenario)
-            etree.SubElement(parent, "p").text = self.extension.hold(html)
-        if after:
+            etree.SubElement(parent, "p").text = self.extension.hold(self.extension.html_for(marker))
+        if after := "\n".join(lines[index + 1 :]).lstrip("\n"):
             blocks.insert(0, after)
 
 
 class PutBack(Postprocessor):
-    """Puts each held HTML where the paragraph holding its token is (``TraceExtension.hold``).
+    """Puts each held HTML where its token is (``TraceExtension.hold``), replacing the paragraph around it.
 
     Not Python-Markdown's HTML stash, whose postprocessor searches every stashed block (a trace
     block is tens of kilobytes) for placeholders nested in it: a token is looked for once.
@@ -332,22 +303,12 @@ class PutBack(Postprocessor):
     def run(self, text: str) -> str:
         """The document with each token, and the paragraph around it, replaced by its HTML."""
         held = self.extension.held
-
-        def back(match: re.Match[str]) -> str:
-            index = int(match[1] or match[2])
-            return held[index] if index < len(held) else match[0]
-
-        return _TOKEN.sub(back, text) if held else text
+        return _TOKEN.sub(lambda match: held[int(match[1] or match[2])], text) if held else text
 
 
-# STX and ETX, which the renderer never lets through from a model, a tool or a service
-# (``render._clean``): no trace can forge a token.
-def token(index: str) -> str:
-    """The token that stands for the held HTML number ``index`` until ``PutBack`` puts it back."""
-    return f"\x02trace-book:{index}\x03"
-
-
-_TOKEN = re.compile(f"<p>{token('([0-9]+)')}</p>|{token('([0-9]+)')}")
+# STX and ETX: Python-Markdown removes them from a page's text, and the renderer from what a model, a
+# tool or a service says (``render._clean``), so no page and no trace forges a token.
+_TOKEN = re.compile("<p>\x02trace-book:([0-9]+)\x03</p>|\x02trace-book:([0-9]+)\x03")
 
 
 def _error(message: str, marker: str) -> str:

@@ -1,0 +1,406 @@
+"""One book (its chapters, store, cache and settings), and the immutable ``Prepared`` each build makes.
+
+A front end holds its ``Book`` for the process (the plugin on its instance; the Markdown extension
+under Zensical and ``python -m primer.book build`` through ``open_book``, one per docs folder),
+calls ``prepare`` once a build, checks each page against the ``Prepared`` (``check``), renders from
+it through the extension and ``publish``es the files it shows. ``Book`` knows nothing of MkDocs.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import sys
+import threading
+import time
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING
+
+from primer.book import _cache
+from primer.book import _prose as prose
+from primer.book._chapters import Chapters
+from primer.book._links import CACHE_DIR
+from primer.book._logs import book_logger
+from primer.book._markers import check, find_markers
+from primer.book._source import Shown
+from primer.book._steps import Chapter, Run, Work
+from primer.book._store import PUBLISHED_DIR, TraceStore
+from primer.variables import VARIABLES, book_chapters, chapters_package, traces_off, unknown_variables
+
+if TYPE_CHECKING:
+    from primer.book._prices import PriceTable
+    from primer.book._run import LiveRunner
+    from primer.book._source import ChapterTraces
+    from primer.settings import Settings
+    from primer.trace import ChapterRun
+
+__all__ = ["LOGGER_NAME", "Book", "Prepared", "Report", "Stopwatch", "open_book"]
+
+#: The logger MkDocs counts in ``--strict`` (any ``mkdocs.*`` logger is).
+LOGGER_NAME = "mkdocs.plugins.primer"
+
+
+class Stopwatch:
+    """Seconds the machinery spends per named part of a build: ``with clock("prepare"): ...``."""
+
+    def __init__(self) -> None:
+        self.parts: dict[str, float] = {}
+
+    @contextmanager
+    def __call__(self, part: str) -> Iterator[None]:
+        """Time the ``with`` block and add it to ``part``."""
+        started = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.add(part, time.perf_counter() - started)
+
+    def add(self, part: str, seconds: float) -> None:
+        """Add seconds timed elsewhere to ``part``."""
+        self.parts[part] = self.parts.get(part, 0.0) + seconds
+
+
+@dataclass(frozen=True)
+class Report:
+    """What one build did, counted in scenarios."""
+
+    ran: int = 0
+    reused: int = 0
+    #: Live scenarios verified by replay, or None when no replay was tried.
+    verified: int | None = None
+    #: Live scenario runs, or None when live runs are off.
+    live: int | None = None
+    off: bool = False
+
+    def line(self) -> str:
+        """``traces: ran 2, reused 4`` (``, verified 4`` after a replay, ``, live: 2`` when live runs are on)."""
+        if self.off:
+            return "traces: off (PRIMER_TRACES=off), nothing ran"
+        verified = f", verified {self.verified}" if self.verified is not None else ""
+        live = f", live: {self.live}" if self.live is not None else ""
+        return f"traces: ran {self.ran}, reused {self.reused}{verified}{live}"
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """What every page of one build shows, each chapter's: the renderer's, the checks' and publishing's source."""
+
+    report: Report
+    by_chapter: Mapping[str, Chapter] = field(default_factory=dict)
+    #: Where the runs of a chapter shown from its entry are read, when first asked for.
+    store: TraceStore | None = None
+    #: The prices the pages' costs are worked out from (part of every key).
+    prices: PriceTable | None = None
+    #: The one cache, with this build's markers' HTML (None with traces off), and its own time per part.
+    cache: _cache.TraceCache | None = None
+    clock: Stopwatch = field(default_factory=Stopwatch, compare=False)
+    _read: dict[str, ChapterTraces] = field(default_factory=dict, compare=False, repr=False)
+
+    @property
+    def enabled(self) -> bool:
+        """Whether traces are on for this build (``PRIMER_TRACES`` not ``off``)."""
+        return not self.report.off
+
+    def chapters(self) -> list[str]:
+        """The chapters shown, sorted."""
+        return sorted(self.by_chapter)
+
+    def summary(self, chapter: str) -> Shown | None:
+        """What the pages show of a chapter, without reading a run (None: it shows none)."""
+        found = self.by_chapter.get(chapter)
+        return found.shown if found is not None else None
+
+    @property
+    def scenario_names(self) -> dict[str, list[str] | None]:
+        """Chapter -> its scenario names (None if the chapter cannot be imported)."""
+        return {name: None if c.names is None else list(c.names) for name, c in self.by_chapter.items()}
+
+    def changed(self, before: Prepared | None) -> set[str]:
+        """The chapters whose traces shown are not as in ``before`` (None: every one)."""
+        if before is None:
+            return set(self.by_chapter)
+        return {c for c in {*before.by_chapter, *self.by_chapter} if before.summary(c) != self.summary(c)}
+
+    def traces(self, chapter: str) -> ChapterTraces:
+        """A chapter's runs (read from its entry on first use); raises ``NotFound`` naming what exists."""
+        found = self.by_chapter.get(chapter)
+        if found is not None and found.traces is not None:
+            return found.traces
+        if found is None or self.store is None:
+            from primer.errors import NotFound
+
+            chapters = ", ".join(self.chapters()) or "none"
+            raise NotFound(f"There are no traces for chapter {chapter!r}. The chapters are: {chapters}.")
+        if chapter not in self._read:
+            self._read[chapter] = self.store.read(found.shown)
+        return self._read[chapter]
+
+    def share(self) -> str:
+        """The line logged at DEBUG at the end of a build (benchmarks/build.py reads it)."""
+        if self.cache is not None:
+            self.clock.add("render", self.cache.seconds)
+            self.cache.seconds = 0.0
+        parts = ", ".join(f"{part} {seconds * 1000:.1f}" for part, seconds in self.clock.parts.items())
+        total = sum(self.clock.parts.values()) * 1000
+        counted = f"; markers rendered {self.cache.rendered}, reused {self.cache.reused}" if self.cache else ""
+        return f"traces: the machinery's share of this build: {total:.1f} ms ({parts}){counted}"
+
+
+class Book:
+    """One book: its chapters, its store and cache, and how its runs go.
+
+    ``settings`` None reads ``environ`` (by default the process's) at every ``prepare``;
+    ``live_runner`` None runs live scenarios over one shared SDK client (tests stand in for the
+    network); ``workers`` live runs at a time, each within ``time_limit`` seconds. ``cache_dir``
+    holds the one cache; ``use_cache`` False turns it off (None: on unless ``PRIMER_CACHE=off``).
+    """
+
+    def __init__(
+        self,
+        docs_dir: Path,
+        cache_dir: Path,
+        *,
+        chapters: Chapters | None = None,
+        settings: Settings | None = None,
+        live_runner: LiveRunner | None = None,
+        workers: int = 4,
+        time_limit: float = 300.0,
+        logger: logging.Logger | None = None,
+        live_dir: Path | None = None,
+        environ: Mapping[str, str] | None = None,
+        use_cache: bool | None = None,
+    ) -> None:
+        # Parsed imports are kept in the cache folder: a new process parses only the modules edited since.
+        package = settings.chapters_package() if settings is not None else chapters_package(None, environ)
+        self.chapters = chapters or Chapters(package, imports_cache=cache_dir / "imports.json")
+        self.docs_dir = docs_dir
+        self.cache = _cache.TraceCache(cache_dir / "entries")
+        self.store = TraceStore(live_dir or docs_dir / PUBLISHED_DIR, self.cache)
+        self.use_cache = use_cache
+        #: The ``PRIMER_*`` settings read at every ``prepare`` (None: the process's environment).
+        self.environ = environ
+        self.settings = settings
+        self.live_runner = live_runner
+        self.workers = workers
+        self.time_limit = time_limit
+        self.log = book_logger(logger or LOGGER_NAME)
+        self._lock = threading.Lock()
+        self._built: tuple[object, Prepared] | None = None  # ``prepared_for``'s build and what it made
+
+    def settings_now(self) -> Settings:
+        """The given settings, else the environment's (warning about what is wrong)."""
+        from primer.errors import ConfigError
+        from primer.settings import Settings
+
+        if self.settings is not None:
+            return self.settings
+        try:
+            return Settings.from_env(self.environ, warn=lambda message: self.log.warning(f"traces: {message}"))
+        except ConfigError as error:
+            self.log.warning(f"traces: {error} Live runs are off for this build.")
+            return Settings.without_live(self.environ)
+
+    def prepare(self, prices: PriceTable | None = None) -> Prepared:
+        """What every page shows: each chapter from its entry in the cache, or made the full way and kept.
+
+        Logs ``traces: ran N, reused M`` (``, verified K`` when a replay was tried, ``, live: L`` when
+        live runs are on), counting scenarios; every failed scenario shown is a warning on every build.
+        """
+        clock = Stopwatch()
+        with clock("prepare"):
+            environ = self.environ if self.environ is not None else os.environ
+            off = environ.get(_cache.CACHE_VARIABLE, "").strip().lower() == "off"
+            self.cache.enabled = self.use_cache if self.use_cache is not None else not off
+            self.cache.reset()
+            if prices is None:
+                from primer.book._prices import default_prices
+
+                prices = default_prices()
+            report, found = self._prepare(environ, {"prices": prices.key})
+        if report.off:
+            return Prepared(report, clock=clock)
+        self.cache.key_of = lambda chapter: found[chapter].shown.key if chapter in found else None
+        return Prepared(report, found, self.store, prices, self.cache, clock)
+
+    def _prepare(self, environ: Mapping[str, str], more: Mapping[str, str]) -> tuple[Report, dict[str, Chapter]]:
+        log = self.log
+        # Settings (and pydantic) only when they decide more than the key: a given one, or a secret to validate.
+        secrets = (VARIABLES["api_key"], VARIABLES["service_key"])
+        given = self.settings is not None or any(environ.get(s) for s in secrets)
+        settings = self.settings_now() if given else None
+        if (settings.traces == "off") if settings is not None else traces_off(environ):
+            log.info(Report(off=True).line())
+            return Report(off=True), {}
+        if settings is None:
+            for message in unknown_variables(environ):
+                log.warning(f"traces: {message}")
+        live = 0 if settings is not None and settings.live_enabled else None
+        try:
+            names = self.chapters.names()
+        except Exception as error:  # noqa: BLE001 - a broken package is reported, not fatal
+            why = (settings or self.settings_now()).redactor().text(str(error))
+            log.warning(f"traces: the chapters' package {self.chapters.package} could not be imported: {why}")
+            return Report(live=live), {}
+        renderer = _cache.renderer_version()
+        options = {
+            **(_cache.settings_options(self.settings) if self.settings else _cache.environ_options(environ)),
+            **more,
+        }
+
+        def key(chapter: str, code: str) -> str:
+            return _cache.chapter_key(chapter, code, self.store.frozen_bytes(chapter), options, renderer)
+
+        codes = self.chapters.fingerprints(names)
+        found: dict[str, Chapter] = {}
+        works, reused = [], 0
+        for name in names:
+            entry = key(name, codes[name])
+            if (kept := Shown.read(self.cache.entry(name, entry))) is not None:
+                shown, warnings, count = kept
+                for warning in warnings:
+                    log.warning(warning)
+                found[name] = Chapter(shown, None, shown.mock, tuple(warnings))
+                reused += count
+            else:
+                works.append(Work(name, codes[name], entry))
+        if works:
+            run = Run(self, settings or self.settings_now(), key)
+            works = run.full_way(works)
+            found |= {work.name: run.show(work) for work in works}
+        verified = [work.verified for work in works if work.verified is not None]
+        report = Report(
+            ran=sum(work.ran for work in works),
+            reused=reused + sum(work.reused for work in works),
+            verified=sum(verified) if verified else None,
+            live=None if live is None else sum(work.live_runs for work in works),
+        )
+        log.info(report.line())
+        return report, {name: found[name] for name in names}
+
+    def prepared_for(self, build: object, prices: PriceTable, site_dir: Path) -> Prepared:
+        """The ``Prepared`` of ``build`` (new each build), made by its first page, its files published.
+
+        For the Markdown extension alone (Zensical), whose pages may render in several threads: one
+        prepares, the others wait. The files go into the docs folder and ``site_dir`` too: Zensical
+        lists the docs' files before its first page, so on a first build it would miss them.
+        """
+        with self._lock:
+            if self._built is None or self._built[0] is not build:
+                from primer.book import _assets as assets
+
+                prepared = self.prepare(prices)
+                for root in (self.docs_dir, site_dir):
+                    self.publish(root, prepared)
+                    if prepared.enabled:
+                        assets.install(root)
+                self._built = (build, prepared)
+            return self._built[1]
+
+    def save(self, run: ChapterRun) -> None:
+        """Write a frozen live run; one not written is warned about."""
+        try:
+            self.store.save(run)
+        except OSError as error:
+            self.log.warning(f"traces: the {run.mode} trace of {run.chapter} could not be written: {error}")
+
+    def check(
+        self, prepared: Prepared, name: str, markdown: str, urls: dict[str, str] | None = None, url: str = ""
+    ) -> None:
+        """Warn about a page's markers naming what does not exist, and lines meant as markers that are not.
+
+        With ``url`` (the page's, relative to the site root), each chapter it shows goes into ``urls``
+        unless an earlier page showed it, or it is the chapter's own page (named after it): the
+        page its payload page links back to.
+        """
+        with prepared.clock("pages"):
+            if not prepared.enabled:
+                for warning in check(name, markdown):
+                    self.log.warning(f"traces: {warning}")
+                return
+            if urls is not None:
+                for marker in find_markers(markdown):
+                    if PurePosixPath(name).stem == marker.chapter:
+                        urls[marker.chapter] = url
+                    else:
+                        urls.setdefault(marker.chapter, url)
+            names = prepared.scenario_names
+            said = prose.problems(
+                name, markdown, lambda chapter: prose.kept_corpora(prepared, chapter, prepared.prices)
+            )
+            for warning in check(name, markdown, names) + said:
+                self.log.warning(f"traces: {warning}")
+
+    def check_rules(self, prepared: Prepared, pages: Mapping[str, str], *, rules: bool = True) -> None:
+        """Warn about each of the book's rules broken (``primer.book._rules``), once a build: ``pages`` are all read."""
+        if not (prepared.enabled and rules):
+            return
+        from primer.book._rules import check
+
+        with prepared.clock("pages"):
+            for problem in check(self.chapters.package, prepared.scenario_names, pages):
+                self.log.warning(f"traces: {problem}")
+
+    def publish(self, root: Path, prepared: Prepared, urls: Mapping[str, str] | None = None) -> list[Path]:
+        """Write each chapter's published files into ``root/traces/`` (the site, or the docs folder).
+
+        A chapter's payload page links back to its page in ``urls``; the front ends that know no
+        URLs get the chapter's own page found in the docs folder in MkDocs' default form (``ch09/``).
+        """
+        if not prepared.enabled:
+            return []
+        with prepared.clock("publish"):
+            pages: dict[str, str | None] = {}
+            for chapter in prepared.chapters():
+                pages[chapter] = (urls or {}).get(chapter)
+            if missing := [chapter for chapter, url in pages.items() if url is None]:
+                found = sorted(self.docs_dir.rglob("*.md"), reverse=True) if self.docs_dir.is_dir() else []
+                own = {path.stem: path.relative_to(self.docs_dir).with_suffix("").as_posix() for path in found}
+                pages |= {chapter: f"{own[chapter]}/" for chapter in missing if chapter in own}
+            return self.store.publish(root, prepared, pages)
+
+    def prune(self, prepared: Prepared) -> None:
+        """Drop the cache's entries this build did not use (but the last few of each chapter): after a full build."""
+        self.cache.prune(prepared.chapters())
+        shutil.rmtree(self.cache.folder.parent / "prose", ignore_errors=True)  # an older version's, unused
+
+
+_BOOKS: dict[str, Book] = {}
+_OPENING = threading.Lock()
+
+
+def open_book(
+    root: Path,
+    docs_dir: Path,
+    *,
+    chapters: str | None = None,
+    cache: Path | None = None,
+    live_dir: Path | None = None,
+    environ: Mapping[str, str] | None = None,
+    keep: bool = True,
+) -> Book:
+    """The book of ``docs_dir`` with its caches under ``root``; ``keep``: one per docs folder for the process.
+
+    ``chapters`` is the package the configuration names (``PRIMER_CHAPTERS`` wins), ``cache``
+    the cache folder (``root / CACHE_DIR``), ``live_dir`` the frozen traces' (``docs/traces``),
+    ``environ`` the ``PRIMER_*`` settings (the options under the environment).
+    """
+    key = str(docs_dir.resolve())
+    with _OPENING:
+        book = _BOOKS.get(key) if keep else None
+        if book is None:
+            # The chapters package beside mkdocs.yml: `mkdocs` and `zensical`, run as commands,
+            # do not put that folder on the import path. Last: nothing installed is shadowed.
+            if str(root.resolve()) not in sys.path:
+                sys.path.append(str(root.resolve()))
+            cache = cache or root / CACHE_DIR
+            package = Chapters(book_chapters(chapters, environ), imports_cache=cache / "imports.json")
+            book = Book(docs_dir, cache, chapters=package, live_dir=live_dir, environ=environ)
+            if keep:
+                _BOOKS[key] = book
+        elif environ is not None:
+            book.environ = environ  # the options of this build (a serve re-reads them)
+        return book
