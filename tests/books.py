@@ -169,7 +169,7 @@ class SmallBook:
             env=self.env(**env),
             capture_output=True,
             text=True,
-            timeout=300,  # a cold build of every chapter on a loaded machine takes minutes; a hang still ends
+            timeout=1800,  # a cold build of every chapter on a loaded machine takes minutes; a hang still ends
             check=False,
         )
         return Build(done.returncode, done.stdout + done.stderr)

@@ -18,23 +18,28 @@ from tests.servers.provider import provider_fixture
 from tests.servers.service import httpbin_fixture
 from tests.wheel import build_wheel, unpack
 
-#: The files that take longest, slowest first (``--durations`` of a whole run, summed per
-#: file). They start first (tests/run.sh: ``--no-loadscope-reorder``, or pytest-xdist would
+#: The files that take longest, slowest first (the CPU of each file's tests in a whole
+#: ``slow or browser`` run: wall time on a shared machine says more of the load than of the
+#: tests). They start first (tests/run.sh: ``--no-loadscope-reorder``, or pytest-xdist would
 #: order files by how many tests they hold), so that the many short files fill the two
 #: workers' ends instead of one long file running alone at the end.
 LONG_POLES = (
-    "test_browser.py",
-    "test_front_ends.py",
-    "test_authors_example.py",
-    "test_build.py",
-    "test_secrets_paths.py",
-    "test_hostile_traces.py",
+    "test_axe.py",
     "test_benchmarks.py",
     "test_verify_build.py",
-    "test_serve.py",
+    "test_published.py",
+    "test_build.py",
+    "test_front_ends.py",
     "test_book_of_your_own.py",
-    "test_inert.py",
+    "test_authors_example.py",
+    "test_reader.py",
+    "test_secrets_paths.py",
+    "test_serve.py",
+    "test_malformed_input.py",
     "test_plugin.py",
+    "test_inert.py",
+    "test_tamper.py",
+    "test_hostile_traces.py",
     "test_book.py",
 )
 
@@ -72,7 +77,7 @@ def made_once(
 
     Under xdist each worker has a session of its own; a session fixture
     alone would make it once per worker (two book builds when test_book.py
-    and test_browser.py run on different workers). The first worker to ask
+    and the browser tests run on different workers). The first worker to ask
     makes it under a lock in the run's temporary folder; the others wait and
     read it. A ``make`` that failed leaves no mark: the next to ask tries again.
     """
@@ -109,7 +114,7 @@ def built_book(pytestconfig: pytest.Config, tmp_path_factory: pytest.TempPathFac
     ``mkdocs build --strict`` in mock mode (no ``PRIMER_`` variable: the frozen
     live traces), in a copy, since the build writes caches and may re-stamp
     frozen live traces, never in the repository. For the tests that only read
-    the site (tests/test_book.py, tests/test_browser.py): one build, not one each.
+    the site (tests/test_book.py, tests/browser/): one build, not one each.
     """
 
     def make(book: Path) -> None:
@@ -124,7 +129,7 @@ def built_book(pytestconfig: pytest.Config, tmp_path_factory: pytest.TempPathFac
             text=True,
             cwd=book,
             env=env,
-            timeout=300,
+            timeout=1800,  # a hang guard: a cold build of every chapter took over 300 s at a load of 22
             check=False,
         )
         log = result.stdout + result.stderr

@@ -12,6 +12,7 @@ the checks this project's own workflows pass; ``mkdocs serve`` shows a save.
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -80,10 +81,18 @@ def new(folder: Path, installed: Path, *args: str) -> subprocess.CompletedProces
     )
 
 
-@pytest.fixture
-def book(tmp_path: Path, installed_wheel: Path) -> NewBook:
-    done = new(tmp_path / PACKAGE, installed_wheel)
+@pytest.fixture(scope="module")
+def written(tmp_path_factory: pytest.TempPathFactory, installed_wheel: Path) -> Path:
+    """The book ``new`` wrote, once for the module (a fresh Python each): tests edit copies."""
+    folder = tmp_path_factory.mktemp("new") / PACKAGE
+    done = new(folder, installed_wheel)
     assert done.returncode == 0, done.stderr
+    return folder
+
+
+@pytest.fixture
+def book(tmp_path: Path, written: Path, installed_wheel: Path) -> NewBook:
+    shutil.copytree(written, tmp_path / PACKAGE)
     return NewBook(tmp_path / PACKAGE, installed_wheel)
 
 

@@ -1,7 +1,7 @@
 """A chapter's traces as the templates draw them: a view per scenario, run and turn, with their ids.
 
 Page weight grows with what happened, not with turns squared: a turn's context shows the messages
-new since the turn before, a live request body what is new (``Ref`` to the rest, and how traces.js
+new since the turn before, a live request body what is new (a ``_Ref`` to the rest, and how traces.js
 puts it back), and the declared tools are drawn once a page and referred to after (``_Shared``).
 """
 
@@ -49,17 +49,14 @@ class Anchors:
         return anchor
 
 
-class Ref(NamedTuple):  # what a payload repeats from an earlier one: ``messages [0]-[1]`` ``as sent in turn 1``
-    what: str
-    where: str
-    anchor: str
+_Ref = tuple[str, str, str]  # what a payload repeats from an earlier one, where, its id: ``messages [0]-[1]``...
 
 
 class RequestView(NamedTuple):
     """A model request's body as shown: what is new, what it refers to, and how traces.js rebuilds it."""
 
     json: Any
-    refs: tuple[Ref, ...] = ()
+    refs: tuple[_Ref, ...] = ()
     base: str = ""  # the body this one is rebuilt from: its first ``messages`` and the ``same`` keys
     messages: int = 0
     same: tuple[str, ...] = ()
@@ -90,14 +87,11 @@ class TurnView(NamedTuple):
     in_transcript: bool  # False: the context is not a prefix of the transcript, so it is shown whole
     tools: ToolsView | None
     exchanges: list[tuple[Exchange, RequestView]]
-    notes: list[tuple[str, dict[str, Any], list[Ref]]]  # label, what is new, what it refers to
+    notes: list[tuple[str, dict[str, Any], list[_Ref]]]  # label, what is new, what it refers to
     segments: list[Segment]
 
 
-class Trial(NamedTuple):  # of a repeated run (chapter 16)
-    line: str
-    anchor: str
-    turns: list[TurnView]
+_Trial = tuple[str, str, list[TurnView]]  # of a repeated run (chapter 16): its line, id and turns
 
 
 class RunView(NamedTuple):
@@ -107,7 +101,7 @@ class RunView(NamedTuple):
     ended_anchor: str
     error_anchor: str
     turns: list[TurnView]
-    trials: list[Trial]
+    trials: list[_Trial]
     totals: dict[str, float]
 
 
@@ -231,16 +225,16 @@ def _request(body: Any, previous: tuple[Any, int, str] | None) -> RequestView:
     messages, sent = body.get("messages"), before.get("messages")
     if isinstance(messages, list) and isinstance(sent, list) and sent and messages[: len(sent)] == sent:
         shown["messages"], taken = messages[len(sent) :], len(sent)
-        refs.append(Ref(f"messages {_span(taken)}", f"as sent in turn {turn}", base))
+        refs.append((f"messages {_span(taken)}", f"as sent in turn {turn}", base))
     tools = body.get("tools")
     if isinstance(tools, list) and tools and tools == before.get("tools"):
         del shown["tools"]
         same.append("tools")
-        refs.append(Ref(f"tools ({len(tools)})", f"as sent in turn {turn}", base))
+        refs.append((f"tools ({len(tools)})", f"as sent in turn {turn}", base))
     return RequestView(shown, tuple(refs), base, taken, tuple(same), tuple(body)) if refs else RequestView(body)
 
 
-def _notes(call: ModelCall, previous: TurnView | None) -> list[tuple[str, dict[str, Any], list[Ref]]]:
+def _notes(call: ModelCall, previous: TurnView | None) -> list[tuple[str, dict[str, Any], list[_Ref]]]:
     # A mock's "context ignored" note lists every role sent: the part the previous
     # call's note listed is referred to, or the page would grow with turns squared.
     before = {note.label: note.data for note in previous.turn.model_call.notes} if previous else {}
@@ -254,7 +248,7 @@ def _notes(call: ModelCall, previous: TurnView | None) -> list[tuple[str, dict[s
             if value[: len(old)] == old:
                 data[key] = value[len(old) :]
                 where = f"as in turn {previous.turn.number}"
-                refs.append(Ref(f"{key} {_span(len(old))}", where, previous.model_anchor))
+                refs.append((f"{key} {_span(len(old))}", where, previous.model_anchor))
         views.append((note.label, data, refs))
     return views
 
@@ -308,9 +302,9 @@ def _run(run: ScenarioRun, chapter: str, anchors: Anchors, shared: _Shared) -> R
 _TRIAL = re.compile(r"trial (\d+) of (\d+)")  # a repeated run notes each trial's verdict on its last model call
 
 
-def _trials(turns: list[TurnView], anchor: str, anchors: Anchors) -> list[Trial]:
+def _trials(turns: list[TurnView], anchor: str, anchors: Anchors) -> list[_Trial]:
     # The turns grouped by the trial each ends or belongs to; none unless every turn is in one.
-    groups: list[Trial] = []
+    groups: list[_Trial] = []
     start = 0
     for index, turn in enumerate(turns):
         for note in turn.turn.model_call.notes:
@@ -320,7 +314,7 @@ def _trials(turns: list[TurnView], anchor: str, anchors: Anchors) -> list[Trial]
                 verdict = "passed" if passed else "failed" + (f": {why}" if why else "")
                 turned = summary.count(index + 1 - start, "turn")
                 line = f"trial {int(found[1])} of {int(found[2])} · {verdict} · {turned}"
-                groups.append(Trial(line, anchors.make(anchor, "trial", found[1]), turns[start : index + 1]))
+                groups.append((line, anchors.make(anchor, "trial", found[1]), turns[start : index + 1]))
                 start = index + 1
                 break
     return groups if groups and start == len(turns) else []

@@ -1,0 +1,403 @@
+"""The trace pages as a reader uses them: folding, switches, deep links, copying, printing (the ``site``)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from tests.browser.pages import Book, is_open, open_everything, open_page
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+
+def test_pages_load_clean(browser: Any, site: str) -> None:
+    for path in ("/ch05/", "/ch09/"):
+        watched = open_page(browser, site, path)
+        assert watched.page.locator("details.tr-scn").count() > 0
+        assert watched.errors == []
+        assert watched.refused == []
+        watched.page.context.close()
+
+
+def test_the_hostile_corpus_executes_nothing(browser: Any, site: str) -> None:
+    watched = open_page(browser, site, "/hostile/")
+    page = watched.page
+    page.evaluate("document.querySelectorAll('.tr details').forEach(d => d.open = true)")
+    for summary in page.locator(".tr-whole > summary").all():
+        summary.click()  # copies transcript rows: still text
+    page.wait_for_timeout(200)
+    assert watched.dialogs == []
+    assert page.evaluate("typeof window.__pwned") == "undefined"
+    assert page.locator(".tr script, .tr img, .tr svg, .tr [onerror], .tr [onload]").count() == 0
+    assert page.locator(".tr a[href^='javascript']").count() == 0
+    assert "<script>window.__pwned = 1;" in page.locator(".tr").first.inner_text()
+    assert watched.errors == []
+    page.context.close()
+
+
+def test_expand_and_collapse_by_mouse_and_keyboard(browser: Any, site: str) -> None:
+    page = open_page(browser, site, "/ch09/").page
+    run = "ch09_who_retries-service_is_busy-mock"
+    assert not is_open(page, run)
+    page.locator(f"#{run} > summary").click()
+    assert is_open(page, run)
+    turn = f"{run}-turn-1"
+    page.locator(f"#{turn} > summary").focus()
+    page.keyboard.press("Enter")
+    assert is_open(page, turn)
+    assert page.locator(f"#{turn}-model > summary").is_visible()
+    page.keyboard.press("Space")
+    assert not is_open(page, turn)
+    page.locator(f"#{run} > summary").click()
+    assert not is_open(page, run)
+    page.context.close()
+
+
+def test_the_switch_is_remembered_across_instant_navigation(browser: Any, site: str) -> None:
+    page = open_page(browser, site, "/ch09/").page
+    live_runs = page.locator(".tr-run[data-mode='live']")
+    assert live_runs.first.is_visible()
+    chapter_live = page.locator(".tr-head .tr-mode[data-tr-mode='live']")
+    assert chapter_live.get_attribute("aria-label") == "show the live runs of ch09_who_retries"
+    chapter_live.click()
+    assert chapter_live.get_attribute("aria-pressed") == "false"
+    assert not live_runs.first.is_visible()
+    assert page.locator(".tr-run[data-mode='mock']").first.is_visible()
+    page.evaluate("window.__samePage = true")
+    page.get_by_role("link", name="Loop endings").first.click()
+    page.wait_for_url("**/ch05/")
+    page.wait_for_selector(".tr-chapter[data-tr-chapter='ch05_loop_endings'][data-show] >> nth=1")
+    assert page.evaluate("window.__samePage") is True  # Material swapped the page in, no reload
+    assert page.locator(".tr-head .tr-mode[data-tr-mode='live']").get_attribute("aria-pressed") == "false"
+    # Two markers on this page, one chapter head: the switch governs both.
+    assert page.locator(".tr-chapter").count() == 2
+    assert page.locator(".tr-head").count() == 1
+    assert page.locator(".tr-run[data-mode='live']:visible").count() == 0
+    assert page.locator(".tr-run[data-mode='mock']:visible").count() == 2
+    # Turning the only mode shown off shows the other one instead.
+    page.locator(".tr-head .tr-mode[data-tr-mode='mock']").click()
+    assert page.locator(".tr-chapter").last.get_attribute("data-show") == "live"
+    page.reload()
+    page.wait_for_selector(".tr-chapter[data-show]")
+    assert page.locator(".tr-chapter").first.get_attribute("data-show") == "live"
+    page.locator(".tr-head .tr-mode[data-tr-mode='mock']").click()
+    assert page.locator(".tr-chapter").last.get_attribute("data-show") == "mock live"
+    page.context.close()
+
+
+def test_a_scenario_switch_changes_that_scenario_only(browser: Any, site: str) -> None:
+    page = open_page(browser, site, "/ch09/").page
+    page.evaluate("localStorage.clear()")
+    busy = page.locator("#ch09_who_retries-service_is_busy")
+    busy.locator(".tr-mode[data-tr-mode='mock']").click()
+    assert not busy.locator(".tr-run[data-mode='mock']").is_visible()
+    assert busy.locator(".tr-run[data-mode='live']").is_visible()
+    other = page.locator("#ch09_who_retries-service_says_no")
+    assert other.locator(".tr-run[data-mode='mock']").is_visible()
+    assert page.evaluate("localStorage.getItem('primer.traces.show')") is None
+    page.context.close()
+
+
+def test_a_deep_link_opens_every_details_around_its_target(browser: Any, site: str) -> None:
+    target = "ch09_who_retries-service_is_busy-live-turn-2"
+    page = open_page(browser, site, f"/ch09/#{target}").page
+    assert is_open(page, target)
+    assert is_open(page, "ch09_who_retries-service_is_busy-live")
+    assert page.locator(f"#{target} > summary").is_visible()
+    # hashchange, to a tool call two levels down in another run
+    tool = "ch09_who_retries-order_may_have_landed-mock-turn-1-tool-1"
+    page.evaluate(f"location.hash = '#{tool}'")
+    page.wait_for_function(f"document.getElementById('{tool}').open === true")
+    assert is_open(page, "ch09_who_retries-order_may_have_landed-mock-turn-1")
+    assert page.locator(f"#{tool} > summary").is_visible()
+    page.context.close()
+
+
+def test_a_deep_link_followed_by_instant_navigation(browser: Any, site: str) -> None:
+    context = browser.new_context()
+    context.route("**/*", lambda route: route.continue_() if route.request.url.startswith(site) else route.abort())
+    page = context.new_page()
+    page.goto(site + "/")
+    page.evaluate("window.__samePage = true")
+    page.get_by_role("link", name="A turn of arguments_are_wrong").click()
+    target = "ch09_who_retries-arguments_are_wrong-mock-turn-2"
+    page.wait_for_function(f"document.getElementById('{target}') && document.getElementById('{target}').open")
+    assert page.evaluate("window.__samePage") is True
+    assert is_open(page, "ch09_who_retries-arguments_are_wrong-mock")
+    context.close()
+
+
+def test_a_scenario_off_screen_costs_nothing_until_the_reader_nears_it(browser: Any, site: str) -> None:
+    # On a phone the last scenario is far below the fold: the browser skips it
+    # (content-visibility) until it is scrolled near, and a link into it still lands.
+    rendered = "id => document.getElementById(id).checkVisibility({contentVisibilityAuto: true})"
+    page = open_page(browser, site, "/ch09/", width=390).page
+    page.set_viewport_size({"width": 390, "height": 300})  # a short screen: the last is far below
+    page.reload()
+    last = page.evaluate("[...document.querySelectorAll('.tr-scenario')].pop().id")
+    assert page.evaluate("id => document.getElementById(id).getBoundingClientRect().top", last) > 900
+    assert page.evaluate(rendered, f"{last}-mock") is False
+    page.locator(f"#{last}").scroll_into_view_if_needed()
+    page.wait_for_function(f"({rendered})('{last}-mock')")
+    page.context.close()
+    target = f"{last}-live-turn-1"
+    page = open_page(browser, site, f"/ch09/#{target}", width=390).page
+    page.wait_for_function(f"document.getElementById('{target}').open === true")
+    assert page.evaluate(rendered, target)
+    top = page.evaluate("id => document.getElementById(id).getBoundingClientRect().top", target)
+    assert 0 <= top < 1000  # in view, where the link said
+    page.context.close()
+
+
+def test_a_deep_link_into_a_hidden_run_shows_it(browser: Any, site: str) -> None:
+    page = open_page(browser, site, "/ch09/").page
+    page.locator(".tr-head .tr-mode[data-tr-mode='live']").click()
+    target = "ch09_who_retries-service_says_no-live-turn-1"
+    page.evaluate(f"location.hash = '#{target}'")
+    page.wait_for_function(f"document.getElementById('{target}').open === true")
+    assert page.locator(f"#{target} > summary").is_visible()
+    page.evaluate("localStorage.clear()")
+    page.context.close()
+
+
+def test_the_whole_context_is_one_click_away(browser: Any, site: str) -> None:
+    page = open_page(browser, site, "/ch09/#ch09_who_retries-arguments_are_wrong-mock-turn-3-model").page
+    whole = page.locator("#ch09_who_retries-arguments_are_wrong-mock-turn-3-model .tr-whole")
+    count = int(whole.get_attribute("data-tr-count") or 0)
+    whole.locator("summary").click()
+    rows = whole.locator("tbody > tr")
+    rows.first.wait_for()
+    assert rows.count() == count
+    assert rows.nth(0).inner_text().startswith("[0]")
+    page.context.close()
+
+
+def test_the_trace_json_link_is_relative_to_the_site_root(browser: Any, site: str) -> None:
+    page = open_page(browser, site, "/ch09/").page
+    href = page.locator(".tr-download").evaluate("a => a.href")
+    assert href == f"{site}/traces/ch09_who_retries.json"
+    page.context.close()
+
+
+def test_printing_prints_what_is_open(browser: Any, site: str) -> None:
+    page = open_page(browser, site, "/ch09/").page
+    run = "ch09_who_retries-service_is_busy-mock"
+    page.locator(f"#{run} > summary").click()
+    closed = page.locator(".tr details:not([open])").count()
+    assert closed > 0
+    # What the browser fires around printing. Material opens every <details>
+    # to print; what the reader had folded stays folded on paper.
+    page.evaluate("window.dispatchEvent(new Event('beforeprint'))")
+    page.emulate_media(media="print")
+    assert page.locator(".tr details[data-tr-folded]").count() == closed
+    turn = page.locator(f"#{run}-turn-1")
+    assert turn.locator("> summary").is_visible()
+    assert not turn.locator(f"#{run}-turn-1-model").is_visible()
+    assert page.locator(f"#{run}-turn-2 > summary").is_visible()
+    page.evaluate("window.dispatchEvent(new Event('afterprint'))")
+    page.emulate_media(media="screen")
+    page.wait_for_function(f"document.querySelectorAll('.tr details:not([open])').length === {closed}")
+    assert page.locator(".tr details[data-tr-folded]").count() == 0
+    page.context.close()
+
+
+def test_print_all_prints_every_run_with_everything_open(browser: Any, site: str) -> None:
+    page = open_page(browser, site, "/ch09/").page
+    # No dialog in a test. A function, not an assignment: Playwright calls what
+    # an expression evaluates to when it is a function, which would "print" at once.
+    page.evaluate("() => { window.print = () => { window.__printed = true; }; }")
+    assert page.evaluate("window.__printed") is None
+    page.locator(".tr-head .tr-mode[data-tr-mode='live']").click()  # live runs hidden on screen
+    opened = page.locator(".tr details[open]").count()
+    button = page.get_by_role("button", name="print all traces of ch09_who_retries, every part open")
+    button.click()
+    # Once every payload is filled in from the chapter's payload page.
+    page.wait_for_function("window.__printed === true")
+    assert page.locator(".tr-body[data-tr-payload]").count() == 0
+    page.evaluate("window.dispatchEvent(new Event('beforeprint'))")
+    page.emulate_media(media="print")
+    # Everything, but the views that repeat what is printed anyway.
+    assert page.locator(".tr details:not([open]):not([data-tr-folded])").count() == 0
+    folded = page.locator(".tr details[data-tr-folded]")
+    assert folded.count() == page.locator(".tr-whole, .tr-sent").count()
+    assert not folded.first.locator("p.tr-note").is_visible()
+    assert page.locator(".tr-run[data-mode='live']").first.is_visible()
+    page.evaluate("window.dispatchEvent(new Event('afterprint'))")
+    page.emulate_media(media="screen")
+    assert page.locator(".tr details[open]").count() == opened
+    assert not page.locator(".tr-run[data-mode='live']").first.is_visible()
+    page.evaluate("localStorage.clear()")
+    page.context.close()
+
+
+# One block of each kind, by page: the id the renderer gave it. A payload block
+# keeps it, so a link to it lands; one on the page at load Material renames "__code_" and it.
+COPY_KINDS = {
+    "/ch09/": {
+        "a model request body": "[id='ch09_who_retries-service_is_busy-live-turn-1-model-req-1']",
+        "a model response body": "[id='ch09_who_retries-service_is_busy-live-turn-1-model-res-1']",
+        "a whole body as sent, rebuilt": "[id='ch09_who_retries-service_is_busy-live-turn-2-model-req-1-whole']",
+        "a service response body": "[id='ch09_who_retries-service_is_busy-mock-turn-1-tool-1-res-2']",
+        "a declared tool's schema": ".tr-tooldefs pre >> nth=1",
+    },
+    "/hostile/": {
+        "a text body": "[id='hostile-hostile-mock-turn-1-model-res-1']",
+        "an error and its traceback": "[id='hostile-hostile_error-mock-turn-1-tool-1-error']",
+        "the last live run's failure": "[id='__code_hostile-traces-failure']",
+    },
+}
+
+
+def test_every_copy_button_copies_its_own_block(browser: Any, site: str) -> None:
+    for path, kinds in COPY_KINDS.items():
+        watched = open_page(browser, site, path)
+        page = watched.page
+        page.context.grant_permissions(["clipboard-read", "clipboard-write"], origin=site)
+        open_everything(page)
+        # Every block has an id of its own, which its button names.
+        ids = page.evaluate("[...document.querySelectorAll('.tr pre')].map(p => p.id)")
+        assert ids
+        assert all(ids), ids
+        assert len(ids) == len(set(ids))
+        buttons = page.locator(".tr pre > .md-code__nav > button[data-md-type='copy']")
+        assert buttons.count() == len(ids)
+        targets = buttons.evaluate_all("bs => bs.map(b => b.getAttribute('data-clipboard-target'))")
+        assert targets == [f"#{i} > code" for i in ids]
+        for kind, selector in kinds.items():
+            block = page.locator(selector)
+            assert block.count() == 1, kind
+            block.scroll_into_view_if_needed()
+            block.hover()
+            block.locator("> .md-code__nav > button[data-md-type='copy']").click()
+            copied = page.evaluate("navigator.clipboard.readText()")
+            assert copied.strip(), kind
+            assert copied.strip() == (block.locator("code").text_content() or "").strip(), kind
+            page.evaluate("navigator.clipboard.writeText('')")
+        assert watched.errors == []
+        page.context.close()
+
+
+def test_json_is_coloured_when_its_block_is_opened(browser: Any, site: str) -> None:
+    page = open_page(browser, site, "/ch09/#ch09_who_retries-service_is_busy-live-turn-1-model").page
+    block = page.locator("#ch09_who_retries-service_is_busy-live-turn-1-model-req-1 code")
+    text = block.text_content()
+    assert block.locator("span").count() == 0  # its request is still folded
+    page.locator("#ch09_who_retries-service_is_busy-live-turn-1-model .tr-wire > summary").first.click()
+    page.wait_for_function(
+        "document.querySelector('#ch09_who_retries-service_is_busy-live-turn-1-model-req-1 code span')"
+    )
+    assert block.locator("span.nt").first.text_content() == '"messages"'
+    assert block.text_content() == text
+    page.context.close()
+
+
+def test_the_whole_body_as_sent_is_rebuilt(browser: Any, site: str) -> None:
+    from tests.test_render_data import live_chapter
+
+    model = "ch09_who_retries-service_is_busy-live-turn-2-model"
+    page = open_page(browser, site, f"/ch09/#{model}").page
+    sent = page.locator(f"#{model} details.tr-sent")
+    sent.evaluate("d => { d.parentElement.open = true; d.open = true; }")
+    sent.locator("pre code").wait_for()
+    body = json.loads(sent.locator("pre code").text_content() or "")
+    turn = live_chapter("ch09_who_retries").scenario("service_is_busy").turns[1]
+    assert body == turn.model_call.exchanges[0].request.json_body
+    assert list(body) == list(turn.model_call.exchanges[0].request.json_body)  # in the order sent
+    page.context.close()
+
+
+def test_open_all_and_fold_all(browser: Any, site: str) -> None:
+    page = open_page(browser, site, "/ch09/").page
+    run = "#ch09_who_retries-arguments_are_wrong-live"
+    button = page.get_by_role("button", name="open all of the live run of arguments_are_wrong")
+    button.click()
+    assert page.locator(f"{run}, {run} details").evaluate_all("ds => ds.every(d => d.open)")
+    page.wait_for_function(
+        "document.querySelector('.tr-all[aria-controls$=\"arguments_are_wrong-live\"]').textContent === 'fold all'"
+    )
+    page.get_by_role("button", name="fold all of the live run of arguments_are_wrong").click()
+    assert page.locator(f"{run}, {run} details").evaluate_all("ds => ds.every(d => !d.open)")
+    # A turn: its own button, once it is open.
+    turn = "#ch09_who_retries-service_is_busy-mock-turn-1"
+    page.locator(f"{turn} > summary").evaluate("s => { s.closest('.tr-scn').open = true; }")
+    page.locator(f"{turn} > summary").click()
+    page.get_by_role("button", name="open all of turn 1 of the mock run of service_is_busy").click()
+    assert page.locator(f"{turn}, {turn} details").evaluate_all("ds => ds.every(d => d.open)")
+    page.context.close()
+
+
+def test_copy_on_an_abridged_request_copies_the_whole_body_as_sent(browser: Any, site: str) -> None:
+    from tests.test_render_data import live_chapter
+
+    model = "ch09_who_retries-service_is_busy-live-turn-2-model"
+    watched = open_page(browser, site, f"/ch09/#{model}")
+    page = watched.page
+    page.context.grant_permissions(["clipboard-read", "clipboard-write"], origin=site)
+    block = page.locator(f"[id='{model}-req-1']")
+    block.wait_for(state="attached")
+    shown = json.loads(block.locator("code").text_content() or "")
+    page.locator(f"#{model} details.tr-wire").first.evaluate("d => d.open = true")
+    block.hover()
+    button = block.locator("> .md-code__nav > button[data-md-type='copy']")
+    assert "the whole body as sent" in (button.get_attribute("title") or "")
+    button.click()
+    copied = page.evaluate("navigator.clipboard.readText()")
+    sent = live_chapter("ch09_who_retries").scenario("service_is_busy").turns[1].model_call.exchanges[0].request
+    assert json.loads(copied) == sent.json_body, "what was sent, not the part shown"
+    assert list(json.loads(copied)) == list(sent.json_body)
+    assert len(copied) > len(json.dumps(shown, indent=2))
+    assert watched.errors == []
+    page.context.close()
+
+
+def test_a_deep_link_to_a_payload_block_opens_it(browser: Any, site: str, book: Book) -> None:
+    # A service response's body, two folds deep in a tool call, filled in from the payload page.
+    target = "ch09_who_retries-service_is_busy-mock-turn-1-tool-1-res-2"
+    for url, path in ((site, "/ch09/"), (book.url, "/ch09_who_retries/")):
+        page = open_page(browser, url, f"{path}#{target}").page
+        page.wait_for_function(f"document.getElementById('{target}') !== null")
+        block = page.locator(f"[id='{target}']")
+        block.wait_for(state="visible")
+        assert block.evaluate("e => e.tagName") == "PRE"
+        assert is_open(page, "ch09_who_retries-service_is_busy-mock-turn-1-tool-1")
+        # Each turn and call of an opened run carries its own link to copy.
+        anchor = page.locator("a.tr-anchor[href='#ch09_who_retries-service_is_busy-mock-turn-1-tool-1']")
+        assert anchor.get_attribute("href") == "#ch09_who_retries-service_is_busy-mock-turn-1-tool-1"
+        assert anchor.get_attribute("aria-label") == "link to this tool call"
+        # Clicked as the element, not at a point: the payload filled in above it and off-screen
+        # scenarios drawn for the first time move the page, and under load a click at the point
+        # Playwright measured landed on the heading's permalink instead.
+        anchor.evaluate("a => a.click()")
+        assert page.evaluate("location.hash") == "#ch09_who_retries-service_is_busy-mock-turn-1-tool-1"
+        assert is_open(page, "ch09_who_retries-service_is_busy-mock-turn-1-tool-1"), "a click leaves it open"
+        page.context.close()
+
+
+def test_a_hand_edited_payload_page_runs_nothing_when_filled_in(browser: Any, site: str) -> None:
+    # The payload page is fetched and copied in element by element: only what the renderer emits.
+    watched = open_page(browser, site, "/ch09/")
+    page = watched.page
+    hostile = (
+        '<div class="tr-payload" id="{id}"><p class="tr-note" onclick="window.__ran=1" '
+        'onmouseover="window.__ran=1">evil <img src=x onerror="window.__ran=1"><a href="javascript:window.__ran=1" '
+        'class="tr-evil">link</a><svg onload="window.__ran=1"></svg><script>window.__ran=1</script></p></div>'
+    )
+
+    def edited(route: Any) -> None:
+        stub_ids = page.evaluate("[...document.querySelectorAll('.tr-body[data-tr-payload]')].map(s => s.id)")
+        route.fulfill(status=200, content_type="text/html", body="".join(hostile.format(id=i) for i in stub_ids))
+
+    page.route("**/*.payloads.html", edited)
+    page.evaluate("document.querySelectorAll('.tr details').forEach(d => d.open = true)")
+    page.wait_for_function("!document.querySelector('.tr-body[data-tr-payload]')")
+    note = page.locator(".tr-body .tr-note").first
+    note.hover()
+    note.click()
+    assert page.evaluate("window.__ran") is None
+    assert page.locator(".tr-body img, .tr-body svg, .tr-body script").count() == 0
+    assert page.locator(".tr-body [onclick], .tr-body [onmouseover]").count() == 0
+    assert page.locator(".tr-body a.tr-evil").first.get_attribute("href") is None
+    assert "evil" in (note.text_content() or "")
+    page.context.close()
