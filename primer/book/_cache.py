@@ -143,10 +143,10 @@ class Entry:
             log.debug("traces: the %s of %s could not be cached (%s)", name, self.chapter, error)
 
 
-def _slot(scenario: str | None, anchors: set[str], head: bool, variant: str) -> str:
-    # A marker's HTML depends on the ids the page used before it and the render options (``variant``).
-    used = "\n".join(sorted(anchors)) + (f"\0{variant}" if variant else "")
-    page = hashlib.sha256(used.encode()).hexdigest()[:12] if used else "first"
+def _slot(scenario: str | None, used: set[str], head: bool, variant: str) -> str:
+    # A marker's HTML depends on the ids the page ``used`` before it and on what the extension says (``variant``).
+    said = "\n".join(sorted(used)) + (f"\0{variant}" if variant else "")
+    page = hashlib.sha256(said.encode()).hexdigest()[:12] if said else "first"
     return f"{scenario or 'all'}-{'head' if head else 'body'}-{page}"
 
 
@@ -211,15 +211,15 @@ class TraceCache:
         return self._markers[chapter, key]
 
     def cached(
-        self, chapter: str, scenario: str | None, key: str, *, anchors: set[str], head: bool, variant: str = ""
+        self, chapter: str, scenario: str | None, key: str, *, used: set[str], head: bool, variant: str = ""
     ) -> str | None:
-        """The HTML kept for this marker under the chapter's ``key``, its ids added to the page's ``anchors``."""
+        """The HTML kept for this marker under the chapter's ``key``, its ids added to ``used``; None: render it."""
         started = time.perf_counter()
-        kept = self._kept(chapter, key).get(_slot(scenario, anchors, head, variant))
+        kept = self._kept(chapter, key).get(_slot(scenario, used, head, variant))
         self.seconds += time.perf_counter() - started
         if kept is None:
             return None
-        anchors.update(kept[0])
+        used.update(kept[0])
         self.reused += 1
         return kept[1]
 
@@ -228,23 +228,23 @@ class TraceCache:
         traces: ChapterTraces,
         scenario: str | None,
         *,
-        anchors: set[str],
+        used: set[str],
         head: bool,
         render: Callable[[], str],
         variant: str = "",
     ) -> str:
         """The HTML ``render()`` gives for this marker (drawing ``traces`` as the slot says), kept in the entry."""
         chapter, key = traces.chapter, self.key_of(traces.chapter)
-        kept = self.cached(chapter, scenario, key, anchors=anchors, head=head, variant=variant) if key else None
+        kept = self.cached(chapter, scenario, key, used=used, head=head, variant=variant) if key else None
         if kept is not None:
             return kept
         started = time.perf_counter()
-        slot, before = _slot(scenario, anchors, head, variant), set(anchors)
+        slot, before = _slot(scenario, used, head, variant), set(used)
         html = render()
         self.rendered += 1
         if key is not None and self.enabled:
             markers = self._kept(chapter, key)
-            markers[slot] = (sorted(anchors - before), html)
+            markers[slot] = (sorted(used - before), html)
             self.entry(chapter, key).write(MARKERS, json.dumps(markers, ensure_ascii=False))
         self.seconds += time.perf_counter() - started
         return html
