@@ -307,7 +307,7 @@ def test_with_traces_off_the_hook_leaves_the_markers_to_the_extension(monkeypatc
     assert not extension.getConfig("warn_missing")
     assert (config.extra_css, config.extra_javascript) == (["assets/trace-book/traces.css"], [])
     text = "# Ch\n\n::: trace ch_alpha\n\n:::trace ch_alpha\n"
-    page = SimpleNamespace(file=SimpleNamespace(src_uri="ch.md"))
+    page = SimpleNamespace(file=SimpleNamespace(src_uri="ch.md"), url="ch/")
     with caplog.at_level(logging.WARNING, logger="mkdocs.plugins.primer"):
         assert hook.on_page_markdown(text, page=page, config=config, files=None) == text  # type: ignore[arg-type]
     [warning] = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]

@@ -1,12 +1,15 @@
-"""Payloads set aside while search indexes a page: every one found, every one put back."""
+"""Trace blocks set aside while search indexes a page: every one found, every one put back."""
 
 from __future__ import annotations
 
 import logging
+from types import SimpleNamespace
+from typing import Any
 
 import pytest
 
-from primer.book._payloads import BLOCK_END, BLOCK_START, PAYLOAD, PayloadStash
+from primer.book._payloads import PAYLOAD, give_back, search_text, take
+from primer.book._plugin import TraceBookPlugin
 from primer.book._render import render_traces
 from tests.test_render_data import FixtureSource, hostile_chapter, parse
 
@@ -22,9 +25,9 @@ def _pages() -> dict[str, str]:
 
 @pytest.mark.parametrize("name", ["ch05", "ch09", "hostile"])
 def test_every_trace_block_is_set_aside_as_its_summary_text_and_comes_back(name: str) -> None:
-    html = f"<h1>Page</h1>\n{_pages()[name]}\n<p>after</p>"
-    stash = PayloadStash()
-    emptied = stash.take("page.md", html)
+    block = _pages()[name]
+    html = f"<h1>Page</h1>\n{block}\n<p>after</p>"
+    emptied, taken = take(html, [(search_text(block), block)])
 
     # The templates' promise the summary text relies on: one match per excluded
     # block, and no div inside one (its first </div> closes it).
@@ -32,7 +35,9 @@ def test_every_trace_block_is_set_aside_as_its_summary_text_and_comes_back(name:
     assert len(blocks) == html.count("data-search-exclude") > 0
     assert not any("<div" in content for _, content, _ in blocks)
     # What search reads of the block is one paragraph of plain text: no tag to walk.
-    marked = emptied.split(BLOCK_START, 1)[1].split(BLOCK_END, 1)[0]
+    assert emptied.startswith("<h1>Page</h1>\n<!--trace-book:0--><p>")
+    assert emptied.endswith("</p>\n<p>after</p>")
+    marked = emptied.removeprefix("<h1>Page</h1>\n<!--trace-book:0-->").removesuffix("\n<p>after</p>")
     assert marked.startswith("<p>")
     assert marked.endswith("</p>")
     assert "<" not in marked.removeprefix("<p>").removesuffix("</p>")
@@ -52,30 +57,45 @@ def test_every_trace_block_is_set_aside_as_its_summary_text_and_comes_back(name:
         assert system not in squeezed
     assert len(emptied) < len(html) / 3
 
-    assert stash.give_back("page.md", emptied) == html
-    assert stash.give_back("page.md", emptied) == emptied, "given back once"
+    assert give_back(emptied, taken) == html
 
 
 def test_a_page_without_traces_is_left_alone() -> None:
-    stash = PayloadStash()
     html = "<p>prose</p>"
-    assert stash.take("p.md", html) == html
-    assert stash.give_back("p.md", html) == html
+    assert take(html, []) == (html, [])
+    assert give_back(html, []) == html
+
+
+def test_a_block_another_plugin_changed_is_left_for_search_to_read() -> None:
+    ch05, ch09 = _pages()["ch05"], _pages()["ch09"]
+    html = f"{ch05}<p>between</p>{ch09.replace('<details', '<details data-x', 1)}"
+    emptied, taken = take(html, [(search_text(ch05), ch05), (search_text(ch09), ch09)])
+    assert [block for _, block in taken] == [ch05]
+    assert emptied.endswith(f"<p>between</p>{ch09.replace('<details', '<details data-x', 1)}")
+    assert give_back(emptied, taken) == html
 
 
 def test_search_plugins_changes_are_kept() -> None:
-    html = '<p data-search-boost="2">x</p>' + _pages()["ch05"]
-    stash = PayloadStash()
-    emptied = stash.take("p.md", html)
+    block = _pages()["ch05"]
+    html = '<p data-search-boost="2">x</p>' + block
+    emptied, taken = take(html, [(search_text(block), block)])
     # As Material's search plugin does once it has indexed the page.
     indexed = emptied.replace(' data-search-boost="2"', "")
-    assert stash.give_back("p.md", indexed) == html.replace(' data-search-boost="2"', "")
+    assert give_back(indexed, taken) == html.replace(' data-search-boost="2"', "")
 
 
 def test_blocks_lost_meanwhile_give_the_page_back_whole(caplog: pytest.LogCaptureFixture) -> None:
-    html = _pages()["ch05"]
-    stash = PayloadStash()
-    emptied = stash.take("p.md", html)
+    block = _pages()["ch05"]
+    emptied, taken = take(block, [(search_text(block), block)])
+    lost = emptied.replace("<!--trace-book:0-->", "", 1)
+    assert give_back(lost, taken) is None
+    # The plugin then gives the page its HTML from before, and says so.
+    plugin = TraceBookPlugin()
+    plugin.taken["p.md"] = (block, taken)
+    page: Any = SimpleNamespace(file=SimpleNamespace(src_uri="p.md"), content=lost)
+    unused: Any = None
     with caplog.at_level(logging.WARNING, logger="mkdocs.plugins.primer"):
-        assert stash.give_back("p.md", emptied.replace(BLOCK_END, "", 1)) == html
-    assert "p.md" in caplog.text
+        plugin.on_page_context(unused, page=page, config=unused, nav=unused)
+    assert page.content == block
+    assert "p.md: a plugin changed the page" in caplog.text
+    assert "p.md" not in plugin.taken

@@ -16,6 +16,7 @@ import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 
@@ -110,7 +111,7 @@ class Prepared:
         found = self.by_chapter.get(chapter)
         return found.shown if found is not None else None
 
-    @property
+    @cached_property  # asked by every page's checks
     def scenario_names(self) -> dict[str, list[str] | None]:
         """Chapter -> its scenario names (None if the chapter cannot be imported)."""
         return {name: None if c.names is None else list(c.names) for name, c in self.by_chapter.items()}
@@ -313,8 +314,9 @@ class Book:
                     self.log.warning(f"traces: {warning}")
                 return
             if urls is not None:
+                stem = PurePosixPath(name).stem
                 for marker in find_markers(markdown):
-                    if PurePosixPath(name).stem == marker.chapter:
+                    if stem == marker.chapter:
                         urls[marker.chapter] = url
                     else:
                         urls.setdefault(marker.chapter, url)

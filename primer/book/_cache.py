@@ -21,7 +21,7 @@ import time
 from collections.abc import Callable, Mapping
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Protocol
+from typing import IO, TYPE_CHECKING
 
 from primer.book._atomic import write_if_changed
 from primer.book._logs import book_logger
@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     from primer.book._source import ChapterTraces
     from primer.settings import Settings
 
-__all__ = ["CACHE_VARIABLE", "KEEP", "Anchors", "BuildLock", "Entry", "TraceCache", "chapter_key", "renderer_version"]
+__all__ = ["CACHE_VARIABLE", "KEEP", "BuildLock", "Entry", "TraceCache", "chapter_key", "renderer_version"]
 
 log = book_logger("mkdocs.plugins.primer.book")
 
@@ -143,24 +143,15 @@ class Entry:
             log.debug("traces: the %s of %s could not be cached (%s)", name, self.chapter, error)
 
 
-class Anchors(Protocol):
-    """The ids a page uses so far."""
-
-    used: set[str]
-
-
-def _slot(scenario: str | None, anchors: Anchors, head: bool, variant: str) -> str:
-    # A marker's HTML depends on the ids the page used before it and the render options (``variant``).
-    used = "\n".join(sorted(anchors.used)) + (f"\0{variant}" if variant else "")
-    page = hashlib.sha256(used.encode()).hexdigest()[:12] if used else "first"
+def _slot(scenario: str | None, used: set[str], head: bool, variant: str) -> str:
+    # A marker's HTML depends on the ids the page ``used`` before it and on what the extension says (``variant``).
+    said = "\n".join(sorted(used)) + (f"\0{variant}" if variant else "")
+    page = hashlib.sha256(said.encode()).hexdigest()[:12] if said else "first"
     return f"{scenario or 'all'}-{'head' if head else 'body'}-{page}"
 
 
 class TraceCache:
-    """The entries of a book's chapters under one folder, by key, and the markers' HTML kept in them.
-
-    ``key_of`` gives a chapter's key in this build (None: its markers are not kept).
-    """
+    """The entries of a book's chapters under one folder, by key; the markers' HTML by ``key_of`` (None: not kept)."""
 
     def __init__(
         self, folder: Path, *, enabled: bool = True, key_of: Callable[[str], str | None] | None = None
@@ -220,15 +211,15 @@ class TraceCache:
         return self._markers[chapter, key]
 
     def cached(
-        self, chapter: str, scenario: str | None, key: str, *, anchors: Anchors, head: bool, variant: str = ""
+        self, chapter: str, scenario: str | None, key: str, *, used: set[str], head: bool, variant: str = ""
     ) -> str | None:
-        """The HTML kept for this marker under the chapter's ``key``, its ids added to ``anchors``; None: render it."""
+        """The HTML kept for this marker under the chapter's ``key``, its ids added to ``used``; None: render it."""
         started = time.perf_counter()
-        kept = self._kept(chapter, key).get(_slot(scenario, anchors, head, variant))
+        kept = self._kept(chapter, key).get(_slot(scenario, used, head, variant))
         self.seconds += time.perf_counter() - started
         if kept is None:
             return None
-        anchors.used.update(kept[0])
+        used.update(kept[0])
         self.reused += 1
         return kept[1]
 
@@ -237,34 +228,30 @@ class TraceCache:
         traces: ChapterTraces,
         scenario: str | None,
         *,
-        anchors: Anchors,
+        used: set[str],
         head: bool,
         render: Callable[[], str],
         variant: str = "",
     ) -> str:
         """The HTML ``render()`` gives for this marker (drawing ``traces`` as the slot says), kept in the entry."""
         chapter, key = traces.chapter, self.key_of(traces.chapter)
-        kept = self.cached(chapter, scenario, key, anchors=anchors, head=head, variant=variant) if key else None
+        kept = self.cached(chapter, scenario, key, used=used, head=head, variant=variant) if key else None
         if kept is not None:
             return kept
         started = time.perf_counter()
-        slot, before = _slot(scenario, anchors, head, variant), set(anchors.used)
+        slot, before = _slot(scenario, used, head, variant), set(used)
         html = render()
         self.rendered += 1
         if key is not None and self.enabled:
             markers = self._kept(chapter, key)
-            markers[slot] = (sorted(anchors.used - before), html)
+            markers[slot] = (sorted(used - before), html)
             self.entry(chapter, key).write(MARKERS, json.dumps(markers, ensure_ascii=False))
         self.seconds += time.perf_counter() - started
         return html
 
 
 class BuildLock:
-    """One build at a time per cache folder (``mkdocs serve`` rebuilding while ``mkdocs build`` runs would race).
-
-    The operating system's lock: a build that dies leaves none. ``acquire`` waits for the holder, saying
-    so once and naming its process; ``release`` lets the next build in.
-    """
+    """One build at a time per cache folder (a serve's rebuild and a build would race): a dead build holds none."""
 
     def __init__(self, folder: Path) -> None:
         self.path = folder / "build.lock"

@@ -1,17 +1,10 @@
 """The book's code: its chapters, imported fresh when their source changed, and the fingerprint of what they use.
 
-A fingerprint hashes the normalised code (``code_digest``: no comments,
-formatting, or module and function docstrings; a class docstring is a tool's
-description) of the chapter, the runner and all they import, followed through
-the imports as written (``ast``, never imported), ``primer.book`` left out;
-files named by module, so it is the same in any checkout and venv. A module's
-imports and digest are kept by its bytes' digest (in ``imports_cache`` too):
-a new process parses only what was edited; a ``snapshot()`` reads each once.
-
-Under ``mkdocs serve`` a chapter, or a helper of its package, changed since
-imported is re-imported before it runs; a changed library module cannot be
-(``stale_library``: its chapters run in a fresh interpreter). ``Executed``
-keeps the source each module was executed from, without an import hook.
+A fingerprint hashes the normalised code (``code_digest``) of the chapter, the runner and all they
+import, followed through the imports as written (``ast``, never imported), ``primer.book`` left out;
+files are named by module, so it is the same in any checkout and venv. A module's imports and digest
+are kept by its bytes' digest (in ``imports_cache`` too): a new process parses only what was edited.
+Under ``mkdocs serve`` an edited chapter or helper is re-imported; a library module cannot be.
 """
 
 from __future__ import annotations
@@ -25,7 +18,7 @@ import re
 import sys
 import time
 from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING
@@ -36,7 +29,7 @@ from primer.locator import DEFAULT_PACKAGE, ChapterLocator, scenarios_of
 if TYPE_CHECKING:
     from primer.scenario import Scenario
 
-__all__ = ["DEFAULT_PACKAGE", "Chapters", "CodeGraph", "Executed", "code_digest"]
+__all__ = ["DEFAULT_PACKAGE", "Chapters", "CodeGraph", "code_digest"]
 
 #: Bump when what ``code_digest`` hashes changes (and the layout of ``imports_cache``).
 _FORMAT, _FILE_FORMAT = 2, 3
@@ -49,17 +42,6 @@ _MARGIN_NS = 2_000_000_000
 Module = tuple[Path, str, list[str], str]
 
 
-def _schema_version() -> str:
-    """``primer.trace.SCHEMA_VERSION``, read from its source: a warm build does not import the models."""
-    spec = importlib.util.find_spec("primer.trace")
-    found = _SCHEMA.search(Path(spec.origin).read_bytes()) if spec is not None and spec.origin else None
-    if found is None:
-        from primer.trace import SCHEMA_VERSION
-
-        return str(SCHEMA_VERSION)
-    return found.group(1).decode()
-
-
 def _tree_digest(tree: ast.AST) -> str:
     for node in ast.walk(tree):
         if isinstance(node, ast.Module | ast.FunctionDef | ast.AsyncFunctionDef) and node.body:
@@ -70,7 +52,10 @@ def _tree_digest(tree: ast.AST) -> str:
 
 
 def code_digest(source: bytes) -> str:
-    """A digest of Python source that only a change in what the code does can change (see the module).
+    """A digest of Python source that only a change in what the code does can change.
+
+    Comments, formatting and module and function docstrings are left out (a class docstring is a
+    tool's description).
 
     >>> code_digest(b"x = 1  # one") == code_digest(b"x = (1)")
     True
@@ -116,22 +101,23 @@ class CodeGraph:
         self._kept: dict[str, tuple[list[str], str]] | None = None
         self._used: set[str] = set()
         self._grown = False
-        # Inside snapshot(): each module found (None: not followed), and the schema version.
-        self._memo: dict[str, Module | None] | None = None
-        self._closures: dict[str, dict[str, Module]] | None = None
+        # Within a snapshot: each module found (None: not followed), each one's closure, the schema version.
+        self._open = False
+        self._memo: dict[str, Module | None] = {}
+        self._closures: dict[str, dict[str, Module]] = {}
         self._schema: str | None = None
 
     @contextmanager
     def snapshot(self) -> Iterator[None]:
         """Within the block, each file is read once: a save during it is seen by the next."""
-        if self._memo is not None:  # inside one already
+        if self._open:  # inside one already
             yield
             return
-        self._memo, self._closures = {}, {}
+        self._open = True
         try:
             yield
         finally:
-            self._memo = self._closures = self._schema = None
+            self._open, self._memo, self._closures, self._schema = False, {}, {}, None
             self._save()
 
     def path_of(self, name: str) -> Path | None:
@@ -150,13 +136,10 @@ class CodeGraph:
         return None
 
     def _module(self, name: str) -> Module | None:
-        if self._memo is not None and name in self._memo:
+        if name in self._memo:  # called within a snapshot
             return self._memo[name]
         found, where = None, self._where(name)
-        try:
-            data = where[0].read_bytes() if where is not None else None
-        except OSError:
-            data = None  # gone since: not a dependency now
+        data = _read(where[0] if where is not None else None)  # None: gone since, not a dependency now
         if where is not None and data is not None:
             key = f"{name} {hashlib.sha256(data).hexdigest()}"
             kept = self._load().get(key)
@@ -169,36 +152,30 @@ class CodeGraph:
                 self._load()[key], self._grown = kept, True
             self._used.add(key)
             found = (*where, *kept)
-        if self._memo is not None:
-            self._memo[name] = found
+        self._memo[name] = found
         return found
 
     def modules(self, *modules: str) -> dict[str, Module]:
         """The followed modules the given ones import, transitively, themselves included, by name."""
         found: dict[str, Module] = {}
-        for name in modules:
-            if (module := self._module(name)) is not None:
-                found[name] = module
-                for imported in module[2]:  # the library's, shared by every chapter: walked once a snapshot
-                    found |= self._closure(imported)
-        if self._memo is None:
-            self._save()
+        with self.snapshot():
+            for name in modules:
+                if (module := self._module(name)) is not None:
+                    found[name] = module
+                    for imported in module[2]:  # the library's, shared by every chapter: walked once a snapshot
+                        found |= self._closure(imported)
         return found
 
     def _closure(self, start: str) -> dict[str, Module]:
-        if self._closures is not None and start in self._closures:
-            return self._closures[start]
-        seen: dict[str, Module | None] = {}
-        todo = [start]
-        while todo:
-            name = todo.pop()
-            if name not in seen:
-                seen[name] = found = self._module(name)
-                todo += found[2] if found is not None else []
-        closure = {name: found for name, found in seen.items() if found is not None}
-        if self._closures is not None:
-            self._closures[start] = closure
-        return closure
+        if start not in self._closures:
+            seen: dict[str, Module | None] = {}
+            todo = [start]
+            while todo:
+                if (name := todo.pop()) not in seen:
+                    seen[name] = found = self._module(name)
+                    todo += found[2] if found is not None else []
+            self._closures[start] = {name: found for name, found in seen.items() if found is not None}
+        return self._closures[start]
 
     def files(self, *modules: str) -> list[Path]:
         """Every followed source file the modules import, transitively, themselves included."""
@@ -206,32 +183,30 @@ class CodeGraph:
 
     def fingerprint(self, *modules: str) -> str:
         """One hash of the normalised code of the modules' dependencies, by name, and of the trace schema version."""
-        lines = sorted(f"{named} {code}\n" for _, named, _, code in self.modules(*modules).values())
-        schema = self._schema or _schema_version()
-        if self._memo is not None:
-            self._schema = schema
-        return hashlib.sha256(f"schema {schema} code {_FORMAT}\n{''.join(lines)}".encode()).hexdigest()[:20]
+        with self.snapshot():
+            lines = sorted(f"{named} {code}\n" for _, named, _, code in self.modules(*modules).values())
+            if self._schema is None:  # read from its source: a warm build does not import the models
+                spec = importlib.util.find_spec("primer.trace")
+                found = _SCHEMA.search(_read(spec.origin if spec else None) or b"")
+                self._schema = found.group(1).decode() if found else "?"
+            return hashlib.sha256(f"schema {self._schema} code {_FORMAT}\n{''.join(lines)}".encode()).hexdigest()[:20]
 
     def _load(self) -> dict[str, tuple[list[str], str]]:
         if self._kept is None:
             self._kept = {}
-            try:
+            with suppress(OSError, ValueError, AttributeError, KeyError, TypeError):  # parsed again and rewritten
                 data = json.loads(self.imports_cache.read_bytes()) if self.imports_cache is not None else {}
                 if data.get("format") == _FILE_FORMAT:
                     self._kept = {key: (list(names), str(code)) for key, (names, code) in data["modules"].items()}
-            except (OSError, ValueError, AttributeError, KeyError, TypeError):
-                pass  # none yet, or unreadable: parsed again and rewritten
         return self._kept
 
     def _save(self) -> None:
         if self._grown and self.imports_cache is not None and self._kept is not None:
             # Only what this process used: entries of files edited away do not pile up.
             kept = {key: value for key, value in sorted(self._kept.items()) if key in self._used}
-            try:
+            with suppress(OSError):  # a cache: the next process parses again
                 write_if_changed(self.imports_cache, json.dumps({"format": _FILE_FORMAT, "modules": kept}))
                 self._grown = False
-            except OSError:
-                pass  # a cache: the next process parses again
 
 
 def _read(path: str | Path | None, *, saved_before: int | None = None) -> bytes | None:
@@ -244,54 +219,31 @@ def _read(path: str | Path | None, *, saved_before: int | None = None) -> bytes 
         return None
 
 
-class Executed:
-    """The source each module of some top-level packages was executed from (None: not known, so changed).
-
-    The modules of ``reloaded`` (the chapters' package) are kept only as this
-    process imports them: one imported otherwise is re-imported when next
-    loaded, which is always safe.
-    """
-
-    def __init__(self, *tops: str, reloaded: str) -> None:
-        self.tops = set(tops)
-        self._reloaded = reloaded
-        self.sources: dict[str, bytes | None] = {}
-        # When the last look began (ns; None before the first: what is imported already is taken as it is).
-        self._looked: int | None = None
-        self._names: set[str] = set()
-
-    def look(self) -> None:
-        """Keep the source of every module of the packages imported since the last look (but ``reloaded``'s)."""
-        looked, self._looked = self._looked, time.time_ns()
-        new = sys.modules.keys() - self._names  # asked before every chapter's import: only what is new
-        self._names |= new
-        for name in new:
-            own = f"{name}.".startswith(f"{self._reloaded}.")
-            if name not in self.sources and name.partition(".")[0] in self.tops and not own:
-                self.sources[name] = _read(getattr(sys.modules.get(name), "__file__", None), saved_before=looked)
-
-    def before(self, name: str, path: Path | None) -> None:
-        """Keep the source of a module this process is about to execute (import, or re-import)."""
-        self.sources[name] = _read(path)
-
-    def changed(self, name: str, path: Path) -> bool:
-        """Whether a module's file now differs in code (not only comments) from the source it was executed from."""
-        loaded, current = self.sources.get(name), _read(path)
-        if loaded == current:
-            return loaded is None
-        return loaded is None or current is None or code_digest(loaded) != code_digest(current)
-
-
 class Chapters:
-    """The chapter modules of one package, and the code each depends on."""
+    """The chapter modules of one package, the code each depends on, and the source each module ran from."""
 
     def __init__(self, package: str = DEFAULT_PACKAGE, *, imports_cache: Path | None = None) -> None:
         self.package = package
         self.locator = ChapterLocator(package)
         # The runner records every trace, so its code is every chapter's code.
         self.graph = CodeGraph([self.package, "primer"], imports_cache=imports_cache)
-        self.executed = Executed(*self.graph.roots, reloaded=package)
-        self.executed.look()
+        #: The source each module of the followed packages was executed from (None: not known, so changed).
+        self.sources: dict[str, bytes | None] = {}
+        # When the last look began (ns; None before the first: what is imported already is taken as it is).
+        self._looked: int | None = None
+        self._names: set[str] = set()
+        self._look()
+
+    def _look(self) -> None:
+        # The source of every followed module imported since the last look, but the chapters' (re-imported
+        # when next loaded, which is always safe): no import hook.
+        looked, self._looked = self._looked, time.time_ns()
+        new = sys.modules.keys() - self._names  # asked before every chapter's import: only what is new
+        self._names |= new
+        for name in new:
+            own = f"{name}.".startswith(f"{self.package}.")
+            if name not in self.sources and name.partition(".")[0] in self.graph.roots and not own:
+                self.sources[name] = _read(getattr(sys.modules.get(name), "__file__", None), saved_before=looked)
 
     def names(self) -> list[str]:
         """Every chapter module's name, sorted (the modules are not imported)."""
@@ -317,22 +269,28 @@ class Chapters:
         return sorted(own, key=lambda dependency: dependency[1])
 
     def stale_library(self, chapter: str) -> list[Path]:
-        """Library files this process imported that changed on disk since."""
-        self.executed.look()
+        """Library files this process imported whose code changed on disk since (not only comments)."""
+        self._look()
         dependencies = self._dependencies(chapter)
-        return [p for n, p, own in dependencies if not own and n in sys.modules and self.executed.changed(n, p)]
+        return [p for n, p, own in dependencies if not own and n in sys.modules and self._changed(n, p)]
+
+    def _changed(self, name: str, path: Path) -> bool:
+        loaded, current = self.sources.get(name), _read(path)
+        if loaded is None or current is None:
+            return True
+        return loaded != current and code_digest(loaded) != code_digest(current)
 
     def load(self, chapter: str) -> ModuleType:
         """Import a chapter, re-importing what of its package changed since; raises what importing raises."""
         self.locator.require(chapter)
         name = self.module_name(chapter)
-        self.executed.look()  # what was imported by other means since the last look
+        self._look()  # what was imported by other means since the last look
         own = []
         for module, path, is_own in self._dependencies(chapter):
             if is_own:
                 own.append(module)
             elif module not in sys.modules:  # its import may come now: read it before it executes
-                self.executed.before(module, path)
+                self.sources[module] = _read(path)
         # Helpers first, the chapter last; once one is re-imported, so is every one after it
         # (the chapter built its scenarios from the helpers' values when it was imported).
         executed = False
@@ -343,16 +301,15 @@ class Chapters:
     def _fresh(self, name: str, *, force: bool = False) -> bool:
         """Import a module, or re-import it if its file changed (or ``force``); whether it ran."""
         module, path = sys.modules.get(name), self.graph.path_of(name)
+        if module is not None and not force and name in self.sources and self.sources[name] == _read(path):
+            return False
+        self.sources[name] = _read(path)
         if module is None:
-            self.executed.before(name, path)
             importlib.import_module(name)
             return True
-        if not force and name in self.executed.sources and self.executed.sources[name] == _read(path):
-            return False
         # No .pyc: a bytecode file appearing in a watched folder would make `mkdocs serve` rebuild again.
         dont_write, sys.dont_write_bytecode = sys.dont_write_bytecode, True
         try:
-            self.executed.before(name, path)
             importlib.reload(module)
         finally:
             sys.dont_write_bytecode = dont_write

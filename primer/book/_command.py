@@ -38,11 +38,7 @@ def _parser() -> argparse.ArgumentParser:
     build.add_argument("-f", "--config-file", default="mkdocs.yml", type=Path, help="the book's mkdocs.yml")
     build.add_argument("-s", "--strict", action="store_true", help="exit 1 if anything was warned about")
     build.add_argument("-q", "--quiet", action="store_true", help="show warnings only")
-    build.add_argument(
-        "--stamp",
-        action="store_true",
-        help="write into the frozen live traces the stamps of those a replay verified (source_hash, verified_at)",
-    )
+    build.add_argument("--stamp", action="store_true", help="stamp the frozen live traces a replay verified")
     new = commands.add_parser("new", help="write a new book, ready to build, into a new or empty folder")
     new.add_argument("dir", type=Path, help="the book's folder (new, or empty)")
     new.add_argument("--package", help="the chapters' package (default: the folder's name)")
@@ -55,9 +51,7 @@ def _stamp(book: Book, prepared: Prepared) -> None:
         run = prepared.traces(chapter).live
         if run is not None and book.store.is_stamped(run):
             book.save(run)
-            book.log.info(
-                f"traces: stamped {book.store.path(run.chapter, 'live')} (verified by replay {run.verified_at})"
-            )
+            book.log.info(f"traces: stamped {book.store.path(chapter, 'live')} (verified by replay {run.verified_at})")
 
 
 def _usage(message: str) -> int:

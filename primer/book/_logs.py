@@ -1,9 +1,8 @@
 """The book's loggers, each record made inert (``primer.inert.inert``) before it is shown.
 
-The book logs untrusted text (an exception's message, a provider's error, a
-worker's stderr): a filter on each of its loggers keeps a record one line
-with no escape sequence, and a traceback its own lines but each exception's
-message one line. A filter sees only its own logger's records: each gets one.
+The book logs untrusted text (an exception's message, a worker's stderr): a filter on each of its
+loggers (a filter sees only its own logger's records) keeps a record one line with no escape
+sequence, and a traceback its own lines but each exception's message one line.
 """
 
 from __future__ import annotations
@@ -15,9 +14,6 @@ from collections.abc import Iterator
 from primer.inert import inert
 
 __all__ = ["InertRecords", "book_logger"]
-
-_CAUSE = "The above exception was the direct cause of the following exception:"
-_CONTEXT = "During handling of the above exception, another exception occurred:"
 
 
 class InertRecords(logging.Filter):
@@ -35,8 +31,7 @@ class InertRecords(logging.Filter):
             record.exc_text = "\n".join(_exception_lines(traceback.TracebackException(*record.exc_info)))
         elif record.exc_text:
             record.exc_text = _lines(record.exc_text)
-        if record.stack_info:
-            record.stack_info = _lines(record.stack_info)
+        record.stack_info = record.stack_info and _lines(record.stack_info)
         return True
 
 
@@ -53,15 +48,13 @@ def _lines(text: str) -> str:
 
 
 def _exception_lines(error: traceback.TracebackException) -> Iterator[str]:
-    # As traceback.format_exception lays it out, except that the frames' lines
-    # (file, line, our source) are kept as lines, and each exception's own
-    # text (type, message, notes), which may come from anywhere, is one line.
+    # As traceback.format_exception lays it out, but each exception's own text (type, message, notes) one line.
     if error.__cause__ is not None:
         yield from _exception_lines(error.__cause__)
-        yield from ("", _CAUSE, "")
+        yield from ("", "The above exception was the direct cause of the following exception:", "")
     elif error.__context__ is not None and not error.__suppress_context__:
         yield from _exception_lines(error.__context__)
-        yield from ("", _CONTEXT, "")
+        yield from ("", "During handling of the above exception, another exception occurred:", "")
     if error.stack:
         yield "Traceback (most recent call last):"
         yield from (inert(line) for frame in error.stack.format() for line in frame.rstrip("\n").split("\n"))

@@ -33,8 +33,9 @@ MARKER_FORM = "::: trace CHAPTER [SCENARIO]"
 #: The class of the note a marker becomes when traces are off.
 OFF_CLASS = "primer-traces-off"
 
-# The lines read: a fence (indented or not: fences nest in lists and admonitions), or one starting with ":::".
-_LINE = re.compile(r"^[ \t]*(?:(`{3,}|~{3,})|:::).*", re.M)
+# The lines read, each after its line feed (a literal: found fast): a fence (indented or not, as fences nest in
+# lists and admonitions), or one starting with ":::".
+_LINE = re.compile(r"\n([ \t]*(?:(`{3,}|~{3,})|:::).*)")
 # Meant as a marker: at most three spaces (four make indented code), ":::", "trace" or "traces", any case.
 _MEANT = re.compile(r"(?P<indent> {0,3}):::(?P<gap>[ \t]*)(?P<word>traces?)(?P<rest>[ \t].*)?", re.I)
 _NAME = re.compile(r"[A-Za-z0-9_]+")
@@ -140,12 +141,12 @@ def numbered(pattern: re.Pattern[str], text: str) -> Iterator[tuple[int, re.Matc
 def _outside_code(markdown: str) -> tuple[list[tuple[int, str]], list[tuple[int, int]]]:
     # The ":::" lines outside fenced code, numbered; and the fenced code's first and last lines.
     lines, fenced, fence, opened = [], [], "", 0
-    for number, match in numbered(_LINE, markdown):
-        found = match[1]
+    for number, match in numbered(_LINE, f"\n{markdown}"):
+        found = match[2]
         if not fence and found:
             fence, opened = found, number
         elif not fence:
-            lines.append((number, match[0]))
+            lines.append((number, match[1]))
         elif found and found[0] == fence[0] and len(found) >= len(fence):  # the same character, as long
             fenced.append((opened, number))
             fence = ""
@@ -184,14 +185,20 @@ def scan(markdown: str) -> Scan:
     if ":::" not in markdown:
         return Scan()
     lines, fenced = _outside_code(markdown)
-    parsed = [found for number, line in lines if (found := parse_line(line, number))]
-    blocks, wrong = _blocks(lines)
+    parsed = [(number, line, parse_line(line, number)) for number, line in lines]
+    markers = tuple(each for _, _, each in parsed if isinstance(each, Marker))
+    # A line meant as a marker is no block's; one placing traces indented is no valid marker.
+    others = [(number, line) for number, line, each in parsed if each is None]
+    blocks, wrong = _blocks(others)
+    indented = (
+        placing for _, line, each in parsed if not isinstance(each, Marker) and (placing := _PLACING.fullmatch(line))
+    )
     return Scan(
-        tuple(each for each in parsed if isinstance(each, Marker)),
-        tuple(each for each in parsed if isinstance(each, NearMiss)),
+        markers,
+        tuple(each for _, _, each in parsed if isinstance(each, NearMiss)),
         tuple(blocks),
         tuple(wrong),
-        tuple((placing[1], placing[2]) for _, line in lines if (placing := _PLACING.fullmatch(line))),
+        tuple((m.chapter, m.scenario) for m in markers) + tuple((found[1], found[2]) for found in indented),
         tuple(fenced),
     )
 

@@ -1,13 +1,13 @@
-"""A new book, written from the package's scaffold: ``python -m primer.book new DIR``.
+"""A new book, written from the package's scaffold (a book that builds ``--strict``): ``python -m primer.book new DIR``.
 
-The scaffold (``primer/book/scaffold/``, shipped in the wheel) is a book that builds ``--strict`` as written. Its
-words ``__PACKAGE__`` (a folder's name too), ``__SITE_NAME__``, ``__SOURCE__`` and ``__VERSION__`` are the new
-book's; files git and packaging would read are shipped renamed (``gitignore``, ``github/``). The book is written
-into a folder beside ``DIR`` and moved into place whole: nothing is half-written, and a ``DIR`` not empty is refused.
+Its words ``__PACKAGE__`` (a folder's name too), ``__SITE_NAME__``, ``__SOURCE__`` and ``__VERSION__`` are the new
+book's; files git would read are shipped renamed (``gitignore``, ``github/``). It is written beside ``DIR`` and moved
+into place whole: nothing is half-written, and a ``DIR`` not empty is refused.
 """
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import os
 import re
@@ -37,10 +37,9 @@ def _source() -> tuple[str, str]:
 def _check_package(package: str) -> None:
     if package == "primer" or package.startswith("primer."):
         raise ConfigError(f"The chapters' package cannot be {package}: that is the library's. Choose another name.")
-    try:
+    spec = None
+    with contextlib.suppress(ImportError, ValueError):
         spec = importlib.util.find_spec(package)
-    except (ImportError, ValueError):
-        spec = None
     if spec is not None:
         raise ConfigError(
             f"A package named {package} is importable already{f' ({spec.origin})' if spec.origin else ''}: the "
@@ -49,10 +48,7 @@ def _check_package(package: str) -> None:
 
 
 def write_book(target: Path, *, package: str | None = None, title: str | None = None) -> list[Path]:
-    """Write a new book into ``target`` (new, or empty); the files written, relative to it.
-
-    ``package`` and ``title`` default to the folder's name; ``ConfigError`` says why nothing was written.
-    """
+    """Write a new book into ``target`` (new, or empty), named after it by default; the files written, relative."""
     if target.exists() and (not target.is_dir() or any(target.iterdir())):
         raise ConfigError(
             f"{target} {'is not empty' if target.is_dir() else 'is a file'}: a new book is written into a new or "

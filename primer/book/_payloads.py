@@ -1,12 +1,9 @@
-"""Give a search plugin a page's trace blocks as their summary lines only.
+"""Give a search plugin a page's trace blocks as their summary text only.
 
-Material's search walks every tag of a ``data-search-exclude`` block before it
-leaves it out (the largest cost traces added to a build; MkDocs' own search
-ignores the attribute). So the renderer marks each trace block with two
-comments, and the hook swaps each block for a paragraph of its text outside its
-payloads before search reads the page (``PayloadStash.take``) and puts it back
-after (``give_back``); if a plugin changed the blocks in between, the page keeps
-its HTML from before, and a warning says so.
+Material's search walks every tag of a ``data-search-exclude`` block before it leaves it out (the
+largest cost traces added to a build; MkDocs' own search ignores the attribute). So the plugin swaps
+each block for a paragraph of its text outside its payloads while search reads the page (``take``),
+then puts it back (``give_back``); the text is made as the block is rendered, and kept with it.
 """
 
 from __future__ import annotations
@@ -14,11 +11,7 @@ from __future__ import annotations
 import html as htmllib
 import re
 
-from primer.book._logs import book_logger
-
-__all__ = ["BLOCK_END", "BLOCK_START", "PAYLOAD", "PayloadStash", "search_text"]
-
-log = book_logger("mkdocs.plugins.primer")
+__all__ = ["BLOCK_END", "BLOCK_START", "PAYLOAD", "give_back", "search_text", "take"]
 
 #: The comments around every trace block the renderer writes.
 BLOCK_START = "<!--trace-book-->"
@@ -28,7 +21,6 @@ PAYLOAD = re.compile(r'(<div class="tr-(?:body|timeline)" data-search-exclude[^>
 _INERT = re.compile(r"<(script|template|style)\b.*?</\1\s*>", re.S | re.I)  # what no reader of the index needs
 _TAG = re.compile(r"<[^>]*>")
 _SPACE = re.compile(r"\s+")
-_BLOCK = re.compile(f"{re.escape(BLOCK_START)}.*?{re.escape(BLOCK_END)}", re.S)
 
 
 def search_text(block: str) -> str:
@@ -38,36 +30,28 @@ def search_text(block: str) -> str:
     return htmllib.escape(_SPACE.sub(" ", htmllib.unescape(text)).strip(), quote=False)
 
 
-class PayloadStash:
-    """Trace blocks set aside, by page, between ``take`` and ``give_back``."""
+def take(html: str, blocks: list[tuple[str, str]]) -> tuple[str, list[tuple[str, str]]]:
+    """``html`` with each of ``blocks`` (search text, HTML) found in it swapped for a stand-in; each pair swapped.
 
-    def __init__(self) -> None:
-        self._pages: dict[str, tuple[str, list[str]]] = {}  # page -> (the HTML before, the blocks in order)
+    A block another plugin changed is not found, and search reads it whole.
+    """
+    taken: list[tuple[str, str]] = []
+    pieces, done = [], 0
+    for search, block in blocks:
+        found = html.find(block, done)
+        if found >= 0:
+            stand_in = f"<!--trace-book:{len(taken)}--><p>{search}</p>"
+            pieces += [html[done:found], stand_in]
+            taken.append((stand_in, block))
+            done = found + len(block)
+    return "".join([*pieces, html[done:]]), taken
 
-    def take(self, page: str, html: str) -> str:
-        """The page's HTML with every trace block swapped for its summary text; the blocks are kept."""
-        kept = _BLOCK.findall(html)
-        if not kept:
-            return html
-        self._pages[page] = (html, kept)
-        return _BLOCK.sub(lambda block: f"{BLOCK_START}<p>{search_text(block[0])}</p>{BLOCK_END}", html)
 
-    def give_back(self, page: str, html: str) -> str:
-        """The page's HTML with its trace blocks put back (unchanged if none were taken)."""
-        taken = self._pages.pop(page, None)
-        if taken is None:
-            return html
-        original, kept = taken
-        found = len(_BLOCK.findall(html))
-        if found != len(kept):
-            log.warning(
-                f"traces: {page}: a plugin changed the page while its trace blocks were set aside for search "
-                f"({found} found, {len(kept)} kept); the page keeps its HTML from before."
-            )
-            return original
-        blocks = iter(kept)
-        return _BLOCK.sub(lambda _: next(blocks), html)
-
-    def clear(self) -> None:
-        """Forget blocks never given back (a build that stopped half way)."""
-        self._pages.clear()
+def give_back(html: str, taken: list[tuple[str, str]]) -> str | None:
+    """``html`` with each stand-in ``take`` made swapped back for its block; None if one is not there."""
+    for stand_in, block in taken:
+        found = html.find(stand_in)
+        if found < 0:
+            return None
+        html = f"{html[:found]}{block}{html[found + len(stand_in) :]}"
+    return html

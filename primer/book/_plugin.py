@@ -1,18 +1,13 @@
 """The ``trace-book`` MkDocs plugin: the book's traces in its pages, and MkDocs' quirks kept here.
 
-A book names it as authors name mkdocstrings (``plugins: [search, trace-book: {chapters:
-mybook.chapters}]``); its options are ``primer.book._configuration``'s, the environment winning
-over them. It adds the Markdown extension itself, as mkdocstrings does (replacing a
-``primer.book.markdown`` entry, which Zensical needs). A hook file (``hooks/traces.py``) is the
-same class (``primer.book.mkdocs_hook``); ProperDocs loads its twin (``_properdocs_plugin``).
-
-What lasts across ``mkdocs serve`` rebuilds lives on the instance, which MkDocs keeps for the
-process. From ``on_config`` to ``on_post_build`` (or ``on_build_error``) a build holds the
-cache's lock (``primer.book._cache``): a second build of the same book waits, and says so.
+Options are ``primer.book._configuration``'s, the environment winning; it adds the Markdown extension
+itself, as mkdocstrings does. A hook file (``primer.book.mkdocs_hook``) is the same class. What lasts
+across ``mkdocs serve`` rebuilds lives on the instance; a build holds the cache's lock throughout.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 from pathlib import Path
@@ -24,9 +19,9 @@ from mkdocs.plugins import BasePlugin, event_priority
 from mkdocs.structure.files import File, InclusionLevel
 
 from primer.book import _configuration as plugin_options
+from primer.book import _payloads as payloads
 from primer.book._cache import BuildLock
-from primer.book._configuration import TraceBookConfig
-from primer.book._links import page_relative
+from primer.book._configuration import EXTENSION, TraceBookConfig
 from primer.book._logs import book_logger
 from primer.book._markers import check, scan
 from primer.errors import ConfigError
@@ -44,14 +39,10 @@ if TYPE_CHECKING:
     from mkdocs.utils.templates import TemplateContext
 
     from primer.book._book import Book, Prepared
-    from primer.book._payloads import PayloadStash
-    from primer.book._prices import PriceTable
     from primer.book.markdown import TraceExtension
 
 __all__ = ["EXTENSION", "TraceBookConfig", "TraceBookPlugin"]
 
-#: The renderer's name in ``markdown_extensions``.
-EXTENSION = "primer.book.markdown"
 #: The book's logger (``primer.book._book.LOGGER_NAME``), for what the plugin says with traces off.
 log = book_logger("mkdocs.plugins.primer")
 
@@ -63,7 +54,11 @@ class TraceBookPlugin(BasePlugin[TraceBookConfig]):  # type: ignore[no-untyped-c
         #: The book, kept across serve rebuilds, and what this build shows of it (None with traces off).
         self.book: Book | None = None
         self.prepared: Prepared | None = None
-        #: Whether a serve rebuilds only the pages whose source changed (``--dirty``).
+        #: This build's extension, rendering from ``prepared``.
+        self.extension: TraceExtension | None = None
+        #: The cache's build lock, held from on_config to on_post_build (``primer.book._cache``).
+        self.lock: BuildLock | None = None
+        #: Whether this serve rebuilds only the pages whose source changed (``--dirty``).
         self.dirty = False
         #: Page -> the chapters its markers and live blocks name, as last rendered (for ``--dirty``).
         self.page_chapters: dict[str, set[str]] = {}
@@ -71,13 +66,9 @@ class TraceBookPlugin(BasePlugin[TraceBookConfig]):  # type: ignore[no-untyped-c
         self.pages: dict[str, str] = {}
         self.urls: dict[str, str] = {}
         self.changed: set[str] = set()
-        #: Trace payloads set aside while a search plugin reads a page.
-        self.payloads: PayloadStash | None = None
         self.rules = True
-        #: This build's extension, rendering from ``book``.
-        self.extension: TraceExtension | None = None
-        #: The cache's build lock, held from on_config to on_post_build (``primer.book._cache``).
-        self.lock: BuildLock | None = None
+        #: Page -> its HTML, and its trace blocks' stand-ins and blocks, while search reads it.
+        self.taken: dict[str, tuple[str, list[tuple[str, str]]]] = {}
         #: The site this process last published the trace JSON into (``on_post_build``).
         self._published: Path | None = None
 
@@ -104,89 +95,64 @@ class TraceBookPlugin(BasePlugin[TraceBookConfig]):  # type: ignore[no-untyped-c
         return plugin_options.environ(self.config)
 
     def on_startup(self, *, command: str, dirty: bool) -> None:
-        """Note what MkDocs runs: ``build`` or ``serve``, and ``--dirty``."""
+        """Note whether MkDocs serves with ``--dirty``."""
         self.dirty = dirty
 
     def on_config(self, config: MkDocsConfig) -> MkDocsConfig:
-        """Prepare the book, put the extension in, and add the stylesheet and script."""
-        # Traces off loads nothing of the engine (nor pydantic): benchmarks/scale.py.
+        """Prepare the book, put this build's extension in (where ``mkdocs.yml`` names it, or last), link the assets."""
+        from primer.book.markdown import TraceExtension, render_options
+
         environ = self.environ()
-        options = dict(config.mdx_configs.get(EXTENSION, {}))
-        chapters = self.config.chapters or options.get("chapters")
+        named = dict(config.mdx_configs.get(EXTENSION, {}))  # a hook book's options are the extension's
+        chapters = self.config.chapters or named.get("chapters")
+        # on_page_markdown warns about markers, naming page and line.
+        options: dict[str, Any] = {"warn_missing": False, **({"chapters": chapters} if chapters else {})}
         before, self.prepared = self.prepared, None
-        if traces_off(environ):
+        self.taken, self.pages, self.urls = {}, {}, {}
+        self.on_shutdown()  # an earlier build of this process that stopped before its end
+        if traces_off(environ):  # nothing of the engine (nor pydantic) is loaded: benchmarks/scale.py
             for message in unknown_variables(environ):
                 log.warning(f"traces: {message}")
             log.info("traces: off (PRIMER_TRACES=off), nothing ran")
-            # The extension shows the placeholders as elements (raw HTML would be parsed twice a page).
-            self._put_extension(config, chapters=chapters)
             self._leave(config, "page_content", "page_context")
-            _add_assets(config, scripts=False)  # the stylesheet sets the placeholders apart from the prose
-            return config
-        started = time.perf_counter()
-        rendering = self._render_options(config)
-        root, docs = _root(config), Path(config.docs_dir)
-        self._release()  # an earlier build of this process that stopped before its end
-        self.lock = BuildLock(root / self.config.cache_dir)
-        self.lock.acquire(log)  # one build at a time per cache: a second one waits, and says so
-        # The engine is imported here, on the first build: its share of the time.
-        try:
-            if self.book is None or self.book.docs_dir.resolve() != docs.resolve():
-                from primer.book._book import open_book
+            # The extension shows the placeholders as elements (raw HTML would be parsed twice a page).
+            options["traces_off"] = True
+        else:
+            started = time.perf_counter()
+            root = Path(config.config_file_path).parent if config.config_file_path else Path.cwd()
+            docs, name = Path(config.docs_dir), Path(config.config_file_path or "mkdocs.yml").name
+            self.lock = BuildLock(root / self.config.cache_dir)
+            self.lock.acquire(log)  # one build at a time per cache: a second one waits, and says so
+            try:  # the engine is imported here, on the first build: its share of the time
+                prices = render_options(named.get("prices") or {}, f"{EXTENSION} in {name}")
+                prices = prices.extended(self.config.prices, where=f"{name}, the trace-book plugin's prices")
+                if self.book is None or self.book.docs_dir.resolve() != docs.resolve():
+                    from primer.book._book import open_book
 
-                cache, live = root / self.config.cache_dir, docs / self.config.traces_dir
-                self.book = open_book(root, docs, chapters=chapters, cache=cache, live_dir=live, keep=False)
-                before = None
+                    cache, live = root / self.config.cache_dir, docs / self.config.traces_dir
+                    self.book = open_book(root, docs, chapters=chapters, cache=cache, live_dir=live, keep=False)
+                    before = None
+            except ConfigError as error:  # the book's configuration: MkDocs says it as an error, no traceback
+                raise PluginError(str(error)) from None
             self.book.environ = environ  # the options of this build (a serve re-reads them)
-        except ConfigError as error:  # the book's configuration: MkDocs says it as an error, no traceback
-            raise PluginError(str(error)) from None
-        self.rules = self.config.rules and options.get("rules", True) is not False
-        opened = time.perf_counter() - started
-        try:
-            self.prepared = prepared = self.book.prepare(rendering)
-        except BaseException:
-            self.lock.release()
-            raise
-        prepared.clock.add("load", opened)
-        from primer.book._payloads import PayloadStash
-
-        self.payloads, self.pages, self.urls = PayloadStash(), {}, {}
-        self.changed = prepared.changed(before)
-        self._put_extension(config, chapters=chapters, rendering=rendering)
-        if prepared.enabled:
-            _add_assets(config, scripts=True)
-        return config
-
-    def _put_extension(
-        self, config: MkDocsConfig, *, chapters: str | None, rendering: PriceTable | None = None
-    ) -> None:
-        """Put this build's extension instance in, where ``mkdocs.yml`` names it or last (``rendering`` None: off)."""
-        from primer.book.markdown import TraceExtension
-
-        prepared = self.prepared
-        options: dict[str, Any] = {
-            "traces_off": prepared is None,
-            "warn_missing": False,  # on_page_markdown warns, naming page and line
-            **({"chapters": chapters} if chapters else {}),
-        }
-        if prepared is not None:  # a build with traces off shows no costs and reads no price table
-            options.update(source=prepared, cache=prepared.cache, options=rendering)
+            self.rules = self.config.rules and named.get("rules", True) is not False
+            opened = time.perf_counter() - started
+            self.prepared = prepared = self.book.prepare(prices)
+            prepared.clock.add("load", opened)
+            self.changed = prepared.changed(before)
+            options.update(source=prepared, cache=prepared.cache, options=prices)
         self.extension = TraceExtension(**options)
         if EXTENSION in config.markdown_extensions:
             config.markdown_extensions.remove(EXTENSION)
         config.markdown_extensions.append(self.extension)  # type: ignore[arg-type]  # MkDocs takes instances
+        if self.prepared is None or self.prepared.enabled:  # traces off: the stylesheet sets the placeholders apart
+            from primer.book import _assets as assets
 
-    def _render_options(self, config: MkDocsConfig) -> PriceTable:
-        """The prices of ``mkdocs.yml``: the extension's ``prices``, then the plugin's over them."""
-        from primer.book.markdown import render_options
-
-        name = Path(config.config_file_path or "mkdocs.yml").name
-        named = dict(config.mdx_configs.get(EXTENSION, {})).get("prices") or {}
-        try:
-            table = render_options(named, f"{EXTENSION} in {name}")
-            return table.extended(self.config.prices, where=f"{name}, the trace-book plugin's prices")
-        except ConfigError as error:
-            raise PluginError(str(error)) from None
+            config.extra_css += [path for path in assets.STYLESHEETS if path not in config.extra_css]
+            linked = [str(script) for script in config.extra_javascript]
+            scripts = assets.SCRIPTS if self.prepared is not None else ()
+            config.extra_javascript += [ExtraScriptValue(path) for path in scripts if path not in linked]
+        return config
 
     def _leave(self, config: MkDocsConfig, *events: str) -> None:
         # Page events it has nothing to do in (traces off), out of this build's
@@ -194,8 +160,7 @@ class TraceBookPlugin(BasePlugin[TraceBookConfig]):  # type: ignore[no-untyped-c
         registered = getattr(getattr(config, "plugins", None), "events", {})
         for event in events:
             handlers = registered.get(event, [])
-            mine = getattr(self, f"on_{event}")
-            if mine in handlers:
+            if (mine := getattr(self, f"on_{event}")) in handlers:
                 handlers.remove(mine)
 
     def on_files(self, files: Files, *, config: MkDocsConfig) -> Files:
@@ -211,44 +176,35 @@ class TraceBookPlugin(BasePlugin[TraceBookConfig]):  # type: ignore[no-untyped-c
                     f"`exclude_docs: {folder}/*.live.json` to {Path(config.config_file_path or 'mkdocs.yml').name}."
                 )
                 files.remove(file)
-        prepared = self.prepared
-        if prepared is None:
-            # The stylesheet on_config added, and the script if the configuration
-            # names it itself (as a book built with Zensical too does): pages link them.
-            _serve_assets(files, config, only_named=True)
-            return files
-        if prepared.enabled:
-            _serve_assets(files, config, only_named=False)
-        if self.dirty:
-            self._expire({_name(config, f.src_uri): Path(f.abs_dest_path) for f in files.documentation_pages()})
-        return files
+        # What the pages link: what on_config added, and what the configuration names itself (Zensical's too).
+        from primer.book import _assets as assets
 
-    def _expire(self, built: dict[str, Path]) -> list[str]:
-        """Date back the built pages that show traces changed since the last build (``--dirty``)."""
-        expired = []
-        for name, path in built.items():
-            if self.page_chapters.get(name, set()) & self.changed:
-                try:
-                    os.utime(path, ns=(0, 0))
-                except FileNotFoundError:
-                    continue  # not built yet: MkDocs builds it anyway
-                expired.append(name)
-        return expired
+        named = {*config.extra_css, *(str(script) for script in config.extra_javascript)}
+        for path, source in assets.SOURCES.items():
+            if path in named:
+                if (earlier := files.get_file_from_path(path)) is not None:  # a copy another front end wrote
+                    files.remove(earlier)
+                files.append(File.generated(config, path, abs_src_path=str(source)))
+        if self.prepared is not None and self.dirty:  # date back the built pages that show traces changed
+            for page in files.documentation_pages():
+                if self.page_chapters.get(_name(config, page.src_uri), set()) & self.changed:
+                    with contextlib.suppress(FileNotFoundError):  # not built yet: MkDocs builds it anyway
+                        os.utime(page.abs_dest_path, ns=(0, 0))
+        return files
 
     def on_page_markdown(self, markdown: str, *, page: Page, config: MkDocsConfig, files: Files) -> str:
         """Check the page's markers, warning naming page and line (the extension renders them)."""
         name = _name(config, page.file.src_uri)
-        if self.extension is not None:
-            # For the extension, which warns about the markers only it finds.
-            self.extension.reading = (name, markdown)
+        if self.extension is not None:  # for the extension: the links it renders, and the markers only it finds
+            self.extension.reading, self.extension.page_url = (name, markdown), page.url
         book, prepared = self.book, self.prepared
         if book is None or prepared is None:  # traces off: the extension shows the placeholders
             for warning in check(name, markdown):
                 log.warning(f"traces: {warning}")
             return markdown
-        # The chapters its traces depend on: its markers' and its mode blocks'.
-        found = scan(markdown)
-        self.page_chapters[name] = {m.chapter for m in found.markers} | {b.chapter for b in found.blocks}
+        if self.dirty:  # the chapters its traces depend on: its markers' and its mode blocks'
+            found = scan(markdown)
+            self.page_chapters[name] = {m.chapter for m in found.markers} | {b.chapter for b in found.blocks}
         self.pages[name] = markdown
         book.check(prepared, name, markdown, self.urls, page.url)
         return markdown  # the extension keeps or drops the live blocks
@@ -256,13 +212,12 @@ class TraceBookPlugin(BasePlugin[TraceBookConfig]):  # type: ignore[no-untyped-c
     # Last, so every other plugin's on_page_content sees the whole page.
     @event_priority(-100)
     def on_page_content(self, html: str, *, page: Page, config: MkDocsConfig, files: Files) -> str:
-        """Last: make trace links relative to the page, and set payloads aside from the search plugin."""
-        prepared, payloads = self.prepared, self.payloads
-        if prepared is None or payloads is None:
+        """Last: set the trace blocks aside from the search plugin, each swapped for its search text."""
+        if self.prepared is None or self.extension is None or not self.extension.blocks:
             return html
-        with prepared.clock("search"):
-            # The trace JSON link, root-relative as rendered, made to work without JavaScript.
-            return payloads.take(page.file.src_uri, page_relative(html, page.url))
+        stashed, taken = payloads.take(html, self.extension.blocks)
+        self.taken[page.file.src_uri] = (html, taken)
+        return stashed
 
     # After the search plugin's (priority 0) has indexed the page without them;
     # before the theme puts the page's content into its template.
@@ -270,12 +225,14 @@ class TraceBookPlugin(BasePlugin[TraceBookConfig]):  # type: ignore[no-untyped-c
     def on_page_context(
         self, context: TemplateContext, *, page: Page, config: MkDocsConfig, nav: Navigation
     ) -> TemplateContext:
-        """After the search plugin, before the theme: give the page its payloads back."""
-        prepared, payloads = self.prepared, self.payloads
-        if prepared is None or payloads is None:
+        """After the search plugin, before the theme: give the page its trace blocks back."""
+        if (taken := self.taken.pop(page.file.src_uri, None)) is None:
             return context
-        with prepared.clock("search"):
-            page.content = payloads.give_back(page.file.src_uri, page.content or "")
+        original, blocks = taken
+        page.content = payloads.give_back(page.content or "", blocks)
+        if page.content is None:
+            log.warning(f"traces: {page.file.src_uri}: a plugin changed the page while its trace blocks were set aside")
+            page.content = original  # the page keeps its HTML from before
         return context
 
     def on_post_build(self, *, config: MkDocsConfig) -> None:
@@ -293,29 +250,25 @@ class TraceBookPlugin(BasePlugin[TraceBookConfig]):  # type: ignore[no-untyped-c
             book.check_rules(prepared, self.pages, rules=self.rules)
             book.prune(prepared)
         book.log.debug(prepared.share())
-        self._release()
+        self.on_shutdown()
 
     def on_build_error(self, *, error: Exception) -> None:
         """Give the cache to the next build."""
-        self._release()
+        self.on_shutdown()
 
     def on_shutdown(self) -> None:
-        """The process ends: the cache is the next build's."""
-        self._release()
-
-    def _release(self) -> None:
+        """Give the cache to the next build: this one ended, or the process does."""
         if self.lock is not None:
             self.lock.release()
 
     def on_serve(self, server: LiveReloadServer, *, config: MkDocsConfig, builder: Any) -> LiveReloadServer:
         """Watch the library's and the chapters' folders, each on its own, and the machinery's templates and assets."""
-        book = self.book
-        if book is None or self.prepared is None:
+        if self.book is None or self.prepared is None:
             return server
         # Each package folder on its own, not recursively (bytecode written to __pycache__
         # must not trigger a rebuild); a `watch:` entry covering them (Zensical's) is
         # dropped, since MkDocs would watch it recursively.
-        folders = book.chapters.watched_dirs()
+        folders = self.book.chapters.watched_dirs()
         config.watch[:] = [
             entry for entry in config.watch if not any(Path(entry).resolve() in (f, *f.parents) for f in folders)
         ]
@@ -328,36 +281,6 @@ class TraceBookPlugin(BasePlugin[TraceBookConfig]):  # type: ignore[no-untyped-c
         return server
 
 
-def _root(config: MkDocsConfig) -> Path:
-    return Path(config.config_file_path).parent if config.config_file_path else Path.cwd()
-
-
 def _name(config: MkDocsConfig, src_uri: str) -> str:
     # How warnings name a page: docs/ch05_loop_endings.md.
-    return f"{Path(config.docs_dir).name}/{src_uri}"
-
-
-def _add_assets(config: MkDocsConfig, *, scripts: bool) -> None:
-    """Link the package's stylesheet (and, with ``scripts``, its script) from every page."""
-    from primer.book import _assets as assets
-
-    for path in assets.STYLESHEETS:
-        if path not in config.extra_css:
-            config.extra_css.append(path)
-    for path in assets.SCRIPTS if scripts else []:
-        if path not in [str(script) for script in config.extra_javascript]:
-            config.extra_javascript.append(ExtraScriptValue(path))
-
-
-def _serve_assets(files: Files, config: MkDocsConfig, *, only_named: bool) -> None:
-    """Serve the package's stylesheet and script (``only_named``: those the configuration names)."""
-    from primer.book import _assets as assets
-
-    named = {*config.extra_css, *(str(script) for script in config.extra_javascript)}
-    for path, source in assets.SOURCES.items():
-        if only_named and path not in named:
-            continue
-        earlier = files.get_file_from_path(path)
-        if earlier is not None:  # a copy another front end wrote into the docs
-            files.remove(earlier)
-        files.append(File.generated(config, path, abs_src_path=str(source)))
+    return f"{os.path.basename(config.docs_dir)}/{src_uri}"

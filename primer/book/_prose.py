@@ -128,11 +128,13 @@ def facts(markdown: str) -> list[Fact]:
     found = []
     for line, match in numbered(_CODE, text):
         words = " ".join(match["text"].split())
+        if not words or _NAME.fullmatch(words) or line in headings:
+            continue
         after = bisect.bisect_right(headings, line)  # its section: between the headings around it
         places = dict.fromkeys(
             (m.chapter, m.scenario) for m in scanned.markers if headings[after - 1] < m.line < headings[after]
         )
-        if places and words and line not in headings and not _NAME.fullmatch(words):
+        if places:
             mode = next((block.mode for block in scanned.blocks if block.start < line < block.end), None)
             found.append(Fact(line, words, tuple(places), mode))
     return found

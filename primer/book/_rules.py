@@ -19,7 +19,13 @@ _CHAPTER = re.compile(r"ch(?P<number>\d{2,})_[a-z][a-z0-9_]*")
 
 def check(package: str, scenarios: Mapping[str, Sequence[str] | None], pages: Mapping[str, str]) -> list[str]:
     """Every broken rule, one sentence each; ``scenarios`` None when not known, ``pages`` by name (``docs/x.md``)."""
-    return [*_names(package, list(scenarios)), *_placed(package, scenarios, pages), *_own_pages(scenarios, pages)]
+    stems = {name: PurePosixPath(name).stem for name in sorted(pages)}
+    homes = {stem: name for name, stem in reversed(stems.items())}  # a chapter's page: the first named after it
+    return [
+        *_names(package, list(scenarios)),
+        *_placed(package, scenarios, pages, homes),
+        *_own(scenarios, pages, stems, homes),
+    ]
 
 
 def _names(package: str, chapters: Sequence[str]) -> list[str]:
@@ -49,23 +55,21 @@ def _names(package: str, chapters: Sequence[str]) -> list[str]:
     return problems
 
 
-def _page_of(chapter: str, pages: Mapping[str, str]) -> str | None:
-    return next((name for name in sorted(pages) if PurePosixPath(name).stem == chapter), None)
-
-
-def _placed(package: str, scenarios: Mapping[str, Sequence[str] | None], pages: Mapping[str, str]) -> list[str]:
+def _placed(
+    package: str, scenarios: Mapping[str, Sequence[str] | None], pages: Mapping[str, str], homes: dict[str, str]
+) -> list[str]:
     placed: dict[str, set[str | None]] = {}
     for markdown in pages.values():
         for chapter, scenario in scan(markdown).placed:
             placed.setdefault(chapter, set()).add(scenario)
-    docs = PurePosixPath(next(iter(sorted(pages)), "docs/index.md")).parts[0]
+    docs = min(pages, default="docs/index.md").split("/")[0]
     problems = []
     for chapter, names in scenarios.items():
         marked = placed.get(chapter, set())
         missing = [] if names is None or None in marked else [name for name in names if name not in marked]
         if not missing:
             continue
-        page = _page_of(chapter, pages) or f"{docs}/{chapter}.md"
+        page = homes.get(chapter, f"{docs}/{chapter}.md")
         which = f"scenario {missing[0]} is" if len(missing) == 1 else f"scenarios {', '.join(missing)} are"
         problems.append(
             f"{package}.{chapter}: {which} on no page, so no reader sees {'it' if len(missing) == 1 else 'them'}. "
@@ -75,15 +79,19 @@ def _placed(package: str, scenarios: Mapping[str, Sequence[str] | None], pages: 
     return problems
 
 
-def _own_pages(scenarios: Mapping[str, Sequence[str] | None], pages: Mapping[str, str]) -> list[str]:
+def _own(
+    scenarios: Mapping[str, Sequence[str] | None],
+    pages: Mapping[str, str],
+    stems: dict[str, str],
+    homes: dict[str, str],
+) -> list[str]:
     problems = []
-    for name, markdown in sorted(pages.items()):
-        markers = [marker for marker in scan(markdown).markers if marker.chapter in scenarios]
+    for name, stem in stems.items():
+        markers = [marker for marker in scan(pages[name]).markers if marker.chapter in scenarios]
         # Any page not named after a chapter (a home page) may show one chapter.
-        stem = PurePosixPath(name).stem
         own = stem if stem in scenarios else next((marker.chapter for marker in markers), None)
         for marker in (marker for marker in markers if marker.chapter != own):
-            home = _page_of(marker.chapter, pages) or str(PurePosixPath(name).with_name(f"{marker.chapter}.md"))
+            home = homes.get(marker.chapter) or str(PurePosixPath(name).with_name(f"{marker.chapter}.md"))
             problems.append(
                 f"{name} line {marker.line}: the marker `::: trace {marker.chapter}"
                 f"{' ' + marker.scenario if marker.scenario else ''}` places {marker.chapter}'s traces on a page "

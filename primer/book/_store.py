@@ -1,13 +1,9 @@
 """The trace store: each chapter's traces, reading them, and publishing what a build shows.
 
-Frozen live traces are ``docs/traces/CHAPTER.live.json`` (committed); mock
-traces and replays' verdicts are kept in the chapter's entry of the one cache.
-A file that does not read as a ``ChapterRun`` raises ``CorruptTrace`` naming
-it. What each chapter shows is the build's value (``primer.book._book.Prepared``);
-a chapter shown from its entry has its runs read here (``read``) when first asked.
-``publish`` writes ``traces/CHAPTER.json`` (both modes), its OTLP JSON (with the
-``otel`` extra) and its payload page, each made once per key and kept in the entry,
-from where a warm build copies it.
+Frozen live traces are ``docs/traces/CHAPTER.live.json`` (committed); mock traces and replays'
+verdicts are kept in the chapter's entry of the one cache. A file that does not read as a
+``ChapterRun`` raises ``CorruptTrace`` naming it. ``publish`` writes each chapter's JSON, OTLP JSON
+(with the ``otel`` extra) and payload page, made once per key and kept in the entry.
 """
 
 from __future__ import annotations
@@ -75,10 +71,9 @@ class TraceStore:
         """The stored run (a mock one from the entry of ``key``), or None if there is none; raises ``CorruptTrace``."""
         path = self.path(chapter, mode, key)
         try:
-            data = read(path) if mode == "live" else self.cache.entry(chapter, key).data("mock.json")
+            run = parse(read(path), path) if mode == "live" or self.cache.enabled else None
         except FileNotFoundError:
             return None
-        run = parse(data, path) if data is not None else None
         if run is not None and (run.chapter != chapter or run.mode != mode):
             raise CorruptTrace(
                 path, f"it holds the {run.mode} trace of {run.chapter}, not the {mode} trace of {chapter}"
@@ -194,7 +189,7 @@ class TraceStore:
             name = f"payloads-{hashlib.sha256(str(page).encode()).hexdigest()[:12]}.html"
             parts.append((name, PAYLOADS_SUFFIX, partial(_payloads, shown, chapter, page)))
             for name, suffix, make in parts:
-                data = entry.data(name)  # as kept: not decoded
+                data = entry.data(name)  # as kept: bytes are copied fastest
                 if data is None and (text := make()) is not None:
                     entry.write(name, text)
                     data = text.encode()

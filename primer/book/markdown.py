@@ -1,18 +1,14 @@
-"""The Python-Markdown extension that puts traces into chapter pages.
+"""The Python-Markdown extension that puts traces into chapter pages: ``::: trace CHAPTER [SCENARIO]``.
 
-A line ``::: trace CHAPTER [SCENARIO]`` becomes the chapter's (or one scenario's) traces, from
-``source`` (a ``TraceSource`` or ``"module:name"``), else the book (the plugin's; under Zensical
-the one ``primer.book._sources`` prepares once a build), else mock runs in this process::
-
-    html = markdown.markdown("::: trace ch09_who_retries", extensions=["primer.book.markdown"])
-
-A trace that cannot be loaded, or a near miss, shows an error block and is logged (``--strict``
-fails); with traces off a marker is a note and nothing runs. Each marker's HTML is held as a
-token and put back whole (``PutBack``): Python-Markdown never parses a trace block.
+Traces come from ``source`` (a ``TraceSource`` or ``"module:name"``), else the book (the plugin's, or
+the one Zensical names), else mock runs in this process: ``markdown.markdown(text, extensions=[
+"primer.book.markdown"])``. A marker that cannot be shown is an error block, and logged; with traces
+off it is a note. Each marker's HTML is held as a token and put back whole: never parsed again.
 """
 
 from __future__ import annotations
 
+import posixpath
 import re
 import time
 import xml.etree.ElementTree as etree
@@ -26,20 +22,13 @@ from markdown.extensions import Extension
 from markdown.postprocessors import Postprocessor
 from markdown.util import AtomicString
 
+from primer.book import _sources as sources
 from primer.book._links import page_relative
 from primer.book._logs import book_logger
 from primer.book._markers import OFF_CLASS, Marker, ModeBlock, NearMiss, off_note, parse_line
+from primer.book._payloads import search_text
 from primer.book._prose import LiveProse, opening_html, select
-from primer.book._sources import (
-    NO_KEY,
-    MockRunSource,
-    assets_for_page,
-    book_for_page,
-    collect,
-    page_source,
-    require_scenario,
-    resolve_source,
-)
+from primer.book._sources import NO_KEY, MockRunSource, collect
 from primer.errors import ConfigError, NotFound, PrimerError
 from primer.locator import ChapterLocator
 from primer.variables import enable_with, traces_off
@@ -56,18 +45,6 @@ __all__ = ["NO_KEY", "MockRunSource", "PutBack", "TraceExtension", "TraceProcess
 
 # Under ``mkdocs.`` so MkDocs counts the warnings (``--strict``).
 log = book_logger("mkdocs.plugins.primer.book")
-
-
-class PageIds:
-    """The ids a page uses so far, while its traces all come from the cache (the renderer not loaded)."""
-
-    def __init__(self, used: set[str]) -> None:
-        self.used = used
-
-
-def _names(line: str) -> tuple[str, str | None] | None:
-    parsed = parse_line(line)
-    return (parsed.chapter, parsed.scenario) if isinstance(parsed, Marker) else None
 
 
 class TraceExtension(Extension):
@@ -92,24 +69,16 @@ class TraceExtension(Extension):
         super().__init__(**kwargs)
         #: Whether traces are off: the option, or ``PRIMER_TRACES=off`` where no plugin sets it (Zensical).
         self.off = bool(self.getConfig("traces_off")) or traces_off()
-        if cache is not None:
-            from primer.book._cache import TraceCache
-
-            if not isinstance(cache, TraceCache):
-                raise ConfigError(f"The trace extension's cache must be a TraceCache, not {type(cache).__name__}.")
         self._options = options
         self._given = source
         self._source: TraceSource | None = None
         self._cache = cache
         self.md: Markdown | None = None
-        self._anchors: Anchors | None = None
-        # The ids used on the page so far: the renderer's Anchors hold this set.
-        self._ids = PageIds(set())
-        self._headed: set[str] = set()
-        #: The HTML of the page's markers so far, by token (``hold``).
-        self.held: list[str] = []
-        #: The page being rendered, its name and Markdown, as the plugin read it (``_unseen``).
+        #: The page being rendered: its name and Markdown as the plugin read them (``_warn``), and its URL.
         self.reading: tuple[str, str] | None = None
+        self.page_url: str | None = None
+        self._anchors: Anchors | None = None
+        self.reset()
 
     @cached_property
     def options(self) -> PriceTable:
@@ -128,25 +97,24 @@ class TraceExtension(Extension):
     def hold(self, html: str) -> AtomicString:
         """A token for ``html``, to stand as a paragraph's text until ``PutBack`` puts ``html`` there."""
         self.held.append(html)
-        return AtomicString(token(str(len(self.held) - 1)))
+        return AtomicString(f"\x02trace-book:{len(self.held) - 1}\x03")
 
     @property
     def anchors(self) -> Anchors:
-        """The ids used on the page so far (a new page, new anchors: ``reset``)."""
+        """The renderer's ids of the page so far (made on the first marker rendered: a warm build loads no renderer)."""
         if self._anchors is None:
             from primer.book._render import Anchors
 
-            self._anchors = Anchors(used=self._ids.used)
+            self._anchors = Anchors(used=self._ids)
         return self._anchors
 
     @property
     def source(self) -> TraceSource:
         """The given source, the book's trace store, or the in-process mock runner."""
-        if self._source is None:
-            if self._given is not None:
-                self._source = resolve_source(self._given)
-                return self._source
-            book = book_for_page(self.md, self.getConfig("chapters"), lambda: self.options)
+        if self._source is None and self._given is not None:
+            self._source = sources.resolve_source(self._given)
+        elif self._source is None:
+            book = sources.book_for_page(self.md, self.getConfig("chapters"), lambda: self.options)
             if book is None and self.md is not None and "relpath" in self.md.treeprocessors:
                 # MkDocs' own treeprocessor: a MkDocs page, and no plugin (or hook) prepared its book.
                 raise ConfigError(
@@ -160,8 +128,7 @@ class TraceExtension(Extension):
                 package = Settings.without_live().chapters_package(self.getConfig("chapters") or None)
                 self._source = MockRunSource(ChapterLocator(package))
             else:
-                self._source = book
-                self._cache = self._cache or book.cache
+                self._source, self._cache = book, self._cache or book.cache
         return self._source
 
     @property
@@ -186,33 +153,28 @@ class TraceExtension(Extension):
     def reset(self) -> None:
         """A new document: ids need only be unique within one page."""
         self._anchors = None
-        self._ids = PageIds(set())
-        self._headed = set()
-        self.held = []
+        self._ids: set[str] = set()
+        self._headed: set[str] = set()
+        #: The HTML of the page's markers and mode blocks so far, by token (``hold``).
+        self.held: list[str] = []
+        #: The page's trace blocks so far: (what search indexes of one, its HTML), for the plugin.
+        self.blocks: list[tuple[str, str]] = []
 
-    def html_for_near_miss(self, near: NearMiss) -> str:
-        """The error block for a line meant as a marker that is not a valid one (logged unless the plugin does)."""
-        from primer.book._render import render_error
-
+    def _warn(self, message: str, said: str, meant: Callable[[str], bool]) -> None:
+        # Standalone, every problem; under the plugin, which names page and line itself, one it
+        # cannot see (``said`` after them): a marker indented more than it reads (an admonition's).
         if self.getConfig("warn_missing"):
-            log.warning("%s", near.message)
-        elif (where := self._unseen(lambda line: line.rstrip() == near.text.strip())) is not None:
-            log.warning("traces: %s: %s", where, near.message)
-        return render_error(near.message, marker=near.text)
-
-    def _unseen(self, meant: Callable[[str], bool]) -> str | None:
-        """``page line N`` of a marker indented more than the plugin reads (an admonition's, a list's); else None."""
-        if self.reading is None:
-            return None
-        page, markdown = self.reading
+            log.warning("%s", message)
+            return
+        page, markdown = self.reading or ("", "")
         for number, line in enumerate(markdown.split("\n"), 1):
             if ":::" in line and meant(text := line.lstrip(" \t")):
-                indent = len(line.expandtabs(4)) - len(text.expandtabs(4))
-                return f"{page} line {number}" if indent > 3 else None
-        return None
+                if len(line.expandtabs(4)) - len(text.expandtabs(4)) > 3:
+                    log.warning("traces: %s line %s: %s", page, number, said)
+                return
 
     def _wrap(self, block: ModeBlock) -> tuple[str, str]:
-        """What a shown mode block's two lines become: tokens for its labelled element, opened and closed."""
+        # What a shown mode block's two lines become: tokens for its labelled element, opened and closed.
         return self.hold(opening_html(block)), self.hold("</div>")
 
     def _summary(self, chapter: str) -> Shown | None:
@@ -235,62 +197,61 @@ class TraceExtension(Extension):
             return False
         return live is not None and (scenario is None or any(s.name == scenario for s in live.scenarios))
 
-    def _kept(self, chapter: str, scenario: str | None, started: float) -> str | None:
-        """The marker's HTML from the chapter's entry in the cache, its runs unread; None: render it."""
-        summary = self._summary(chapter)
-        cache = self.cache
-        if summary is None or cache is None:
-            return None
-        require_scenario(chapter, scenario, summary.names)
-        cache.seconds += time.perf_counter() - started
-        head = chapter not in self._headed
-        return cache.cached(chapter, scenario, summary.key, anchors=self._ids, head=head, variant=self.options.key)
-
-    def html_for(self, chapter: str, scenario: str | None) -> str:
-        """The HTML for one marker: the traces, or a visible error block."""
-        started = time.perf_counter()
-        marker = f"::: trace {chapter}{f' {scenario}' if scenario else ''}"
+    def html_for(self, marker: Marker | NearMiss) -> str:
+        """The HTML for one marker: the traces, or a visible error block (a near miss is one)."""
+        if isinstance(marker, NearMiss):
+            self._warn(marker.message, marker.message, lambda line: line.rstrip() == marker.text.strip())
+            return _error(marker.message, marker.text)
+        chapter, scenario = marker.chapter, marker.scenario
+        said = f"::: trace {chapter}{f' {scenario}' if scenario else ''}"
         try:
-            html = self._kept(chapter, scenario, started)
-            if html is None:
-                html = self._rendered(chapter, scenario, started)
+            search, _, html = self._stored(chapter, scenario).partition("\n")
             self._headed.add(chapter)
-            source = page_source(self.md)  # Zensical: relative to the page's Markdown file
-            return html if source is None else page_relative(html, source)
+            self.blocks.append((search, html))
+            return html
         except NotFound as error:
-            if self.getConfig("warn_missing"):
-                log.warning("%s: %s", marker, error)
-            elif (where := self._unseen(lambda line: _names(line) == (chapter, scenario))) is not None:
-                log.warning("traces: %s: the marker `%s`: %s", where, marker, error)
-            return _error(str(error), marker)
+            meant = Marker(chapter, scenario, 1)
+            self._warn(f"{said}: {error}", f"the marker `{said}`: {error}", lambda line: parse_line(line) == meant)
+            return _error(str(error), said)
         except PrimerError as error:
-            log.warning("%s: %s", marker, error)
-            return _error(str(error), marker)
+            log.warning("%s: %s", said, error)
+            return _error(str(error), said)
         except Exception as error:
-            log.warning("%s could not be rendered: %s: %s", marker, type(error).__name__, error, exc_info=True)
+            log.warning("%s could not be rendered: %s: %s", said, type(error).__name__, error, exc_info=True)
             return _error(
                 f"The traces could not be rendered ({type(error).__name__}: {error}). "
                 "This is a bug in the book machinery: the build log has the traceback.",
-                marker,
+                said,
             )
 
-    def _rendered(self, chapter: str, scenario: str | None, started: float) -> str:
-        """The marker's HTML rendered from its traces (and kept in the chapter's entry)."""
+    def _stored(self, chapter: str, scenario: str | None) -> str:
+        """The marker's search text, a line, then its HTML: from the chapter's entry in the cache, else rendered."""
+        started = time.perf_counter()
+        # A chapter's switch, totals and live status head its first trace on the page only.
+        head = chapter not in self._headed
+        # Links are made relative to the page (MkDocs' URL, or the file Zensical renders): its folder is in the slot.
+        page = self.page_url or sources.page_source(self.md) or ""
+        variant = f"{self.options.key}\0{posixpath.dirname(page)}"
+        summary, cache = self._summary(chapter), self.cache
+        if summary is not None and cache is not None:
+            sources.require_scenario(chapter, scenario, summary.names)
+            cache.seconds += time.perf_counter() - started
+            kept = cache.cached(chapter, scenario, summary.key, used=self._ids, head=head, variant=variant)
+            if kept is not None:
+                return kept
         from primer.book._render import render_traces  # the first marker's: its share too
 
         traces = collect(self.source, chapter, scenario)
-        # A chapter's switch, totals and live status head its first trace on the page only.
-        head = chapter not in self._headed
-        anchors = self.anchors
 
         def render() -> str:
-            return render_traces(traces, scenario, anchors=anchors, head=head, prices=self.options)
+            html = render_traces(traces, scenario, anchors=self.anchors, head=head, prices=self.options)
+            html = page_relative(html, page)
+            return f"{search_text(html)}\n{html}"
 
-        cache = self.cache
         if cache is None:
             return render()
         cache.seconds += time.perf_counter() - started  # loading the renderer and the traces count here
-        return cache.html(traces, scenario, anchors=anchors, head=head, render=render, variant=self.options.key)
+        return cache.html(traces, scenario, used=self._ids, head=head, render=render, variant=variant)
 
 
 class TraceProcessor(BlockProcessor):
@@ -299,56 +260,37 @@ class TraceProcessor(BlockProcessor):
     def __init__(self, parser: BlockParser, extension: TraceExtension) -> None:
         super().__init__(parser)
         self.extension = extension
-        # What test() found in the block, for run(), which Python-Markdown calls next with it.
-        self._tested: tuple[str, tuple[int, Marker | NearMiss] | None] = ("", None)
-
-    @staticmethod
-    def _first(block: str) -> tuple[int, Marker | NearMiss] | None:
-        for index, line in enumerate(block.split("\n")):
-            parsed = parse_line(line) if ":::" in line else None
-            if parsed is not None:
-                return index, parsed
-        return None
+        # The line test() found a marker on, and the marker, for run(), which Python-Markdown calls next.
+        self._found: tuple[int, Marker | NearMiss] = (0, NearMiss("", (), 0))
 
     def test(self, parent: etree.Element, block: str) -> bool:
         """Whether the block holds a line meant as a marker (a near miss is shown as an error)."""
         if ":::" not in block:  # asked of nearly every block of every page
             return False
-        self._tested = (block, self._first(block))
-        return self._tested[1] is not None
+        for index, line in enumerate(block.split("\n")):
+            if ":::" in line and (parsed := parse_line(line)) is not None:
+                self._found = (index, parsed)
+                return True
+        return False
 
     def run(self, parent: etree.Element, blocks: list[str]) -> None:
         """Render the first marker of the block; the text around it is parsed as usual."""
-        block = blocks.pop(0)
-        tested, found = self._tested
-        if tested is not block:
-            found = self._first(block)
-        if found is None:  # another processor changed the block since test()
-            blocks.insert(0, block)
-            return
-        index, marker = found
-        lines = block.split("\n")
-        before, after = "\n".join(lines[:index]).rstrip("\n"), "\n".join(lines[index + 1 :]).lstrip("\n")
-        if before:
+        index, marker = self._found
+        lines = blocks.pop(0).split("\n")
+        if before := "\n".join(lines[:index]).rstrip("\n"):
             self.parser.parseBlocks(parent, [before])
         if isinstance(marker, Marker) and self.extension.off:
-            assets_for_page(self.parser.md)
+            sources.assets_for_page(self.parser.md)
             # An element of atomic text: no inline pattern reads it, and no stashed HTML to put back.
-            note = etree.SubElement(parent, "p", {"class": OFF_CLASS})
-            note.text = AtomicString(off_note(marker))
+            etree.SubElement(parent, "p", {"class": OFF_CLASS}).text = AtomicString(off_note(marker))
         else:
-            if isinstance(marker, NearMiss):
-                html = self.extension.html_for_near_miss(marker)
-            else:
-                html = self.extension.html_for(marker.chapter, marker.scenario)
-            held = etree.SubElement(parent, "p")
-            held.text = self.extension.hold(html)
-        if after:
+            etree.SubElement(parent, "p").text = self.extension.hold(self.extension.html_for(marker))
+        if after := "\n".join(lines[index + 1 :]).lstrip("\n"):
             blocks.insert(0, after)
 
 
 class PutBack(Postprocessor):
-    """Puts each marker's HTML where the paragraph holding its token is (``TraceExtension.hold``).
+    """Puts each held HTML where its token is (``TraceExtension.hold``), replacing the paragraph around it.
 
     Not Python-Markdown's HTML stash, whose postprocessor searches every stashed block (a trace
     block is tens of kilobytes) for placeholders nested in it: a token is looked for once.
@@ -361,24 +303,12 @@ class PutBack(Postprocessor):
     def run(self, text: str) -> str:
         """The document with each token, and the paragraph around it, replaced by its HTML."""
         held = self.extension.held
-        if not held:
-            return text
-
-        def back(match: re.Match[str]) -> str:
-            index = int(match[1] or match[2])
-            return held[index] if index < len(held) else match[0]
-
-        return _TOKEN.sub(back, text)
+        return _TOKEN.sub(lambda match: held[int(match[1] or match[2])], text) if held else text
 
 
-# STX and ETX, which the renderer never lets through from a model, a tool or a service
-# (``render._clean``): no trace can forge a token.
-def token(index: str) -> str:
-    """The token that stands for the held HTML number ``index`` until ``PutBack`` puts it back."""
-    return f"\x02trace-book:{index}\x03"
-
-
-_TOKEN = re.compile(f"<p>{token('([0-9]+)')}</p>|{token('([0-9]+)')}")
+# STX and ETX: Python-Markdown removes them from a page's text, and the renderer from what a model, a
+# tool or a service says (``render._clean``), so no page and no trace forges a token.
+_TOKEN = re.compile("<p>\x02trace-book:([0-9]+)\x03</p>|\x02trace-book:([0-9]+)\x03")
 
 
 def _error(message: str, marker: str) -> str:

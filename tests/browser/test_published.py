@@ -263,11 +263,11 @@ def test_a_payload_block_whose_page_cannot_be_fetched_keeps_a_link_to_it(browser
     page = watched.page
     page.route("**/*.payloads.html", lambda route: route.abort())
     model = "ch09_who_retries-service_is_busy-mock-turn-1-model"
-    link = page.locator(f"[id='{model}-body'] > a.tr-load")
+    link = page.locator(f"a[id='{model}-body'].tr-load")
     assert link.get_attribute("data-tr-root-relative") == "traces/ch09_who_retries.payloads.html"
     opened = "id => { const d = document.getElementById(id); d.closest('.tr-scn').open = true; d.open = true; }"
     page.evaluate(opened, model)
-    page.wait_for_function("id => !document.querySelector(`[id='${id}-body'] > a[data-tr-root-relative]`)", arg=model)
+    page.wait_for_function("id => !document.querySelector(`a[id='${id}-body'][data-tr-root-relative]`)", arg=model)
     assert link.evaluate("a => a.href") == f"{book.url}/traces/ch09_who_retries.payloads.html#{model}-body"
     assert page.locator(f"[id='{model}-body'][data-tr-payload]").count() == 1, "the block stays a link"
     page.context.close()

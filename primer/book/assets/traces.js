@@ -274,12 +274,11 @@
 
   var payloadPages = {}; // URL without its hash -> a promise of the parsed page
 
-  // From the root-relative path the link keeps (see rootRelative).
+  // A payload block not filled in yet is its link (a.tr-body[data-tr-payload]):
+  // the page, from the root-relative path it keeps (see rootRelative).
   function payloadUrl(stub) {
-    var link = stub.querySelector(":scope > a.tr-load");
-    if (!link) return null;
-    var path = link.getAttribute("data-tr-root-relative");
-    return (path ? new URL(path, ROOT) : new URL(link.href)).href.split("#")[0];
+    var path = stub.getAttribute("data-tr-root-relative");
+    return (path ? new URL(path, ROOT) : new URL(stub.href)).href.split("#")[0];
   }
 
   function payloadPage(url) {
@@ -401,17 +400,19 @@
           var copy = copied(node);
           if (copy) content.appendChild(copy);
         });
-        stub.textContent = "";
-        stub.appendChild(content);
-        stub.removeAttribute("data-tr-payload");
+        var body = element("div", "tr-body");
+        body.id = stub.id;
+        body.setAttribute("data-search-exclude", "");
+        body.appendChild(content);
+        stub.replaceWith(body);
         // A link the payload page sends to the chapter page is, here, in the page.
-        stub.querySelectorAll("a[data-tr-page-link]").forEach(function (link) {
+        body.querySelectorAll("a[data-tr-page-link]").forEach(function (link) {
           link.setAttribute("href", link.getAttribute("data-tr-page-link"));
           link.removeAttribute("data-tr-root-relative");
         });
-        rootRelative(stub);
-        stub.querySelectorAll("pre").forEach(copyButton);
-        var details = stub.closest("details");
+        rootRelative(body);
+        body.querySelectorAll("pre").forEach(copyButton);
+        var details = body.closest("details");
         if (details && details.open) colour(details);
       });
       updateAll();

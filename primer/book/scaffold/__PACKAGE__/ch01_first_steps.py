@@ -37,14 +37,10 @@ calls_a_tool = Scenario(
 
 # -- on the openai SDK by hand, with a service of its own ------------------------------------
 
-WEATHER_IN = {
-    "type": "function",
-    "function": {
-        "name": "weather_in",
-        "description": "Today's weather in a city.",
-        "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
-    },
-}
+# The tool as the SDK takes it: a JSON schema of its arguments.
+CITY = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
+WEATHER = {"name": "weather_in", "description": "Today's weather in a city.", "parameters": CITY}
+WEATHER_IN = {"type": "function", "function": WEATHER}
 
 
 def weather(request: httpx.Request) -> httpx.Response:

@@ -1,0 +1,161 @@
+"""What ch09 draws at load and what waits, in headless Chromium (issue 23's Measure).
+
+The figures are ``benchmarks/page_weight.py --browser``'s; these tests hold the
+page to what made them. Material restyles the whole page five or six times as it
+sets itself up, so every element drawn at load costs five or six times over, and
+every task at ``DOMContentLoaded`` delays it:
+
+* a timeline turn is one element, its stretches background layers that tile it
+  in the order its time was spent, each at least 0.4 % wide;
+* at ``DOMContentLoaded`` traces.js applies the remembered view (before the first
+  frame) and leaves its buttons, colours and anchors to a task after it;
+* a payload block not filled in yet is its link alone.
+
+The book as published (``built_book``, tests/conftest.py), served from 127.0.0.1;
+every other request is refused.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import threading
+from collections.abc import Iterator
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import playwright.sync_api as playwright_api
+import pytest
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+CHROMIUM = Path("/usr/bin/chromium")
+ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-sync"]
+PAGE = "/ch09_who_retries/"
+
+
+class _Quiet(SimpleHTTPRequestHandler):
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+@pytest.fixture(scope="module")
+def url(built_book: tuple[Path, str]) -> Iterator[str]:
+    site, _ = built_book
+    server = ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_Quiet, directory=str(site)))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_port}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    with playwright_api.sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
+        yield chromium
+        chromium.close()
+
+
+@contextlib.contextmanager
+def opened(browser: Any, url: str, width: int = 390, before: str = "") -> Iterator[Any]:
+    """ch09 at ``width`` px, ``before`` run ahead of the page's own scripts."""
+    context = browser.new_context(viewport={"width": width, "height": 844})
+    context.route("**/*", lambda route: route.continue_() if route.request.url.startswith(url) else route.abort())
+    page = context.new_page()
+    if before:
+        page.add_init_script(before)
+    page.goto(url + PAGE, wait_until="load")
+    try:
+        yield page
+    finally:
+        context.close()
+
+
+# Each turn's layers as the browser computed them: where each starts and how wide it is,
+# in % of the turn (a layer w % wide placed at p % starts at p * (100 - w) / 100 %).
+LAYERS = """() => [...document.querySelectorAll(".tr-tl-turn")].map(turn => {
+  const style = getComputedStyle(turn);
+  const widths = style.backgroundSize.split(",").map(size => parseFloat(size));
+  const places = style.backgroundPositionX.split(",").map(place => parseFloat(place));
+  const kinds = turn.style.backgroundImage.match(/--tr-[a-z]+/g).map(name => name.slice(5));
+  const legend = [...turn.closest(".tr-timeline").querySelectorAll(".tr-key")].map(key => key.classList[1].slice(3));
+  const swatches = [...turn.closest(".tr-timeline").querySelectorAll(".tr-key")]
+    .map(key => getComputedStyle(key, "::before").backgroundImage);
+  return {
+    children: turn.childElementCount, kinds, legend, swatches,
+    layers: widths.map((w, i) => [places[i] * (100 - w) / 100, w]),
+  };
+})"""
+
+
+@pytest.mark.parametrize("width", [390, 1280])
+def test_each_timeline_turn_is_one_element_its_layers_tiling_it_in_order(browser: Any, url: str, width: int) -> None:
+    with opened(browser, url, width) as page:
+        turns = page.evaluate(LAYERS)
+    assert len(turns) >= 8
+    for turn in turns:
+        assert turn["children"] == 0
+        assert len(turn["layers"]) == len(turn["kinds"])
+        edge = 0.0
+        for start, size in turn["layers"]:
+            assert start == pytest.approx(edge, abs=0.02), turn  # no gap, no overlap
+            assert size >= 0.39, turn  # a stretch too short to see is still there
+            edge = start + size
+        assert edge == pytest.approx(100, abs=0.02), turn
+        assert set(turn["kinds"]) <= set(turn["legend"]), turn
+        assert all("gradient" in swatch for swatch in turn["swatches"]), turn  # each key has its paint
+    # The mock run of service_is_busy: the client's wait sits between two visits to the service.
+    first = turns[0]["kinds"]
+    assert "waited" in first
+    assert "service" in first[: first.index("waited")]
+    assert "service" in first[first.index("waited") :]
+
+
+# Before the page's scripts: what the page holds at the end of DOMContentLoaded (a window
+# listener runs after the document's, Material's and traces.js's among them) and at the
+# first frame after it.
+WATCH = """
+window.addEventListener("DOMContentLoaded", () => {
+  const chapter = document.querySelector(".tr-chapter");
+  window.__atDcl = {show: chapter.getAttribute("data-show"), print: !!document.querySelector(".tr-print"),
+                    all: !!document.querySelector(".tr-all")};
+  requestAnimationFrame(() => { window.__firstFrame = chapter.getAttribute("data-show"); });
+});
+"""
+
+
+def test_the_view_applies_at_domcontentloaded_and_the_buttons_come_a_task_later(browser: Any, url: str) -> None:
+    remembered = 'try { localStorage.setItem("primer.traces.show", "live"); } catch (e) {}'
+    with opened(browser, url, before=remembered + WATCH) as page:
+        page.wait_for_selector(".tr-print")
+        page.wait_for_selector(".tr-all", state="attached")  # the first is a mock run's, hidden
+        at_dcl = page.evaluate("window.__atDcl")
+        assert at_dcl == {"show": "live", "print": False, "all": False}
+        page.wait_for_function("window.__firstFrame !== undefined")
+        assert page.evaluate("window.__firstFrame") == "live"
+        # The remembered view is drawn: no mock run of the chapter shows.
+        assert page.locator(".tr-run[data-mode='mock']:visible").count() == 0
+
+
+def test_a_payload_block_is_its_link_alone_until_its_fold_opens(browser: Any, url: str) -> None:
+    model = "ch09_who_retries-service_is_busy-mock-turn-1-model"
+    with opened(browser, url, 1280) as page:
+        stub = page.locator(f"[id='{model}-body']")
+        assert stub.evaluate("e => [e.tagName, e.childElementCount, e.hasAttribute('data-tr-payload')]") == [
+            "A",
+            0,
+            True,
+        ]
+        page.evaluate(
+            "id => { const d = document.getElementById(id); d.closest('.tr-scn').open = true; "
+            "d.closest('.tr-turn').open = true; d.open = true; }",
+            model,
+        )
+        page.wait_for_function("id => document.getElementById(id + '-body').tagName === 'DIV'", arg=model)
+        body = page.locator(f"[id='{model}-body']")
+        assert body.get_attribute("data-search-exclude") == ""
+        assert body.locator("pre").count() > 0  # the request and response, filled in from the payload page
