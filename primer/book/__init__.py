@@ -20,7 +20,6 @@ if TYPE_CHECKING:
     from primer.book._render import render_payloads, render_traces
     from primer.book._source import ChapterTraces, LiveStatus, TraceSource
     from primer.book._sources import MockRunSource
-    from primer.book._store import TraceStore
     from primer.book.markdown import TraceExtension
     from primer.trace_file import UnreadableTrace
 
@@ -34,7 +33,6 @@ _HOMES = {
     "primer.book._render": "render_payloads render_traces",
     "primer.book._source": "ChapterTraces LiveStatus TraceSource",
     "primer.book._sources": "MockRunSource",
-    "primer.book._store": "TraceStore",
     "primer.book.markdown": "TraceExtension",
     "primer.trace_file": "UnreadableTrace",
 }
@@ -53,7 +51,6 @@ __all__ = [
     "TraceCache",
     "TraceExtension",
     "TraceSource",
-    "TraceStore",
     "UnreadableTrace",
     "quiet_theme",
     "read_config",

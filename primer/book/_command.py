@@ -49,9 +49,9 @@ def _parser() -> argparse.ArgumentParser:
 def _stamp(book: Book, prepared: Prepared) -> None:
     for chapter in prepared.chapters():
         run = prepared.traces(chapter).live
-        if run is not None and book.store.is_stamped(run):
+        if run is not None and prepared.by_chapter[chapter].verified_at is not None:
             book.save(run)
-            book.log.info(f"traces: stamped {book.store.path(chapter, 'live')} (verified by replay {run.verified_at})")
+            book.log.info(f"traces: stamped {book.cache.path(chapter)} (verified by replay {run.verified_at})")
 
 
 def _usage(message: str) -> int:
