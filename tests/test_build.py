@@ -288,7 +288,7 @@ def test_with_traces_off_the_hook_leaves_the_markers_to_the_extension(monkeypatc
     # Raw HTML put in the page would go through Python-Markdown's HTML block parser and
     # MkDocs' own, on every page: the extension stashes the placeholders instead.
     monkeypatch.setenv("PRIMER_TRACES", "off")
-    hook = TraceBookPlugin.hook()
+    hook = TraceBookPlugin()
     config = SimpleNamespace(
         config_file_path=None,
         docs_dir="/book/docs",

@@ -116,7 +116,7 @@ def read_config(path: Path) -> tuple[MkDocsConfig, TraceBookPlugin | None]:
     found = (getattr(getattr(each, "on_config", None), "__self__", each) for each in config.plugins.values())
     plugin = next((each for each in found if isinstance(each, TraceBookPlugin)), None)
     if plugin is None and EXTENSION in config.markdown_extensions:
-        plugin = TraceBookPlugin.hook()
+        plugin = TraceBookPlugin()
     if plugin is not None:
         plugin.config.chapters = plugin.config.chapters or config.mdx_configs.get(EXTENSION, {}).get("chapters")
     return config, plugin
