@@ -189,9 +189,9 @@ _KEPT = f"prose-{_CODE_DIGEST.hexdigest()[:16]}.json"
 def kept_corpora(shown: Prepared, chapter: str, prices: PriceTable | None) -> Corpora | None:
     """``corpora`` of a chapter a build shows (None: it shows none), kept in the chapter's entry of the one cache."""
     summary = shown.summary(chapter)
-    if summary is None or shown.store is None:
+    if summary is None or shown.cache is None:
         return None
-    entry = shown.store.cache.entry(chapter, summary.key)
+    entry = shown.cache.entry(chapter, summary.key)
     with contextlib.suppress(ValueError, TypeError):  # not kept, or unreadable: made again
         return dict(json.loads(entry.read(_KEPT) or ""))
     found = corpora(shown.traces(chapter), prices)
