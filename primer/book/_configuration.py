@@ -151,9 +151,9 @@ def _build(path: Path, *, stamp: bool) -> None:
             return
         for chapter in prepared.chapters() if stamp else ():
             run = prepared.traces(chapter).live
-            if run is not None and book.store.is_stamped(run):
+            if run is not None and prepared.by_chapter[chapter].verified_at is not None:
                 book.save(run)
-                book.log.info(f"traces: stamped {book.store.path(chapter, 'live')} (replay verified {run.verified_at})")
+                book.log.info(f"traces: stamped {book.cache.path(chapter)} (replay verified {run.verified_at})")
         for name, text in sorted(pages.items()):
             book.check(prepared, name, text)
         if prepared.enabled:
