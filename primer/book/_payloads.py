@@ -11,11 +11,8 @@ from __future__ import annotations
 import html as htmllib
 import re
 
-__all__ = ["BLOCK_END", "BLOCK_START", "PAYLOAD", "give_back", "search_text", "take"]
+__all__ = ["PAYLOAD", "give_back", "search_text", "take"]
 
-#: The comments around every trace block the renderer writes.
-BLOCK_START = "<!--trace-book-->"
-BLOCK_END = "<!--/trace-book-->"
 #: One payload block (it holds no ``div``, the templates promise it): opening tag, content, closing tag.
 PAYLOAD = re.compile(r'(<div class="tr-(?:body|timeline)" data-search-exclude[^>]*>)(.*?)(</div>)', re.S)
 _INERT = re.compile(r"<(script|template|style)\b.*?</\1\s*>", re.S | re.I)  # what no reader of the index needs

@@ -119,7 +119,6 @@ class PriceTable:
     prices: tuple[Price, ...] = ()
 
     def get(self, model: str | None) -> Price | None:
-        """The model's price, or None if it is not in the table."""
         return next((p for p in self.prices if p.model == model), None)
 
     @cached_property
@@ -141,19 +140,11 @@ class PriceTable:
 
     def cost(self, runs: Iterable[ScenarioRun]) -> Cost | None:
         """What the live calls of ``runs`` cost; None if none reported tokens, or one's price is not known."""
-        total, used = 0.0, {}
-        for run in runs:
-            for turn in run.turns:
-                call = turn.model_call
-                if call.kind != "live" or call.usage is None:
-                    continue
-                price = self.get(call.model)
-                if price is None:
-                    return None
-                total += price.of(call)
-                used[price.model] = price
-        if not used:
+        calls = [t.model_call for run in runs for t in run.turns if t.model_call.kind == "live" and t.model_call.usage]
+        priced = [(price, call) for call in calls if (price := self.get(call.model)) is not None]
+        if not calls or len(priced) < len(calls):
             return None
+        total, used = sum(price.of(call) for price, call in priced), {price.model: price for price, _ in priced}
         read = "prices read " + ", ".join(sorted({p.read for p in used.values()}))
         return Cost(total, dollars(total), read, "; ".join(p.described for p in used.values()))
 

@@ -39,7 +39,6 @@ class Anchors:
     used: set[str] = field(default_factory=set)
 
     def make(self, *parts: object) -> str:
-        """An id from its parts, unique on this page."""
         base = "-".join(_UNSAFE_ID.sub("-", str(part)) for part in parts)
         anchor, count = base, 1
         while anchor in self.used:
@@ -91,7 +90,7 @@ class TurnView(NamedTuple):
     segments: list[Segment]
 
 
-_Trial = tuple[str, str, list[TurnView]]  # of a repeated run (chapter 16): its line, id and turns
+_Trial = tuple["re.Match[str]", dict[str, Any], str, list[TurnView]]  # of a repeated run: its number, note, id, turns
 
 
 class RunView(NamedTuple):
@@ -102,14 +101,12 @@ class RunView(NamedTuple):
     error_anchor: str
     turns: list[TurnView]
     trials: list[_Trial]
-    totals: dict[str, float]
 
 
 _Cell = tuple[str, str] | None
 
 
 class Comparison(NamedTuple):  # mock and live of one scenario aligned turn by turn
-    line: str
     differences: list[str]
     rows: list[tuple[str, list[_Cell], bool]]  # label, each run's line and id (None: no such turn), whether they part
 
@@ -127,7 +124,6 @@ class StreamView(NamedTuple):  # its events one a line and as SSE, escaped
     line: str
     timeline: Markup
     sse: Markup
-    label: str
 
 
 def segments(turn: Turn) -> list[Segment]:
@@ -206,10 +202,8 @@ def stream_view(call: ModelCall) -> StreamView | None:
         name = f"event: {event.event} · " if event.event else ""
         lines.append(f"{f'{event.at_ms:.1f}ms':>11} {gap:>8}  {name}{_brought(event)}")
         before = event.at_ms
-    live = " on the wire · each event's data as recorded (redacted)"
-    label = f"the events as SSE{' · simulated by the mock model: no wire' if call.kind == 'mock' else live}"
     timeline, sse = (Markup(escape_text(text)) for text in ("\n".join(lines), sse_text(stream)))  # noqa: S704 - escaped
-    return StreamView(" · ".join(parts), timeline, sse, f"{label} ({summary.count(len(stream.events), 'event')})")
+    return StreamView(" · ".join(parts), timeline, sse)
 
 
 def _span(count: int) -> str:
@@ -295,8 +289,7 @@ def _run(run: ScenarioRun, chapter: str, anchors: Anchors, shared: _Shared) -> R
         if call.exchanges:
             previous = (call.exchanges[-1].request.json_body, turn.number, model_anchor)
     transcript, ended, error = (anchors.make(anchor, what) for what in ("transcript", "ended", "error"))
-    spent = totals(s for t in turns for s in t.segments)
-    return RunView(run, anchor, transcript, ended, error, turns, _trials(turns, anchor, anchors), spent)
+    return RunView(run, anchor, transcript, ended, error, turns, _trials(turns, anchor, anchors))
 
 
 _TRIAL = re.compile(r"trial (\d+) of (\d+)")  # a repeated run notes each trial's verdict on its last model call
@@ -309,12 +302,8 @@ def _trials(turns: list[TurnView], anchor: str, anchors: Anchors) -> list[_Trial
     for index, turn in enumerate(turns):
         for note in turn.turn.model_call.notes:
             found = _TRIAL.fullmatch(note.label)
-            if found and isinstance(passed := note.data.get("passed"), bool):
-                why = note.data.get("why") if isinstance(note.data.get("why"), str) else None
-                verdict = "passed" if passed else "failed" + (f": {why}" if why else "")
-                turned = summary.count(index + 1 - start, "turn")
-                line = f"trial {int(found[1])} of {int(found[2])} · {verdict} · {turned}"
-                groups.append((line, anchors.make(anchor, "trial", found[1]), turns[start : index + 1]))
+            if found and isinstance(note.data.get("passed"), bool):  # its line: the template's
+                groups.append((found, note.data, anchors.make(anchor, "trial", found[1]), turns[start : index + 1]))
                 start = index + 1
                 break
     return groups if groups and start == len(turns) else []
@@ -342,10 +331,7 @@ def _compare(mock: RunView, live: RunView, said: Callable[[str], str]) -> Compar
         differences.append(f"ended {first.label} (mock) but {then.label} (live)")
     ended: list[_Cell] = [(summary.ending_line(v.run.ending), v.ended_anchor) for v in (mock, live)]
     rows.append(("ended", ended, first.reason != then.reason))
-    if differences:
-        return Comparison("mock and live side by side · diverge: " + "; ".join(differences), differences, rows)
-    asked = "in its one turn" if len(rows) == 2 else f"in each of {len(rows) - 1} turns"
-    return Comparison(f"mock and live side by side · same tools asked {asked} · same ending", differences, rows)
+    return Comparison(differences, rows)
 
 
 def prepare(
