@@ -23,7 +23,6 @@ from primer.errors import ConfigError
 if TYPE_CHECKING:
     from primer.trace import ModelCall, ScenarioRun
 
-__all__ = ["Cost", "Price", "PriceTable", "default_prices", "dollars"]
 
 _EXAMPLE = "{input: 0.5, cached_input: 0.05, output: 1.5, read: 2026-11-01}"
 

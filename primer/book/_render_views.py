@@ -23,8 +23,6 @@ from primer.errors import NotFound
 from primer.streaming import fragments, sse_text
 from primer.trace import Backoff, DeclaredTool, Exchange, ModelCall, ScenarioRun, StreamEvent, Turn
 
-__all__ = ["Anchors", "ScenarioView", "Segment", "StreamView", "prepare", "segments", "stream_view", "totals"]
-
 _UNSAFE_ID = re.compile(r"[^A-Za-z0-9_-]+")
 
 
