@@ -54,14 +54,11 @@ class Price:
     def described(self) -> str:
         """``deepseek-flash at $0.30 in, $0.006 cached, $1.20 out per million tokens (read 2026-12-01; ...)``."""
         cached = "" if self.cached_input is None else f", ${self.cached_input:g} cached"
-        note = f"; {self.note}" if self.note else ""
         prices = f"${self.input:.2f} in{cached}, ${self.output:.2f} out per million tokens"
-        return f"{self.model} at {prices} (read {self.read}{note})"
+        return f"{self.model} at {prices} (read {self.read}{f'; {self.note}' if self.note else ''})"
 
 
-class Cost(NamedTuple):
-    """What some calls cost: ``$0.0012``, ``prices read 2026-12-01`` and each price used, in words, for a tooltip."""
-
+class Cost(NamedTuple):  # what some calls cost: ``$0.0012``, ``prices read 2026-12-01``, each price used in words
     dollars: float
     text: str
     read: str

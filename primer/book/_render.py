@@ -72,25 +72,19 @@ def _chapter(
     anchor = anchors.make(traces.chapter, *([scenario] if scenario else []), "traces")
     failure_anchor = anchors.make(anchor, "failure") if head and traces.live_status.failure else ""
     markdown = ReplyMarkdown()
-    views = prepare(traces, scenario, anchors, markdown.plain)
-    html = (
-        _environment()
-        .get_template("chapter.html.j2")
-        .render(
-            {
-                "traces": traces,
-                "anchor": anchor,
-                "failure_anchor": failure_anchor,
-                "scenarios": views,
-                "download_url": safe_url(traces.download_url),
-                "otlp": otlp_available(),  # only where the book publishes it: the export needs the otel extra
-                "head": head,
-                "prices": prices or default_prices(),
-                "markdown": markdown,
-                "payloads_url": safe_url(traces.payloads_url),
-                **more,
-            }
-        )
+    template = _environment().get_template("chapter.html.j2")
+    html = template.render(
+        traces=traces,
+        anchor=anchor,
+        failure_anchor=failure_anchor,
+        scenarios=prepare(traces, scenario, anchors, markdown.plain),
+        download_url=safe_url(traces.download_url),
+        otlp=otlp_available(),  # only where the book publishes it: the export needs the otel extra
+        head=head,
+        prices=prices or default_prices(),
+        markdown=markdown,
+        payloads_url=safe_url(traces.payloads_url),
+        **more,
     )
     return clean(html)
 
@@ -135,11 +129,9 @@ def render_payloads(traces: ChapterTraces, *, page_url: str | None = None, price
         return ""
 
     # A call lands here, on its payload (a turn or an ending: ``there``).
-    to = lambda anchor: _here(f"{anchor}-body")  # noqa: E731 - one line, named for the templates
-    _chapter(traces, None, Anchors(), prices, keep=keep, to=to, to_page=there if page else _here, payloads_url=None)
-    page_html = (
-        _environment()
-        .get_template("payloads.html.j2")
-        .render(head=PAYLOADS_HEAD, chapter=traces.chapter, page=page, scenarios=kept.items(), there=there)
+    _chapter(
+        traces, None, Anchors(), prices, keep=keep, to=lambda a: _here(f"{a}-body"), to_page=there if page else _here
     )
-    return page_relative(clean(page_html), f"{PUBLISHED_DIR}/{traces.chapter}{PAYLOADS_SUFFIX}")
+    template = _environment().get_template("payloads.html.j2")
+    html = template.render(head=PAYLOADS_HEAD, chapter=traces.chapter, page=page, scenarios=kept.items(), there=there)
+    return page_relative(clean(html), f"{PUBLISHED_DIR}/{traces.chapter}{PAYLOADS_SUFFIX}")

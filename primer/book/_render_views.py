@@ -28,11 +28,8 @@ _UNSAFE_ID = re.compile(r"[^A-Za-z0-9_-]+")
 
 @dataclass
 class Anchors:
-    """Stable ``id`` values, unique on one page.
-
-    The same turn is ``ch09_who_retries-service_is_busy-mock-turn-2`` on every
-    build; a second trace of the same run on the page gets ``-2``.
-    """
+    """Stable ``id`` values, unique on one page: a turn is ``ch09_who_retries-service_is_busy-mock-turn-2`` on
+    every build, and a second trace of the same run on the page gets ``-2``."""  # noqa: D205, D209 - one sentence
 
     used: set[str] = field(default_factory=set)
 
@@ -49,9 +46,7 @@ class Anchors:
 _Ref = tuple[str, str, str]  # what a payload repeats from an earlier one, where, its id: ``messages [0]-[1]``...
 
 
-class RequestView(NamedTuple):
-    """A model request's body as shown: what is new, what it refers to, and how traces.js rebuilds it."""
-
+class RequestView(NamedTuple):  # a request body as shown: what is new, what it refers to, how traces.js rebuilds it
     json: Any
     refs: tuple[_Ref, ...] = ()
     base: str = ""  # the body this one is rebuilt from: its first ``messages`` and the ``same`` keys
@@ -60,9 +55,7 @@ class RequestView(NamedTuple):
     keys: tuple[str, ...] = ()
 
 
-class ToolsView(NamedTuple):
-    """A call's declared tools: drawn here (``schema_anchors``), or ``same_as`` a list drawn before."""
-
+class ToolsView(NamedTuple):  # a call's declared tools: drawn here (``schema_anchors``), or ``same_as`` one before
     tools: list[DeclaredTool]
     anchor: str
     same_as: str | None
@@ -74,9 +67,7 @@ class Segment(NamedTuple):  # a stretch of a turn's time: who it went to (a mock
     ms: float
 
 
-class TurnView(NamedTuple):
-    """A turn: its ids, the turn its context is new since, its tools, bodies, notes and time."""
-
+class TurnView(NamedTuple):  # a turn: its ids, the turn its context is new since, its tools, bodies, notes, time
     turn: Turn
     anchor: str
     model_anchor: str
@@ -126,8 +117,7 @@ class StreamView(NamedTuple):  # its events one a line and as SSE, escaped
 
 def segments(turn: Turn) -> list[Segment]:
     """The stretches of a turn, in order, by who spent them (none of zero length)."""
-    call, found = turn.model_call, []
-    simulated = 0.0
+    call, found, simulated = turn.model_call, [], 0.0
     if call.kind == "mock" and call.stream is not None and call.stream.events:
         # The mock model's simulated stream took time on the virtual clock: the model's, not the library's.
         simulated = min(max(event.at_ms for event in call.stream.events), call.timing.library_ms)
@@ -181,10 +171,8 @@ def stream_view(call: ModelCall) -> StreamView | None:
         return None
     first, last = stream.first_token_ms, stream.last_token_ms
     marks = {"first byte": stream.first_byte_ms, "first token": first, "last token": last}
-    parts = [
-        summary.count(len(stream.events), "event"),
-        *(f"{n} {ms:.1f}ms" for n, ms in marks.items() if ms is not None),
-    ]
+    parts = [summary.count(len(stream.events), "event")]
+    parts += [f"{n} {ms:.1f}ms" for n, ms in marks.items() if ms is not None]
     if first is not None and last is not None and last > first:
         # How fast the reply came once it had begun; without token counts (the mock's), the pieces that came.
         seconds = (last - first) / 1000
@@ -336,12 +324,12 @@ def prepare(
     traces: ChapterTraces, only: str | None, anchors: Anchors, said: Callable[[str], str]
 ) -> list[ScenarioView]:
     """Each scenario of the chapter (or ``only``), replies worded as ``said``; ``NotFound`` names the ones there are."""
-    chapters = (("mock", traces.mock), ("live", traces.live))
-    runs = {(s.name, mode): s for mode, run in chapters for s in (run.scenarios if run else [])}
+    runs = {(s.name, run.mode): s for run in (traces.mock, traces.live) if run for s in run.scenarios}
     names = list(dict.fromkeys(name for name, _ in runs))
     if only is not None and only not in names:
-        there = ", ".join(names) or "none"
-        raise NotFound(f"Chapter {traces.chapter} has no scenario {only!r}. Its scenarios are: {there}.")
+        raise NotFound(
+            f"Chapter {traces.chapter} has no scenario {only!r}. Its scenarios are: {', '.join(names) or 'none'}."
+        )
     views = []
     for name in [only] if only is not None else names:
         shared = _Shared(traces.chapter, name, anchors)
