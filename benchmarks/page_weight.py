@@ -172,7 +172,6 @@ def growth_sizes(lengths: tuple[int, ...]) -> tuple[dict[int, Weight], dict[int,
     from primer.book._assets import install
     from primer.book._render import render_payloads
     from primer.book._source import ChapterTraces, LiveStatus
-    from primer.book._store import TraceStore
     from primer.trace import ChapterRun
     from tests.test_render_data import long_run
 
@@ -180,7 +179,7 @@ def growth_sizes(lengths: tuple[int, ...]) -> tuple[dict[int, Weight], dict[int,
         def traces(self, chapter: str) -> ChapterTraces:
             run = ChapterRun(chapter=chapter, mode="mock", scenarios=[long_run(int(chapter.split("_")[1]))])
             status = LiveStatus("missing", reason="no key yet")
-            return ChapterTraces(chapter, run, None, status, payloads_url=TraceStore.payloads_url(chapter))
+            return ChapterTraces(chapter, run, None, status, payloads_url=f"traces/{chapter}.payloads.html")
 
     with tempfile.TemporaryDirectory() as folder:
         book = Path(folder)

@@ -111,7 +111,7 @@ def main() -> int:
     parser.add_argument("--phoenix", required=True, help="the phoenix command of a venv with arize-phoenix")
     args = parser.parse_args()
     sys.path.insert(0, str(ROOT))
-    from primer.book._store import MOCK_EPOCH
+    from primer.book._publish import MOCK_EPOCH
     from primer.export.otlp import chapter_json
     from primer.replay import read_trace
     from primer.runner import run_chapter

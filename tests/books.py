@@ -139,14 +139,14 @@ class SmallBook:
         path.write_text(source)
         return path
 
-    def entry(self, chapter: str, cache: str = ".cache/trace-book") -> Path:
-        """The chapter's newest entry in the book's cache (``primer.book._cache``)."""
-        entries = (self.root / cache / "entries" / chapter).iterdir()
+    def entry(self, chapter: str, cache: str = ".cache/trace-book", pattern: str = "[0-9a-f]*") -> Path:
+        """The chapter's newest entry in the book's cache (``primer.book._cache``), by key."""
+        entries = (self.root / cache / "entries" / chapter).glob(pattern)
         return max(entries, key=lambda path: path.stat().st_mtime_ns)
 
     def mock_file(self, chapter: str, cache: str = ".cache/trace-book") -> Path:
-        """The chapter's mock trace, in its newest entry of the cache."""
-        return self.entry(chapter, cache) / "mock.json"
+        """The chapter's newest mock trace in the cache, kept by its code."""
+        return self.entry(chapter, cache, "mock-*") / "mock.json"
 
     def env(self, **extra: str) -> dict[str, str]:
         """The environment a build runs in: no key, this book's chapters."""

@@ -162,7 +162,7 @@ def test_a_corrupt_trace_is_reported_and_replaced(tmp_path):
     good = ChapterRun.model_validate_json(cache.read_text())
 
     cache.write_text('{"schema_version": 1, "chapter": "ch_alpha", "mo')
-    (cache.parent / "shown.json").unlink()  # a build that finds its entry whole reads no trace: this one must
+    (book.entry("ch_alpha") / "shown.json").unlink()  # a build that finds its entry whole reads no trace: this one must
     broken = book.build()
     assert broken.returncode == 0, broken.log
     [warning] = broken.lines("WARNING")
@@ -172,7 +172,7 @@ def test_a_corrupt_trace_is_reported_and_replaced(tmp_path):
     assert ChapterRun.model_validate_json(cache.read_text()).source_hash == good.source_hash
 
     cache.write_text(json.dumps({**good.model_dump(mode="json"), "schema_version": 99}))
-    (cache.parent / "shown.json").unlink()
+    (book.entry("ch_alpha") / "shown.json").unlink()
     future = book.build("--strict")
     assert future.returncode != 0
     assert any(str(cache) in w and "schema version is 99" in w for w in future.lines("WARNING")), future.log
@@ -288,7 +288,7 @@ def test_with_traces_off_the_hook_leaves_the_markers_to_the_extension(monkeypatc
     # Raw HTML put in the page would go through Python-Markdown's HTML block parser and
     # MkDocs' own, on every page: the extension stashes the placeholders instead.
     monkeypatch.setenv("PRIMER_TRACES", "off")
-    hook = TraceBookPlugin.hook()
+    hook = TraceBookPlugin()
     config = SimpleNamespace(
         config_file_path=None,
         docs_dir="/book/docs",

@@ -33,8 +33,9 @@ from opentelemetry.proto.trace.v1.trace_pb2 import Span
 from opentelemetry.semconv._incubating.attributes import gen_ai_attributes as gen_ai
 
 from primer.book._book import Prepared, Report
-from primer.book._source import Chapter, ChapterTraces, LiveStatus, Shown
-from primer.book._store import TraceStore
+from primer.book._cache import TraceCache
+from primer.book._publish import publish
+from primer.book._source import ChapterTraces, LiveStatus, Shown
 from primer.chapters import scenarios_of
 from primer.cli import main
 from primer.errors import ExportFailed, MissingExtra
@@ -493,14 +494,14 @@ def test_the_store_says_it_once_and_publishes_the_rest(
 ) -> None:
     monkeypatch.setitem(sys.modules, "opentelemetry", None)  # import opentelemetry... raises ImportError
     monkeypatch.delitem(sys.modules, "primer.export.otlp", raising=False)
-    store = TraceStore(tmp_path / "live", tmp_path / "cache")
+    store = TraceCache(tmp_path / "cache", tmp_path / "live")
     shown = {}
     for chapter in ("ch_a", "ch_b"):
         run = ChapterRun(chapter=chapter, mode="mock")
         traces = ChapterTraces(chapter, run, None, LiveStatus("missing"), f"traces/{chapter}.json")
-        shown[chapter] = Chapter(Shown.of(traces, ""), traces, ())
+        shown[chapter] = Shown.of(traces)
     with caplog.at_level(logging.INFO, logger="mkdocs.plugins.primer.book"):
-        written = store.publish(tmp_path / "site", Prepared(Report(), shown, store), {})
+        written = publish(tmp_path / "site", Prepared(Report(), shown, store), {})
     assert [path.name for path in written] == ["ch_a.json", "ch_a.payloads.html", "ch_b.json", "ch_b.payloads.html"]
     said = [r.getMessage() for r in caplog.records if "OTLP" in r.getMessage()]
     assert len(said) == 1
@@ -700,7 +701,7 @@ def test_at_moves_a_recorded_run_and_keeps_when_it_was_recorded(runs: dict[str, 
 
 def published(runs: dict[str, ChapterRun], folder: Path) -> Path:
     """The chapter's OTLP JSON as the book publishes it: mock and live runs, the mock ones at MOCK_EPOCH."""
-    from primer.book._store import MOCK_EPOCH
+    from primer.book._publish import MOCK_EPOCH
 
     path = folder / f"{CHAPTER}.otlp.json"
     path.write_text(chapter_json(runs["mock"], runs["live"], start=MOCK_EPOCH), encoding="utf-8")

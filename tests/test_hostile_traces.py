@@ -23,8 +23,8 @@ from typing import Any
 import pytest
 
 from primer.book import UnreadableTrace as BooksName
+from primer.book._cache import TraceCache
 from primer.book._run import main as worker
-from primer.book._store import TraceStore
 from primer.cli import main
 from primer.clock import VirtualClock
 from primer.models.live import LiveModel
@@ -132,7 +132,7 @@ def test_each_bad_file_is_refused_with_one_error_by_every_reader(
     assert BooksName is ReplaysName is UnreadableTrace, "one error, whichever public name"
     # The book's store, and its worker that verifies a replay in a fresh process.
     with pytest.raises(UnreadableTrace) as stored:
-        TraceStore(tmp_path, tmp_path / "cache").load("ch05_loop_endings", "live")
+        TraceCache(tmp_path / "cache", tmp_path).load("ch05_loop_endings", "live")
     assert str(stored.value) == said
     assert worker(["--verify", str(path), "primer.chapters", "ch05_loop_endings"]) == 0
     assert json.loads(capsys.readouterr().out)["errors"] == {"ch05_loop_endings": f"UnreadableTrace: {said}"}

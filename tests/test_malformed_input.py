@@ -29,10 +29,10 @@ from mkdocs.exceptions import Abort
 
 from primer.book._atomic import STALE_AFTER, TEMP_SUFFIX, write_if_changed
 from primer.book._book import Book
+from primer.book._cache import CorruptTrace, TraceCache
 from primer.book._chapters import Chapters
 from primer.book._markers import MARKER_FORM, Marker, NearMiss, find_markers, parse_line, scan
 from primer.book._steps import anomalies
-from primer.book._store import CorruptTrace, TraceStore
 from primer.errors import ChapterError
 from primer.locator import chapter_names_in
 from primer.settings import VARIABLES
@@ -380,7 +380,7 @@ def _run_json(total: str) -> bytes:
 
 @pytest.mark.parametrize("token", ["NaN", "Infinity", "-Infinity"])
 def test_a_non_finite_number_is_a_corrupt_file_naming_file_and_field(tmp_path: Path, token: str) -> None:
-    store = TraceStore(tmp_path / "live", tmp_path / "cache")
+    store = TraceCache(tmp_path / "cache", tmp_path / "live")
     path = store.path("ch", "mock")
     path.parent.mkdir(parents=True)
     path.write_bytes(_run_json(token))
@@ -394,7 +394,7 @@ def test_a_non_finite_number_is_a_corrupt_file_naming_file_and_field(tmp_path: P
 
 def test_a_non_finite_number_anywhere_is_found(tmp_path: Path) -> None:
     # In a recorded body too, which the schema does not type; and an overflow is infinite.
-    store = TraceStore(tmp_path / "live", tmp_path / "cache")
+    store = TraceCache(tmp_path / "cache", tmp_path / "live")
     path = store.path("ch", "mock")
     path.parent.mkdir(parents=True)
     path.write_bytes(_run_json("0").replace(b'"settings":{}', b'"settings":{"temperature":[1, NaN]}', 1))
@@ -413,7 +413,7 @@ def test_a_trace_file_with_nan_is_reported_and_run_again(tmp_path: Path) -> None
     raw = json.loads(cache.read_text())
     raw["scenarios"][1]["turns"][0]["timing"]["total_ms"] = float("nan")
     cache.write_text(json.dumps(raw))  # Python writes NaN, as a careless tool would
-    (cache.parent / "shown.json").unlink()  # a build that finds its entry whole reads no trace: this one must
+    (book.entry("ch_alpha") / "shown.json").unlink()  # a build that finds its entry whole reads no trace: this one must
 
     done = book.build("--strict")
     assert done.returncode != 0
@@ -557,7 +557,7 @@ def test_the_publish_workflow_unsets_repository_variables_it_does_not_have(tmp_p
     ],
 )
 def test_corrupt_file_messages_read_correctly(tmp_path: Path, content: str, reason: str) -> None:
-    store = TraceStore(tmp_path / "live", tmp_path / "cache")
+    store = TraceCache(tmp_path / "cache", tmp_path / "live")
     path = store.path("ch", "mock")
     path.parent.mkdir(parents=True)
     path.write_text(content)

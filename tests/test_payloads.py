@@ -1,4 +1,4 @@
-"""Trace blocks set aside while search indexes a page: every one found, every one put back."""
+"""Trace blocks set aside while search reads a page (the plugin's on_page_content): each found, each put back."""
 
 from __future__ import annotations
 
@@ -8,10 +8,34 @@ from typing import Any
 
 import pytest
 
-from primer.book._payloads import PAYLOAD, give_back, search_text, take
 from primer.book._plugin import TraceBookPlugin
 from primer.book._render import render_traces
+from primer.book.markdown import PAYLOAD, TraceExtension, search_text
 from tests.test_render_data import FixtureSource, hostile_chapter, parse
+
+UNUSED: Any = None
+
+
+class Stash:
+    """The plugin's two events around search, on one page whose extension rendered ``blocks``."""
+
+    def __init__(self, *blocks: str) -> None:
+        self.plugin = TraceBookPlugin()
+        self.plugin.extension = TraceExtension()
+        self.plugin.extension.blocks = [(search_text(block), block) for block in blocks]
+        self.page: Any = SimpleNamespace(file=SimpleNamespace(src_uri="p.md"), content=None)
+
+    def take(self, html: str) -> str:
+        return self.plugin.on_page_content(html, page=self.page, config=UNUSED, files=UNUSED)
+
+    def taken(self) -> list[str]:
+        return list(self.plugin.taken[self.page.file.src_uri][1].values())
+
+    def give_back(self, html: str) -> str:
+        self.page.content = html
+        self.plugin.on_page_context(UNUSED, page=self.page, config=UNUSED, nav=UNUSED)
+        assert "p.md" not in self.plugin.taken
+        return str(self.page.content)
 
 
 def _pages() -> dict[str, str]:
@@ -27,7 +51,8 @@ def _pages() -> dict[str, str]:
 def test_every_trace_block_is_set_aside_as_its_summary_text_and_comes_back(name: str) -> None:
     block = _pages()[name]
     html = f"<h1>Page</h1>\n{block}\n<p>after</p>"
-    emptied, taken = take(html, [(search_text(block), block)])
+    stash = Stash(block)
+    emptied = stash.take(html)
 
     # The templates' promise the summary text relies on: one match per excluded
     # block, and no div inside one (its first </div> closes it).
@@ -57,45 +82,42 @@ def test_every_trace_block_is_set_aside_as_its_summary_text_and_comes_back(name:
         assert system not in squeezed
     assert len(emptied) < len(html) / 3
 
-    assert give_back(emptied, taken) == html
+    assert stash.give_back(emptied) == html
 
 
 def test_a_page_without_traces_is_left_alone() -> None:
     html = "<p>prose</p>"
-    assert take(html, []) == (html, [])
-    assert give_back(html, []) == html
+    stash = Stash()
+    assert stash.take(html) == html
+    assert stash.give_back(html) == html
 
 
 def test_a_block_another_plugin_changed_is_left_for_search_to_read() -> None:
     ch05, ch09 = _pages()["ch05"], _pages()["ch09"]
     html = f"{ch05}<p>between</p>{ch09.replace('<details', '<details data-x', 1)}"
-    emptied, taken = take(html, [(search_text(ch05), ch05), (search_text(ch09), ch09)])
-    assert [block for _, block in taken] == [ch05]
+    stash = Stash(ch05, ch09)
+    emptied = stash.take(html)
+    assert stash.taken() == [ch05]
     assert emptied.endswith(f"<p>between</p>{ch09.replace('<details', '<details data-x', 1)}")
-    assert give_back(emptied, taken) == html
+    assert stash.give_back(emptied) == html
 
 
 def test_search_plugins_changes_are_kept() -> None:
     block = _pages()["ch05"]
     html = '<p data-search-boost="2">x</p>' + block
-    emptied, taken = take(html, [(search_text(block), block)])
+    stash = Stash(block)
+    emptied = stash.take(html)
     # As Material's search plugin does once it has indexed the page.
     indexed = emptied.replace(' data-search-boost="2"', "")
-    assert give_back(indexed, taken) == html.replace(' data-search-boost="2"', "")
+    assert stash.give_back(indexed) == html.replace(' data-search-boost="2"', "")
 
 
 def test_blocks_lost_meanwhile_give_the_page_back_whole(caplog: pytest.LogCaptureFixture) -> None:
-    block = _pages()["ch05"]
-    emptied, taken = take(block, [(search_text(block), block)])
-    lost = emptied.replace("<!--trace-book:0-->", "", 1)
-    assert give_back(lost, taken) is None
+    ch05, ch09 = _pages()["ch05"], _pages()["ch09"]
+    stash = Stash(ch05, ch09)
+    html = f"{ch05}<p>between</p>{ch09}"
+    lost = stash.take(html).replace("<!--trace-book:1-->", "", 1)
     # The plugin then gives the page its HTML from before, and says so.
-    plugin = TraceBookPlugin()
-    plugin.taken["p.md"] = (block, taken)
-    page: Any = SimpleNamespace(file=SimpleNamespace(src_uri="p.md"), content=lost)
-    unused: Any = None
     with caplog.at_level(logging.WARNING, logger="mkdocs.plugins.primer"):
-        plugin.on_page_context(unused, page=page, config=unused, nav=unused)
-    assert page.content == block
+        assert stash.give_back(lost) == html
     assert "p.md: a plugin changed the page" in caplog.text
-    assert "p.md" not in plugin.taken

@@ -1,10 +1,17 @@
-"""The plan decides from data alone: what is current, what to verify, what to record live, what to keep."""
+"""The plan decides from what is stored: what is current, what to verify, what to record live, what to keep."""
 
 from __future__ import annotations
 
+import itertools
+import logging
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
 from pydantic import SecretStr
 
-from primer.book._steps import LIBRARY_CHANGED, NEVER_RECORDED, is_current, plan_live, settle_live, wants_verify
+from primer.book._book import Book
+from primer.book._steps import LIBRARY_CHANGED, NEVER_RECORDED, Run, Work
 from primer.replay import ChapterCheck, Divergence, ScenarioCheck
 from primer.settings import Settings
 from primer.trace import ChapterRun, Ending, ScenarioRun
@@ -13,7 +20,7 @@ KEY = "k" * 20
 OLD = "o" * 20
 NO_KEY = Settings()
 KEYED = Settings(api_key=SecretStr("sk-plan-0123456789"))
-PATH = "docs/traces/ch.live.json"
+Make = Callable[[Settings], Run]
 
 
 def chapter(source_hash: str | None, *endings: str, mode: str = "live") -> ChapterRun:
@@ -32,79 +39,143 @@ def check(*, verified: bool) -> ChapterCheck:
     return ChapterCheck(chapter="ch", scenarios=[ScenarioCheck(scenario="s0", requests=1, divergence=divergence)])
 
 
-def test_a_run_is_current_when_made_by_the_code_now() -> None:
-    assert is_current(chapter(KEY, mode="mock"), KEY)
-    assert not is_current(chapter(OLD, mode="mock"), KEY)
-    assert not is_current(None, KEY)
+@pytest.fixture
+def make(tmp_path: Path) -> Make:
+    """A run of the full way in a book of its own (its own cache), with these settings."""
+    books = itertools.count()
+
+    def made(settings: Settings) -> Run:
+        root = tmp_path / str(next(books))
+        return Run(Book(root / "docs", root / "cache", settings=settings), settings, lambda chapter, code: "key")
+
+    return made
 
 
-def test_a_frozen_trace_is_verified_only_when_its_code_changed_and_it_is_not_recorded_anyway() -> None:
-    assert not wants_verify(None, KEY, NO_KEY)
-    assert not wants_verify(chapter(KEY), KEY, NO_KEY)
-    assert wants_verify(chapter(OLD), KEY, NO_KEY)
-    assert wants_verify(chapter(OLD), KEY, KEYED), "with a key too: a verified trace need not be recorded"
-    assert not wants_verify(chapter(OLD), KEY, KEYED.model_copy(update={"live": "refresh"}))
-    assert not wants_verify(chapter(OLD, "provider_failure"), KEY, KEYED), "a failed one is recorded again"
-    assert wants_verify(chapter(OLD, "provider_failure"), KEY, NO_KEY)
+def plan(
+    make: Make, frozen: ChapterRun | None, settings: Settings, found: ChapterCheck | None = None, **more: bool
+) -> Work:
+    work = Work("ch", KEY, frozen=frozen, check=found, scenarios=(), **more)  # type: ignore[arg-type]
+    make(settings).plan(work)
+    return work
 
 
-def test_without_a_key_nothing_is_recorded_and_the_status_says_why() -> None:
-    missing = plan_live(None, KEY, None, NO_KEY, stale_library=False, path=PATH)
+def test_a_frozen_trace_is_verified_only_when_its_code_changed_and_it_is_not_recorded_anyway(
+    make: Make, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    replayed: list[str] = []
+
+    def replay(self: Run, work: Work, frozen: ChapterRun, scenarios: object) -> ChapterCheck:
+        replayed.append(work.name)
+        return check(verified=True)
+
+    monkeypatch.setattr(Run, "replay", replay)
+
+    def verifies(frozen: ChapterRun | None, settings: Settings) -> bool:
+        run, work = make(settings), Work("ch", KEY, scenarios=())
+        if frozen is not None:
+            run.book.save(frozen)
+        replayed.clear()
+        run.verify(work)
+        return bool(replayed)
+
+    assert not verifies(None, NO_KEY)
+    assert not verifies(chapter(KEY), NO_KEY)
+    assert verifies(chapter(OLD), NO_KEY)
+    assert verifies(chapter(OLD), KEYED), "with a key too: a verified trace need not be recorded"
+    assert not verifies(chapter(OLD), KEYED.model_copy(update={"live": "refresh"}))
+    assert not verifies(chapter(OLD, "provider_failure"), KEYED), "a failed one is recorded again"
+    assert verifies(chapter(OLD, "provider_failure"), NO_KEY)
+
+
+def test_a_verdict_is_kept_by_its_inputs_and_a_verified_trace_is_shown_stamped(
+    make: Make, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    verdicts = [check(verified=False), check(verified=True)]
+    monkeypatch.setattr(Run, "replay", lambda self, work, frozen, scenarios: verdicts.pop(0))
+    run = make(NO_KEY)
+    run.book.save(chapter(OLD))
+    first, again = Work("ch", KEY, scenarios=()), Work("ch", KEY, scenarios=())
+    run.verify(first)
+    run.verify(again)  # the same frozen file and code: its verdict, kept, is not replayed
+    assert (first.verified, again.verified, len(verdicts)) == (0, None, 1)
+    assert again.check is not None
+    assert again.check.divergence is not None
+    run.book.save(chapter(OLD, "no_tool_calls", "no_tool_calls"))  # another frozen file: replayed
+    stamped = Work("ch", KEY, scenarios=())
+    run.verify(stamped)
+    assert (stamped.verified, verdicts) == (1, [])
+    assert stamped.frozen is not None
+    assert (stamped.frozen.source_hash, stamped.frozen.verified_at) == (KEY, stamped.verified_at)
+    assert stamped.verified_at is not None
+
+
+def test_without_a_key_nothing_is_recorded_and_the_status_says_why(make: Make) -> None:
+    missing = plan(make, None, NO_KEY)
     assert (missing.status.state, missing.status.reason, missing.record, missing.reused) == (
         "missing",
         NEVER_RECORDED,
         False,
         0,
     )
-    current = plan_live(chapter(KEY, "no_tool_calls", "turn_limit"), KEY, None, NO_KEY, stale_library=False, path=PATH)
+    current = plan(make, chapter(KEY, "no_tool_calls", "turn_limit"), NO_KEY)
     assert (current.status.state, current.record, current.reused) == ("current", False, 2)
-    stale = plan_live(chapter(OLD), KEY, None, NO_KEY, stale_library=False, path=PATH)
+    stale = plan(make, chapter(OLD), NO_KEY)
     assert stale.status.state == "stale"
     assert "recorded from earlier code (recorded 2026-01-02T03:04:05+00:00)" in stale.status.reason
 
 
-def test_a_verified_trace_counts_as_verified_not_reused() -> None:
-    restamped = chapter(KEY)
-    decided = plan_live(restamped, KEY, check(verified=True), NO_KEY, stale_library=False, path=PATH)
-    assert (decided.status.state, decided.reused, decided.divergence) == ("current", 0, None)
+def test_a_verified_trace_counts_as_verified_not_reused(make: Make) -> None:
+    decided = plan(make, chapter(KEY), NO_KEY, check(verified=True))
+    assert (decided.status.state, decided.reused, decided.warnings) == ("current", 0, [])
 
 
-def test_a_divergence_is_said_as_a_warning_without_a_key_and_recorded_again_with_one() -> None:
-    shown = plan_live(chapter(OLD), KEY, check(verified=False), NO_KEY, stale_library=False, path=PATH)
+def test_a_divergence_is_said_as_a_warning_without_a_key_and_recorded_again_with_one(
+    make: Make, caplog: pytest.LogCaptureFixture
+) -> None:
+    shown = plan(make, chapter(OLD), NO_KEY, check(verified=False))
     assert shown.status.state == "stale"
     assert "it diverged" in shown.status.reason
-    assert shown.divergence is not None
-    assert shown.divergence.endswith("it is shown stale")
-    assert PATH in shown.divergence
-    again = plan_live(chapter(OLD), KEY, check(verified=False), KEYED, stale_library=False, path=PATH)
+    [warning] = shown.warnings
+    assert warning.endswith("it is shown stale")
+    assert "ch.live.json no longer matches the code" in warning
+    with caplog.at_level(logging.INFO):
+        again = plan(make, chapter(OLD), KEYED, check(verified=False))
     assert again.record
-    assert again.divergence is not None
-    assert again.divergence.endswith("it is recorded again now")
+    assert again.warnings == [], "recorded again now: a note, not a warning"
+    assert any(r.getMessage().endswith("it is recorded again now") for r in caplog.records)
 
 
-def test_with_a_key_what_changed_or_failed_is_recorded_unless_the_library_is_stale() -> None:
-    assert plan_live(None, KEY, None, KEYED, stale_library=False, path=PATH).record
-    assert not plan_live(chapter(KEY), KEY, None, KEYED, stale_library=False, path=PATH).record
-    assert plan_live(chapter(KEY, "scenario_error"), KEY, None, KEYED, stale_library=False, path=PATH).record
+def test_with_a_key_what_changed_or_failed_is_recorded_unless_the_library_is_stale(make: Make) -> None:
+    assert plan(make, None, KEYED).record
+    assert not plan(make, chapter(KEY), KEYED).record
+    assert plan(make, chapter(KEY, "scenario_error"), KEYED).record
     refresh = KEYED.model_copy(update={"live": "refresh"})
-    assert plan_live(chapter(KEY), KEY, None, refresh, stale_library=False, path=PATH).record
-    waits = plan_live(chapter(OLD), KEY, None, KEYED, stale_library=True, path=PATH)
+    assert plan(make, chapter(KEY), refresh).record
+    waits = plan(make, chapter(OLD), KEYED, stale_library=True)
     assert (waits.record, waits.status.reason) == (False, LIBRARY_CHANGED)
-    off = plan_live(chapter(OLD), KEY, None, KEYED.model_copy(update={"live": "off"}), stale_library=False, path=PATH)
+    off = plan(make, chapter(OLD), KEYED.model_copy(update={"live": "off"}))
     assert not off.record
     assert off.status.reason.endswith("; PRIMER_LIVE=off")
 
 
-def test_a_refresh_is_all_or_nothing() -> None:
+def test_a_refresh_is_all_or_nothing(make: Make) -> None:
+    def settle(frozen: ChapterRun | None, new: ChapterRun) -> tuple[Work, bool]:
+        run = make(KEYED)
+        work = Work("ch", KEY, frozen=frozen, live=frozen)
+        run.settle(work, new.scenarios, "2026-02-03T04:05:06+00:00")
+        return work, run.book.cache.path("ch").is_file()
+
     frozen = chapter(OLD)
-    good = chapter(KEY, "no_tool_calls", "no_tool_calls")
-    replaced = settle_live(frozen, good)
-    assert (replaced.shown, replaced.save, replaced.status.state) == (good, True, "current")
-    half = chapter(KEY, "no_tool_calls", "provider_failure")
-    kept = settle_live(frozen, half)
-    assert (kept.shown, kept.save, kept.status.state) == (frozen, False, "stale")
+    replaced, saved = settle(frozen, chapter(KEY, "no_tool_calls", "no_tool_calls"))
+    assert (replaced.live is not None and replaced.live.source_hash, saved, replaced.status.state) == (
+        KEY,
+        True,
+        "current",
+    )
+    kept, saved = settle(frozen, chapter(KEY, "no_tool_calls", "provider_failure"))
+    assert (kept.live, saved, kept.status.state) == (frozen, False, "stale")
     assert "failed (s1), so it was kept" in kept.status.reason
     assert kept.status.failure is not None
     # Nothing better to keep: the failure is shown.
-    assert settle_live(None, half).save
-    assert settle_live(chapter(OLD, "provider_failure"), half).save
+    assert settle(None, chapter(KEY, "no_tool_calls", "provider_failure"))[1]
+    assert settle(chapter(OLD, "provider_failure"), chapter(KEY, "no_tool_calls", "provider_failure"))[1]

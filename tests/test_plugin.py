@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from primer.book import _configuration as plugin_options
 from primer.book._configuration import SETTINGS
 from primer.book._plugin import TraceBookPlugin
 from primer.variables import BOOK_VARIABLES, VARIABLES
@@ -55,11 +56,11 @@ def test_the_options_are_defaults_the_environment_wins_over(monkeypatch: pytest.
     plugin = TraceBookPlugin()
     assert plugin.load_config({"live": "off", "enabled": False, "cache": False}) == ([], [])
     said = ("PRIMER_LIVE", "PRIMER_TRACES", "PRIMER_CACHE")
-    assert [plugin.environ()[name] for name in said] == ["off", "off", "off"]
+    assert [plugin_options.environ(plugin.config)[name] for name in said] == ["off", "off", "off"]
     monkeypatch.setenv("PRIMER_LIVE", "refresh")
     monkeypatch.setenv("PRIMER_TRACES", "on")
     monkeypatch.setenv("PRIMER_CACHE", "on")
-    assert [plugin.environ()[name] for name in said] == ["refresh", "on", "on"]
+    assert [plugin_options.environ(plugin.config)[name] for name in said] == ["refresh", "on", "on"]
 
 
 def test_each_option_a_variable_also_sets_is_an_option_and_names_a_setting() -> None:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from primer.book._payloads import BLOCK_END, BLOCK_START
+from primer.book._links import BLOCK_END, BLOCK_START
 from primer.book._prices import PriceTable, default_prices, dollars
 from primer.book._prose import corpora, problems
 from primer.book._render import render_traces

@@ -13,8 +13,7 @@ from primer.book._book import Prepared, Report
 from primer.book._cache import TraceCache
 from primer.book._markers import check
 from primer.book._prose import corpora, facts, kept_corpora
-from primer.book._source import Chapter, ChapterTraces, LiveStatus, Shown
-from primer.book._store import TraceStore
+from primer.book._source import ChapterTraces, LiveStatus, Shown
 from primer.book.markdown import TraceExtension
 from primer.chapters import chapter_names
 from primer.errors import NotFound
@@ -126,9 +125,8 @@ def test_a_fact_must_hold_in_every_mode_it_shows_in() -> None:
 
 def test_what_the_runs_show_is_kept_in_the_chapters_entry_by_its_key(tmp_path: Path) -> None:
     def store(key: str, traces: ChapterTraces | None) -> Prepared:
-        made = TraceStore(tmp_path / "traces", TraceCache(tmp_path / "entries"))
-        shown = Shown("ch_a", key, ("asks",), ("asks",), LiveStatus("current"))
-        return Prepared(Report(), {"ch_a": Chapter(shown, traces, shown.mock)}, made)
+        shown = Shown("ch_a", key, "code", ("asks",), ("asks",), LiveStatus("current"), traces=traces)
+        return Prepared(Report(), {"ch_a": shown}, TraceCache(tmp_path / "entries", tmp_path / "traces"))
 
     shown = kept_corpora(store("k1", _traces(live=True)), "ch_a", None)
     assert shown == corpora(_traces(live=True))

@@ -20,7 +20,7 @@ import pytest
 
 from primer.book._book import Book
 from primer.book._chapters import Chapters
-from primer.book._store import PUBLISHED_DIR
+from primer.book._links import PUBLISHED_DIR
 from primer.settings import Settings
 from primer.summary import chapter_line, model_line, scenario_line, timing_text, tool_line, turn_line
 from primer.trace import Attempt, ChapterRun, ToolRun

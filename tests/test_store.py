@@ -15,15 +15,16 @@ import types
 
 import pytest
 
+from primer.book import _cache as cache_module
 from primer.book import _run as run_module
-from primer.book import _store as store_module
 from primer.book._atomic import TEMP_SUFFIX, write_if_changed
 from primer.book._book import Book, Prepared, Report
+from primer.book._cache import CorruptTrace, TraceCache
 from primer.book._chapters import Chapters, CodeGraph
 from primer.book._markers import Marker, check, find_markers
+from primer.book._publish import publish
 from primer.book._run import run_bounded
-from primer.book._source import Chapter, ChapterTraces, LiveStatus, Shown
-from primer.book._store import CorruptTrace, TraceStore
+from primer.book._source import ChapterTraces, LiveStatus, Shown
 from primer.errors import NotFound
 from primer.settings import Settings
 from primer.trace import ChapterRun, Ending, ScenarioRun
@@ -100,17 +101,17 @@ def test_a_replaced_file_keeps_its_permissions(tmp_path):
 
 
 def test_the_store_round_trips_and_keeps_modes_apart(tmp_path):
-    store = TraceStore(tmp_path / "docs" / "traces", tmp_path / ".cache")
-    assert store.load("ch", "mock", "k1") is None
-    assert store.save(_run(), "k1") is True
+    store = TraceCache(tmp_path / ".cache", tmp_path / "docs" / "traces")
+    assert store.load("ch", "mock", "abc") is None
+    assert store.save(_run()) is True
     assert store.save(_run("ch", "live")) is True
     assert store.path("ch", "live").parent == tmp_path / "docs" / "traces"
-    assert (tmp_path / ".cache" / "ch" / "k1" / "mock.json").is_file()  # the mock run, in its entry
-    # A new store reads what the first wrote; a mock run under its own key only.
-    again = TraceStore(tmp_path / "docs" / "traces", tmp_path / ".cache")
+    assert (tmp_path / ".cache" / "ch" / "mock-abc" / "mock.json").is_file()  # the mock run, by its code
+    # A new cache reads what the first wrote; a mock run by its own code only.
+    again = TraceCache(tmp_path / ".cache", tmp_path / "docs" / "traces")
     assert again.load("ch", "live") == _run("ch", "live")
-    assert again.load("ch", "mock", "k1") == _run()
-    assert again.load("ch", "mock", "k2") is None
+    assert again.load("ch", "mock", "abc") == _run()
+    assert again.load("ch", "mock", "other") is None
     assert again.save(_run("ch", "live")) is False
 
 
@@ -124,8 +125,8 @@ def test_the_store_round_trips_and_keeps_modes_apart(tmp_path):
     ],
 )
 def test_a_corrupt_file_is_an_error_naming_it(tmp_path, content, reason):
-    store = TraceStore(tmp_path / "live", tmp_path / "cache")
-    path = tmp_path / "cache" / "ch" / "k" / "mock.json"
+    store = TraceCache(tmp_path / "cache", tmp_path / "live")
+    path = tmp_path / "cache" / "ch" / "mock-k" / "mock.json"
     path.parent.mkdir(parents=True)
     path.write_text(content)
     with pytest.raises(CorruptTrace) as caught:
@@ -135,48 +136,48 @@ def test_a_corrupt_file_is_an_error_naming_it(tmp_path, content, reason):
 
 
 def test_a_file_holding_another_chapter_is_corrupt(tmp_path):
-    store = TraceStore(tmp_path / "live", tmp_path / "cache")
+    store = TraceCache(tmp_path / "cache", tmp_path / "live")
     store.save(_run("other", "live"))
     store.path("other", "live").rename(store.path("ch", "live"))
     with pytest.raises(CorruptTrace, match="trace of other"):
-        TraceStore(tmp_path / "live", tmp_path / "cache").load("ch", "live")
+        TraceCache(tmp_path / "cache", tmp_path / "live").load("ch", "live")
 
 
-def shown(store: TraceStore, *chapters: tuple[Shown, ChapterTraces | None]) -> Prepared:
+def shown(store: TraceCache, *chapters: Shown) -> Prepared:
     """What a build shows of these chapters, each with its runs (or None: read from its entry)."""
-    return Prepared(Report(), {s.chapter: Chapter(s, traces, s.mock) for s, traces in chapters}, store)
+    return Prepared(Report(), {s.chapter: s for s in chapters}, store)
 
 
 def test_the_prepared_value_is_the_renderers_source_and_the_store_publishes_both_modes(tmp_path):
-    store = TraceStore(tmp_path / "live", tmp_path / "cache")
+    store = TraceCache(tmp_path / "cache", tmp_path / "live")
     traces = ChapterTraces("ch", _run(), _run("ch", "live"), LiveStatus("stale", "older code"), "traces/ch.json")
-    prepared = shown(store, (Shown.of(traces, ""), traces))
+    prepared = shown(store, Shown.of(traces))
     assert prepared.traces("ch") is traces
     with pytest.raises(NotFound, match="The chapters are: ch"):
         prepared.traces("nope")
-    published, otlp, _page = store.publish(tmp_path / "site", prepared, {})
+    published, otlp, _page = publish(tmp_path / "site", prepared, {})
     assert published == tmp_path / "site" / "traces" / "ch.json"
     assert otlp == tmp_path / "site" / "traces" / "ch.otlp.json"  # beside it, for OpenTelemetry tools
     document = json.loads(published.read_text())
     assert document["live_status"] == {"state": "stale", "reason": "older code", "failure": None}
     assert ChapterRun.model_validate(document["live"]) == _run("ch", "live")
-    assert store.download_url("ch") == "traces/ch.json"
 
 
 def test_the_store_publishes_each_chapters_payload_page_and_removes_a_gone_chapters_own(tmp_path):
     from primer.book._render import render_payloads
 
-    store = TraceStore(tmp_path / "live", tmp_path / "cache")
-    url = store.payloads_url("ch")
-    assert url == "traces/ch.payloads.html"
-    prepared = shown(store, (Shown("ch", "k1", ("one",), None, LiveStatus("missing", "no key")), _traces(url)))
+    store = TraceCache(tmp_path / "cache", tmp_path / "live")
+    url = "traces/ch.payloads.html"
+    prepared = shown(
+        store, Shown("ch", "k1", "abc", ("one",), None, LiveStatus("missing", "no key"), traces=_traces(url))
+    )
     folder = tmp_path / "site" / "traces"
     folder.mkdir(parents=True)
     (folder / "gone.payloads.html").write_text(
         render_payloads(ChapterTraces("gone", _run("gone"), None, LiveStatus("missing")))
     )
     (folder / "mine.payloads.html").write_text("<p>an author's own page</p>")
-    written = store.publish(tmp_path / "site", prepared, {"ch": "ch/"})
+    written = publish(tmp_path / "site", prepared, {"ch": "ch/"})
     page = folder / "ch.payloads.html"
     assert page in written
     assert page.read_text() == render_payloads(prepared.traces("ch"), page_url="ch/")
@@ -185,39 +186,39 @@ def test_the_store_publishes_each_chapters_payload_page_and_removes_a_gone_chapt
     # Another site, the same key and page: the copy kept in the entry, not made again.
     [kept] = (tmp_path / "cache" / "ch" / "k1").glob("payloads-*.html")
     kept.write_text("<p>kept</p>")
-    assert store.publish(tmp_path / "site2", prepared, {"ch": "ch/"})[-1].read_text() == "<p>kept</p>"
+    assert publish(tmp_path / "site2", prepared, {"ch": "ch/"})[-1].read_text() == "<p>kept</p>"
     # Another page to link back to is another payload page: made again.
-    store.publish(tmp_path / "site3", prepared, {"ch": "other/"})
+    publish(tmp_path / "site3", prepared, {"ch": "other/"})
     again = (tmp_path / "site3" / "traces" / "ch.payloads.html").read_text()
     assert again == render_payloads(prepared.traces("ch"), page_url="other/")
 
 
 def test_the_otlp_json_is_the_same_in_every_build_and_kept_in_the_entry(tmp_path):
     traces = ChapterTraces("ch", _run(), _run("ch", "live"), LiveStatus("current"), "traces/ch.json")
-    first = TraceStore(tmp_path / "live", tmp_path / "cache")
-    (_, otlp, _) = first.publish(tmp_path / "site1", shown(first, (Shown.of(traces, "k1"), traces)), {})
+    first = TraceCache(tmp_path / "cache", tmp_path / "live")
+    (_, otlp, _) = publish(tmp_path / "site1", shown(first, Shown.of(traces, "k1")), {})
     made = otlp.read_bytes()
     assert b'"startTimeUnixNano":"946684800' in made  # the mock scenario, at the fixed MOCK_EPOCH (2000-01-01)
     cached = tmp_path / "cache" / "ch" / "k1" / "otlp.json"
     assert cached.read_bytes() == made
     # A new process (a new store) reads the entry instead of encoding the spans again...
     cached.write_text("from the cache\n", encoding="utf-8")
-    second = TraceStore(tmp_path / "live", tmp_path / "cache")
-    published = second.publish(tmp_path / "site2", shown(second, (Shown.of(traces, "k1"), traces)), {})
+    second = TraceCache(tmp_path / "cache", tmp_path / "live")
+    published = publish(tmp_path / "site2", shown(second, Shown.of(traces, "k1")), {})
     assert published[1].read_text(encoding="utf-8") == "from the cache\n"
     # ...and without its entry, made again, byte for byte.
     cached.unlink()
-    third = TraceStore(tmp_path / "live", tmp_path / "cache")
-    assert third.publish(tmp_path / "site3", shown(third, (Shown.of(traces, "k1"), traces)), {})[1].read_bytes() == made
+    third = TraceCache(tmp_path / "cache", tmp_path / "live")
+    assert publish(tmp_path / "site3", shown(third, Shown.of(traces, "k1")), {})[1].read_bytes() == made
 
 
 def test_a_chapter_shown_from_its_entry_reads_its_runs_only_when_asked(tmp_path):
-    first = TraceStore(tmp_path / "live", tmp_path / "cache")
-    first.save(_run(), "k1")
+    first = TraceCache(tmp_path / "cache", tmp_path / "live")
+    first.save(_run())
     first.save(_run("ch", "live"))
-    kept = Shown("ch", "k1", ("one",), ("one",), LiveStatus("current"))
-    second = TraceStore(tmp_path / "live", tmp_path / "cache")
-    prepared = shown(second, (kept, None))
+    kept = Shown("ch", "k1", "abc", ("one",), ("one",), LiveStatus("current"))
+    second = TraceCache(tmp_path / "cache", tmp_path / "live")
+    prepared = shown(second, kept)
     assert prepared.summary("ch") == kept
     traces = prepared.traces("ch")
     assert (traces.mock, traces.live) == (_run(), _run("ch", "live"))
@@ -312,7 +313,7 @@ def test_a_rebuild_with_nothing_changed_reads_and_validates_nothing(package, tmp
     def refuse(*args, **kwargs):
         raise AssertionError("a rebuild after a prose edit must not parse a trace or a module")
 
-    monkeypatch.setattr(store_module, "parse", refuse)
+    monkeypatch.setattr(cache_module, "parse", refuse)
     monkeypatch.setattr(ast, "parse", refuse)
     prepared = book.prepare()
     assert (prepared.report.ran, prepared.report.reused) == (0, 1)
@@ -401,7 +402,9 @@ def test_a_chapter_that_cannot_be_imported_is_shown_not_fatal(package, tmp_path,
     assert mock is not None
     assert "nowhere_to_be_found" in (mock.scenarios[0].ending.detail or "")
     assert prepared.scenario_names["ch_two"] is None
-    assert not book.store.path("ch_two", "mock").exists(), "a failed import is tried again next build"
+    assert not list((tmp_path / ".cache" / "entries" / "ch_two").glob("mock-*")), (
+        "a failed import is tried again next build"
+    )
 
 
 # -- pages --------------------------------------------------------------------

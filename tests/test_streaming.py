@@ -21,10 +21,10 @@ import httpx2
 import markdown
 import pytest
 
+from primer.book._cache import CorruptTrace
 from primer.book._render import render_traces
 from primer.book._render_views import stream_view
 from primer.book._source import ChapterTraces, LiveStatus
-from primer.book._store import CorruptTrace, parse
 from primer.book.markdown import TraceExtension
 from primer.chapters import scenarios_of
 from primer.clock import VirtualClock
@@ -49,6 +49,7 @@ from primer.trace import (
     StreamEvent,
     Turn,
 )
+from primer.trace_file import parse
 from primer.wire import RecordingClient
 from tests.servers import live_settings
 from tests.servers.provider import ReplayProvider, completion_chunks, scenario_file

@@ -1,5 +1,5 @@
-"""``python -m primer.book build [--strict]``: the book's run step (``primer.book._command``)."""
+"""``python -m primer.book build [--strict]`` or ``new DIR``: the book's commands (``primer.book._configuration``)."""
 
-from primer.book._command import main
+from primer.book._configuration import main
 
 raise SystemExit(main())

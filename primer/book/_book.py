@@ -23,11 +23,10 @@ from typing import TYPE_CHECKING
 from primer.book import _cache
 from primer.book import _prose as prose
 from primer.book._chapters import Chapters
-from primer.book._links import CACHE_DIR
+from primer.book._links import CACHE_DIR, PUBLISHED_DIR
 from primer.book._logs import book_logger
 from primer.book._markers import check, find_markers
-from primer.book._source import Chapter, Shown
-from primer.book._store import PUBLISHED_DIR, TraceStore
+from primer.book._source import Shown
 from primer.variables import VARIABLES, book_chapters, chapters_package, traces_off, unknown_variables
 
 if TYPE_CHECKING:
@@ -49,7 +48,6 @@ class Stopwatch(dict[str, float]):
 
     @contextmanager
     def __call__(self, part: str) -> Iterator[None]:
-        """Time the ``with`` block and add it to ``part``."""
         started = time.perf_counter()
         try:
             yield
@@ -57,7 +55,6 @@ class Stopwatch(dict[str, float]):
             self.add(part, time.perf_counter() - started)
 
     def add(self, part: str, seconds: float) -> None:
-        """Add seconds timed elsewhere to ``part``."""
         self[part] = self.get(part, 0.0) + seconds
 
 
@@ -87,13 +84,11 @@ class Prepared:
     """What every page of one build shows, each chapter's: the renderer's, the checks' and publishing's source."""
 
     report: Report
-    by_chapter: Mapping[str, Chapter] = field(default_factory=dict)
-    #: Where the runs of a chapter shown from its entry are read, when first asked for.
-    store: TraceStore | None = None
+    by_chapter: Mapping[str, Shown] = field(default_factory=dict)
+    #: The one cache (None with traces off): the runs of a chapter shown from its entry are read from it.
+    cache: _cache.TraceCache | None = None
     #: The prices the pages' costs are worked out from (part of every key).
     prices: PriceTable | None = None
-    #: The one cache, with this build's markers' HTML (None with traces off), and its own time per part.
-    cache: _cache.TraceCache | None = None
     clock: Stopwatch = field(default_factory=Stopwatch, compare=False)
     _read: dict[str, ChapterTraces] = field(default_factory=dict, compare=False, repr=False)
 
@@ -108,13 +103,12 @@ class Prepared:
 
     def summary(self, chapter: str) -> Shown | None:
         """What the pages show of a chapter, without reading a run (None: it shows none)."""
-        found = self.by_chapter.get(chapter)
-        return found.shown if found is not None else None
+        return self.by_chapter.get(chapter)
 
     @cached_property  # asked by every page's checks
     def scenario_names(self) -> dict[str, list[str] | None]:
-        """Chapter -> its scenario names (None if the chapter cannot be imported)."""
-        return {name: None if c.names is None else list(c.names) for name, c in self.by_chapter.items()}
+        """Chapter -> the scenario names markers may name (None if the chapter cannot be imported)."""
+        return {name: list(c.mock) if c.importable else None for name, c in self.by_chapter.items()}
 
     def changed(self, before: Prepared | None) -> set[str]:
         """The chapters whose traces shown are not as in ``before`` (None: every one)."""
@@ -127,13 +121,13 @@ class Prepared:
         found = self.by_chapter.get(chapter)
         if found is not None and found.traces is not None:
             return found.traces
-        if found is None or self.store is None:
+        if found is None or self.cache is None:
             from primer.errors import NotFound
 
             chapters = ", ".join(self.chapters()) or "none"
             raise NotFound(f"There are no traces for chapter {chapter!r}. The chapters are: {chapters}.")
         if chapter not in self._read:
-            self._read[chapter] = self.store.read(found.shown)
+            self._read[chapter] = self.cache.read(found)
         return self._read[chapter]
 
     def share(self) -> str:
@@ -172,8 +166,7 @@ class Book:
         package = settings.chapters_package() if settings is not None else chapters_package(None, environ)
         self.chapters = chapters or Chapters(package, imports_cache=cache_dir / "imports.json")
         self.docs_dir = docs_dir
-        self.cache = _cache.TraceCache(cache_dir / "entries")
-        self.store = TraceStore(live_dir or docs_dir / PUBLISHED_DIR, self.cache)
+        self.cache = _cache.TraceCache(cache_dir / "entries", live_dir or docs_dir / PUBLISHED_DIR)
         #: The ``PRIMER_*`` settings read at every ``prepare`` (None: the process's environment).
         self.environ = environ
         self.settings = settings
@@ -213,10 +206,10 @@ class Book:
             report, found = self._prepare(environ, {"prices": prices.key})
         if report.off:
             return Prepared(report, clock=clock)
-        self.cache.key_of = lambda chapter: found[chapter].shown.key if chapter in found else None
-        return Prepared(report, found, self.store, prices, self.cache, clock)
+        self.cache.key_of = lambda chapter: found[chapter].key if chapter in found else None
+        return Prepared(report, found, self.cache, prices, clock)
 
-    def _prepare(self, environ: Mapping[str, str], more: Mapping[str, str]) -> tuple[Report, dict[str, Chapter]]:
+    def _prepare(self, environ: Mapping[str, str], more: Mapping[str, str]) -> tuple[Report, dict[str, Shown]]:
         log = self.log
         # Settings (and pydantic) only when they decide more than the key: a given one, or a secret to validate.
         secrets = (VARIABLES["api_key"], VARIABLES["service_key"])
@@ -242,23 +235,22 @@ class Book:
         }
 
         def key(chapter: str, code: str) -> str:
-            return _cache.chapter_key(chapter, code, self.store.frozen_bytes(chapter), options, renderer)
+            return _cache.chapter_key(chapter, code, self.cache.frozen_bytes(chapter), options, renderer)
 
         codes = self.chapters.fingerprints(names)
-        found: dict[str, Chapter] = {}
-        todo: list[tuple[str, str, str]] = []
+        found: dict[str, Shown] = {}
+        todo: list[tuple[str, str]] = []
         works: list[Work] = []
         reused = 0
         for name in names:
-            entry = key(name, codes[name])
-            if (kept := Shown.read(self.cache.entry(name, entry))) is not None:
-                shown, warnings = kept
-                for warning in warnings:
+            if (shown := Shown.read(self.cache.entry(name, key(name, codes[name])))) is not None:
+                for warning in shown.warnings:
                     log.warning(warning)
-                found[name] = Chapter(shown, None, shown.mock, tuple(warnings))
+                self.cache.entry(name, f"mock-{shown.code}")  # used: read when a page misses its HTML
+                found[name] = shown
                 reused += len(shown.mock) + len(shown.live or ())
             else:
-                todo.append((name, codes[name], entry))
+                todo.append((name, codes[name]))
         if todo:
             from primer.book._steps import Run, Work  # the full way: not for a warm build
 
@@ -294,10 +286,10 @@ class Book:
                 self._built = (build, prepared)
             return self._built[1]
 
-    def save(self, run: ChapterRun, key: str = "") -> None:
-        """Write a run to the store (a mock one under ``key``); one not written is warned about, and still shown."""
+    def save(self, run: ChapterRun) -> None:
+        """Keep a run; one not written is warned about, and still shown."""
         try:
-            self.store.save(run, key)
+            self.cache.save(run)
         except OSError as error:
             self.log.warning(f"traces: the {run.mode} trace of {run.chapter} could not be written: {error}")
 
@@ -344,13 +336,15 @@ class Book:
         """
         if not prepared.enabled:
             return []
+        from primer.book._publish import publish
+
         with prepared.clock("publish"):
             pages = dict(urls or {})
             if any(chapter not in pages for chapter in prepared.chapters()):
                 own = {path.stem: path for path in sorted(self.docs_dir.rglob("*.md"), reverse=True)}  # first wins
                 for chapter, path in own.items():
                     pages.setdefault(chapter, f"{path.relative_to(self.docs_dir).with_suffix('').as_posix()}/")
-            return self.store.publish(root, prepared, pages)
+            return publish(root, prepared, pages)
 
     def prune(self, prepared: Prepared) -> None:
         """Drop the cache's entries this build did not use (but the last few of each chapter): after a full build."""

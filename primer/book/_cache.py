@@ -1,10 +1,13 @@
-"""The one cache: what a build made of each chapter, content-addressed by one key, and its build lock.
+"""The one cache and the frozen live traces: what a build made of each chapter, by one key, and its build lock.
 
 ``chapter_key`` hashes a chapter's code fingerprint (``primer.book._chapters``), its frozen live
-trace's bytes, the options that matter (a secret only as set) and ``renderer_version``.
-``entries/CHAPTER/KEY/`` keeps the mock trace, a replay's verdict, what the pages show, the
-markers' HTML and the published files. Entries unused by a full build are pruned but the last
-``KEEP``. Off (``PRIMER_CACHE=off``) nothing is read or kept; a file not read or written is a miss.
+trace's bytes, the options that matter (a secret only as set) and ``renderer_version``:
+``entries/CHAPTER/KEY/`` keeps what the pages show, the markers' HTML and the published files.
+What depends on less is kept by its own inputs: a mock run by the code (``mock-CODE/``), a replay's
+verdict by the frozen file and the code (``verdict-DIGEST/``). Entries unused by a full build are
+pruned but the last ``KEEP``. Off (``PRIMER_CACHE=off``) nothing is read or kept; a file not read or
+written is a miss. Frozen live traces are ``docs/traces/CHAPTER.live.json`` (committed); one that
+does not read as a ``ChapterRun`` raises ``CorruptTrace`` naming it.
 """
 
 from __future__ import annotations
@@ -24,7 +27,11 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
 from primer.book._atomic import write_if_changed
+from primer.book._links import PAYLOADS_SUFFIX, PUBLISHED_DIR
 from primer.book._logs import book_logger
+from primer.book._source import ChapterTraces, LiveStatus, Shown
+from primer.trace_file import UnreadableTrace as CorruptTrace
+from primer.trace_file import parse, read
 from primer.variables import VARIABLES
 
 if sys.platform != "win32":  # there, builds are not kept apart
@@ -33,15 +40,26 @@ if sys.platform != "win32":  # there, builds are not kept apart
 if TYPE_CHECKING:
     import logging
 
-    from primer.book._source import ChapterTraces
+    from primer.replay import ChapterCheck
     from primer.settings import Settings
+    from primer.trace import ChapterRun, Mode
 
-__all__ = ["CACHE_VARIABLE", "KEEP", "BuildLock", "Entry", "TraceCache", "chapter_key", "renderer_version"]
+__all__ = [
+    "CACHE_VARIABLE",
+    "KEEP",
+    "BuildLock",
+    "CorruptTrace",
+    "Entry",
+    "TraceCache",
+    "chapter_key",
+    "renderer_version",
+    "traces_of",
+]
 
 log = book_logger("mkdocs.plugins.primer.book")
 
 #: Bump when what an entry holds, or how a key is made, changes.
-FORMAT = 1
+FORMAT = 2
 #: Set to ``off`` to turn the cache off.
 CACHE_VARIABLE = "PRIMER_CACHE"
 #: Entries of a chapter kept besides those a build used.
@@ -150,13 +168,27 @@ def _slot(scenario: str | None, used: set[str], head: bool, variant: str) -> str
     return f"{scenario or 'all'}-{'head' if head else 'body'}-{page}"
 
 
+def traces_of(chapter: str, mock: ChapterRun | None, live: ChapterRun | None, status: LiveStatus) -> ChapterTraces:
+    """A chapter's runs with the places ``publish`` puts its files, relative to the site root."""
+    where = f"{PUBLISHED_DIR}/{chapter}"
+    return ChapterTraces(chapter, mock, live, status, f"{where}.json", f"{where}{PAYLOADS_SUFFIX}")
+
+
 class TraceCache:
-    """The entries of a book's chapters under one folder, by key; the markers' HTML by ``key_of`` (None: not kept)."""
+    """The entries of a book's chapters under ``folder``, and its frozen live traces in ``live_dir``.
+
+    The markers' HTML is kept under the key ``key_of(chapter)`` gives (None: not kept).
+    """
 
     def __init__(
-        self, folder: Path, *, enabled: bool = True, key_of: Callable[[str], str | None] | None = None
+        self,
+        folder: Path,
+        live_dir: Path | None = None,
+        *,
+        enabled: bool = True,
+        key_of: Callable[[str], str | None] | None = None,
     ) -> None:
-        self.folder = folder
+        self.folder, self.live_dir = folder, live_dir or folder
         self.enabled = enabled
         self.key_of = key_of or (lambda chapter: None)
         self.reset()
@@ -180,11 +212,6 @@ class TraceCache:
         except OSError:
             return []
 
-    def others(self, chapter: str, key: str) -> list[Entry]:
-        """The chapter's other entries, newest first: where a part that depends on less than the key may be."""
-        found = self._entries(chapter, {key}) if self.enabled else []
-        return [Entry(chapter, path.name, str(path)) for path in found]
-
     def prune(self, chapters: list[str]) -> None:
         """Remove the entries not used since ``reset`` but the last ``KEEP`` of each of ``chapters``."""
         if not self.enabled or not self._used or not self.folder.is_dir():
@@ -199,6 +226,70 @@ class TraceCache:
                     shutil.rmtree(path, ignore_errors=True)
                 with contextlib.suppress(OSError):
                     folder.rmdir()  # a chapter gone, its entries removed
+
+    def path(self, chapter: str, mode: Mode = "live", code: str = "") -> Path:
+        """Where a chapter's frozen live trace is, or its mock trace of the code ``code``."""
+        if mode == "live":
+            return self.live_dir / f"{chapter}.live.json"
+        return self.folder / chapter / f"mock-{code}" / "mock.json"
+
+    def frozen_bytes(self, chapter: str) -> bytes | None:
+        """The bytes of the chapter's frozen live trace (part of its key), or None if it has none."""
+        try:
+            return read(self.path(chapter))  # the reader's guard: a pipe or a device is not read
+        except FileNotFoundError:
+            return None
+        except CorruptTrace as refused:
+            return f"refused: {refused.problem}".encode()  # the full way warns about it
+
+    def load(self, chapter: str, mode: Mode, code: str = "") -> ChapterRun | None:
+        """The stored run (a mock one of the code ``code``), or None if there is none; raises ``CorruptTrace``."""
+        path = self.path(chapter, mode, code)
+        if mode == "mock":
+            self.entry(chapter, path.parent.name)
+        try:
+            run = parse(read(path), path) if mode == "live" or self.enabled else None
+        except FileNotFoundError:
+            return None
+        if run is not None and (run.chapter != chapter or run.mode != mode):
+            raise CorruptTrace(
+                path, f"it holds the {run.mode} trace of {run.chapter}, not the {mode} trace of {chapter}"
+            )
+        return run
+
+    def save(self, run: ChapterRun) -> bool:
+        """Keep a run (a mock one by its code, compact); write a file only if its content changed."""
+        if run.mode == "mock":
+            self.entry(run.chapter, f"mock-{run.source_hash}").write("mock.json", run.model_dump_json())
+            return True
+        # Committed: indented, so a refresh reads well in a diff.
+        return write_if_changed(self.path(run.chapter), run.model_dump_json(indent=2) + "\n")
+
+    def _verdict(self, chapter: str, code: str) -> Entry:
+        frozen = hashlib.sha256(self.frozen_bytes(chapter) or b"").hexdigest()
+        return self.entry(chapter, "verdict-" + hashlib.sha256(f"{frozen} {code}".encode()).hexdigest()[:32])
+
+    def verdict(self, chapter: str, code: str) -> tuple[ChapterCheck, str] | None:
+        """What replaying the frozen trace under the code ``code`` found, and the day; None if not kept."""
+        from primer.replay import ChapterCheck
+
+        try:
+            day, check = json.loads(self._verdict(chapter, code).read("verdict.json") or "null")
+            return ChapterCheck.model_validate(check), str(day)
+        except (TypeError, ValueError):
+            return None
+
+    def keep_verdict(self, chapter: str, code: str, check: ChapterCheck, day: str) -> None:
+        """Keep a replay's verdict by its inputs: the frozen file's bytes and the code ``code``."""
+        self._verdict(chapter, code).write("verdict.json", json.dumps([day, check.model_dump(mode="json")]))
+
+    def read(self, shown: Shown) -> ChapterTraces:
+        """The runs of a chapter as ``shown`` says, read now; raises ``CorruptTrace``."""
+        mock = self.load(shown.chapter, "mock", shown.code)
+        live = self.load(shown.chapter, "live") if shown.live is not None else None
+        if live is not None and shown.verified_at is not None:  # as the build that kept the entry showed it
+            live = live.model_copy(update={"source_hash": shown.code, "verified_at": shown.verified_at})
+        return traces_of(shown.chapter, mock, live, shown.live_status)
 
     def _kept(self, chapter: str, key: str) -> dict[str, tuple[list[str], str]]:
         if (chapter, key) not in self._markers:

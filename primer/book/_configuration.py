@@ -1,15 +1,21 @@
-"""The ``trace-book`` plugin's options, and a book's ``mkdocs.yml`` read through MkDocs' own loader.
+"""The ``trace-book`` plugin's options, a book's ``mkdocs.yml`` read through MkDocs' own loader, and the commands.
 
 A name no option reads fails the configuration, naming it (MkDocs only warns: ``chapter:`` would quietly change
 nothing). An option a ``PRIMER_*`` variable also sets is in ``SETTINGS``: the variable wins. ``read_config`` is
 what the commands, run in a book's folder, know of it (``INHERIT``, ``!ENV``, every option checked).
+
+``python -m primer.book build`` does what the plugin does before MkDocs writes the site: prepares, checks every
+page, and publishes ``traces/`` and the assets into the docs folder, from where every front end copies them
+(``python -m primer.book build --strict && zensical build``); ``new DIR`` writes a new book. Exit status: 0 done,
+1 warnings under ``--strict``, 2 a usage or configuration error.
 """
 
 from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Callable, Mapping
+import sys
+from collections.abc import Callable, Mapping, Sequence
 from logging.handlers import BufferingHandler
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -19,15 +25,15 @@ from mkdocs.config import config_options as c
 from mkdocs.config.base import ValidationError
 
 from primer.book._links import CACHE_DIR, PUBLISHED_DIR
+from primer.book._logs import book_logger
 from primer.errors import ConfigError
-from primer.variables import BOOK_VARIABLES, VARIABLES
+from primer.inert import inert
+from primer.variables import BOOK_VARIABLES, VARIABLES, enable_with
 
 if TYPE_CHECKING:
     from mkdocs.config.defaults import MkDocsConfig
 
     from primer.book._plugin import TraceBookPlugin
-
-__all__ = ["SETTINGS", "TraceBookConfig", "environ", "read_config", "start", "unknown_as_errors"]
 
 #: The trace extension's name in ``markdown_extensions``.
 EXTENSION = "primer.book.markdown"
@@ -110,18 +116,95 @@ def read_config(path: Path) -> tuple[MkDocsConfig, TraceBookPlugin | None]:
     found = (getattr(getattr(each, "on_config", None), "__self__", each) for each in config.plugins.values())
     plugin = next((each for each in found if isinstance(each, TraceBookPlugin)), None)
     if plugin is None and EXTENSION in config.markdown_extensions:
-        plugin = TraceBookPlugin.hook()
+        plugin = TraceBookPlugin()
     if plugin is not None:
         plugin.config.chapters = plugin.config.chapters or config.mdx_configs.get(EXTENSION, {}).get("chapters")
     return config, plugin
 
 
-def start(plugin: TraceBookPlugin, config: MkDocsConfig) -> None:
-    """Prepare a build the commands run as MkDocs would (``on_config``); ``ConfigError`` if the book is not valid."""
+def _build(path: Path, *, stamp: bool) -> None:
     from mkdocs.exceptions import PluginError
 
+    from primer.book import _assets as assets
+    from primer.book._book import LOGGER_NAME
+    from primer.book._markers import check
+
+    config, plugin = read_config(path)
+    if plugin is None:
+        raise ConfigError(
+            f"{path.resolve()} does not enable the trace machinery: it names neither the trace-book plugin "
+            f"nor the trace extension, so its markers stay text: {enable_with(None)}."
+        )
     plugin.on_startup(command="build", dirty=False)
-    try:
+    try:  # the cache's lock is held from here to on_shutdown: one build at a time
         plugin.on_config(config)
     except PluginError as error:
         raise ConfigError(str(error)) from None
+    book, prepared, docs = plugin.book, plugin.prepared, Path(config.docs_dir)
+    # Named as the plugin names a page (docs/ch05_loop_endings.md); warnings only.
+    pages = {f"{docs.name}/{p.relative_to(docs).as_posix()}": p.read_text(encoding="utf-8") for p in docs.rglob("*.md")}
+    try:
+        if book is None or prepared is None:  # traces off
+            for name, text in sorted(pages.items()):
+                for warning in check(name, text):
+                    book_logger(LOGGER_NAME).warning(f"traces: {warning}")
+            return
+        for chapter in prepared.chapters() if stamp else ():
+            run = prepared.traces(chapter).live
+            if run is not None and prepared.by_chapter[chapter].verified_at is not None:
+                book.save(run)
+                book.log.info(f"traces: stamped {book.cache.path(chapter)} (replay verified {run.verified_at})")
+        for name, text in sorted(pages.items()):
+            book.check(prepared, name, text)
+        if prepared.enabled:
+            book.check_rules(prepared, pages, rules=plugin.rules)
+            book.publish(docs, prepared)
+            assets.install(docs)
+    finally:
+        plugin.on_shutdown()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m primer.book``: returns the exit status."""
+    import argparse
+
+    from primer.book._book import LOGGER_NAME
+
+    parser = argparse.ArgumentParser(prog="python -m primer.book", description="The book's commands.")
+    commands = parser.add_subparsers(dest="command", required=True)
+    build = commands.add_parser("build", help="run what is needed, refresh the store, publish the trace JSON")
+    build.add_argument("-f", "--config-file", default="mkdocs.yml", type=Path, help="the book's mkdocs.yml")
+    build.add_argument("-s", "--strict", action="store_true", help="exit 1 if anything was warned about")
+    build.add_argument("--stamp", action="store_true", help="stamp the frozen live traces a replay verified")
+    new = commands.add_parser("new", help="write a new book, ready to build, into a new or empty folder")
+    new.add_argument("dir", type=Path, help="the book's folder (new, or empty)")
+    new.add_argument("--package", help="the chapters' package (default: the folder's name)")
+    new.add_argument("--title", help="the site's name (default: the folder's name)")
+    args = parser.parse_args(argv)
+    log = logging.getLogger(LOGGER_NAME)
+    shown, counted = logging.StreamHandler(sys.stderr), BufferingHandler(capacity=1 << 20)
+    # As MkDocs shows its log; every record of the book's loggers is inert already.
+    shown.setFormatter(logging.Formatter("%(levelname)-7s -  %(message)s"))
+    counted.setLevel(logging.WARNING)
+    log.setLevel(logging.INFO)
+    log.addHandler(shown)
+    log.addHandler(counted)
+    try:
+        if args.command == "new":
+            from primer.book._new_book import write_book
+
+            written = write_book(args.dir, package=args.package, title=args.title)
+            print(*(f"  {path.as_posix()}" for path in written), sep="\n")
+            print(f"A new book in {args.dir}, {len(written)} files. Then: cd {args.dir} && mkdocs serve")
+        else:
+            _build(args.config_file, stamp=args.stamp)
+    except ConfigError as error:
+        print(f"error: {inert(str(error))}", file=sys.stderr)
+        return 2
+    finally:
+        log.removeHandler(shown)
+        log.removeHandler(counted)
+    if args.command == "build" and args.strict and counted.buffer:
+        print(f"error: {len(counted.buffer)} warning(s) in strict mode: a strict build would fail.", file=sys.stderr)
+        return 1
+    return 0

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -19,7 +20,6 @@ from mkdocs.plugins import BasePlugin, event_priority
 from mkdocs.structure.files import File, InclusionLevel
 
 from primer.book import _configuration as plugin_options
-from primer.book import _payloads as payloads
 from primer.book._cache import BuildLock
 from primer.book._configuration import EXTENSION, TraceBookConfig
 from primer.book._logs import book_logger
@@ -28,8 +28,6 @@ from primer.errors import ConfigError
 from primer.variables import traces_off, unknown_variables
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Mapping
-
     from mkdocs.config import base
     from mkdocs.config.defaults import MkDocsConfig
     from mkdocs.livereload import LiveReloadServer
@@ -45,12 +43,15 @@ __all__ = ["EXTENSION", "TraceBookConfig", "TraceBookPlugin"]
 
 #: The book's logger (``primer.book._book.LOGGER_NAME``), for what the plugin says with traces off.
 log = book_logger("mkdocs.plugins.primer")
+#: What stands for a trace block while search reads the page (``on_page_content``): its search text.
+_STAND_IN = re.compile(r"<!--trace-book:[0-9]+--><p>[^<]*</p>")
 
 
 class TraceBookPlugin(BasePlugin[TraceBookConfig]):  # type: ignore[no-untyped-call]
     """The book's traces in its pages: prepare before the pages, render through the extension, publish after."""
 
     def __init__(self) -> None:
+        self.load_config({})  # a hook file's instance (primer.book.mkdocs_hook); MkDocs loads a plugin's own
         #: The book, kept across serve rebuilds, and what this build shows of it (None with traces off).
         self.book: Book | None = None
         self.prepared: Prepared | None = None
@@ -67,21 +68,10 @@ class TraceBookPlugin(BasePlugin[TraceBookConfig]):  # type: ignore[no-untyped-c
         self.urls: dict[str, str] = {}
         self.changed: set[str] = set()
         self.rules = True
-        #: Page -> its HTML, and its trace blocks' stand-ins and blocks, while search reads it.
-        self.taken: dict[str, tuple[str, list[tuple[str, str]]]] = {}
+        #: Page -> its HTML, and its trace blocks by their stand-ins, while search reads it.
+        self.taken: dict[str, tuple[str, dict[str, str]]] = {}
         #: The site this process last published the trace JSON into (``on_post_build``).
         self._published: Path | None = None
-
-    @classmethod
-    def hook(cls) -> TraceBookPlugin:
-        """The plugin as a hook file's: its default options."""
-        plugin = cls()
-        plugin.load_config({})
-        return plugin
-
-    def events(self) -> dict[str, Callable[..., Any]]:
-        """The plugin's events by name, for a hook file's namespace: ``globals().update(plugin.events())``."""
-        return {name: getattr(self, name) for name in dir(type(self)) if name.startswith("on_")}
 
     def load_config(
         self, options: dict[str, Any], config_file_path: str | None = None
@@ -90,19 +80,15 @@ class TraceBookPlugin(BasePlugin[TraceBookConfig]):  # type: ignore[no-untyped-c
         errors, warnings = super().load_config(options, config_file_path)
         return plugin_options.unknown_as_errors([name for name, _ in self.config_scheme], errors, warnings)
 
-    def environ(self) -> Mapping[str, str]:
-        """The ``PRIMER_*`` settings of this build: the options as defaults, the environment over them."""
-        return plugin_options.environ(self.config)
-
     def on_startup(self, *, command: str, dirty: bool) -> None:
         """Note whether MkDocs serves with ``--dirty``."""
         self.dirty = dirty
 
     def on_config(self, config: MkDocsConfig) -> MkDocsConfig:
-        """Prepare the book, put this build's extension in (where ``mkdocs.yml`` names it, or last), link the assets."""
+        """Prepare the book, put this build's extension in (last, for the one ``mkdocs.yml`` names), link the assets."""
         from primer.book.markdown import TraceExtension, render_options
 
-        environ = self.environ()
+        environ = plugin_options.environ(self.config)
         named = dict(config.mdx_configs.get(EXTENSION, {}))  # a hook book's options are the extension's
         chapters = self.config.chapters or named.get("chapters")
         # on_page_markdown warns about markers, naming page and line.
@@ -114,7 +100,11 @@ class TraceBookPlugin(BasePlugin[TraceBookConfig]):  # type: ignore[no-untyped-c
             for message in unknown_variables(environ):
                 log.warning(f"traces: {message}")
             log.info("traces: off (PRIMER_TRACES=off), nothing ran")
-            self._leave(config, "page_content", "page_context")
+            # Out of this build's list, the page events it has nothing to do in: MkDocs neither calls
+            # them nor, with --verbose, logs two lines a page.
+            for event in ("page_content", "page_context"):
+                with contextlib.suppress(AttributeError, ValueError):  # no MkDocs plugins (a command's), not listed
+                    config.plugins.events[event].remove(getattr(self, f"on_{event}"))
             # The extension shows the placeholders as elements (raw HTML would be parsed twice a page).
             options["traces_off"] = True
         else:
@@ -140,7 +130,7 @@ class TraceBookPlugin(BasePlugin[TraceBookConfig]):  # type: ignore[no-untyped-c
             self.prepared = prepared = self.book.prepare(prices)
             prepared.clock.add("load", opened)
             self.changed = prepared.changed(before)
-            options.update(source=prepared, cache=prepared.cache, options=prices)
+            options["source"] = prepared  # its cache and prices too
         self.extension = TraceExtension(**options)
         if EXTENSION in config.markdown_extensions:
             config.markdown_extensions.remove(EXTENSION)
@@ -153,15 +143,6 @@ class TraceBookPlugin(BasePlugin[TraceBookConfig]):  # type: ignore[no-untyped-c
             scripts = assets.SCRIPTS if self.prepared is not None else ()
             config.extra_javascript += [ExtraScriptValue(path) for path in scripts if path not in linked]
         return config
-
-    def _leave(self, config: MkDocsConfig, *events: str) -> None:
-        # Page events it has nothing to do in (traces off), out of this build's
-        # list: MkDocs neither calls them nor, with --verbose, logs two lines a page.
-        registered = getattr(getattr(config, "plugins", None), "events", {})
-        for event in events:
-            handlers = registered.get(event, [])
-            if (mine := getattr(self, f"on_{event}")) in handlers:
-                handlers.remove(mine)
 
     def on_files(self, files: Files, *, config: MkDocsConfig) -> Files:
         """Serve the assets from the package; under ``--dirty``, have pages whose traces changed rebuilt."""
@@ -209,15 +190,24 @@ class TraceBookPlugin(BasePlugin[TraceBookConfig]):  # type: ignore[no-untyped-c
         book.check(prepared, name, markdown, self.urls, page.url)
         return markdown  # the extension keeps or drops the live blocks
 
-    # Last, so every other plugin's on_page_content sees the whole page.
+    # Last, so every other plugin's on_page_content sees the whole page. Material's search walks every
+    # tag of a `data-search-exclude` block before it leaves it out (the largest cost traces added to a
+    # build; MkDocs' search ignores the attribute): it is given each block's text outside its payloads.
     @event_priority(-100)
     def on_page_content(self, html: str, *, page: Page, config: MkDocsConfig, files: Files) -> str:
-        """Last: set the trace blocks aside from the search plugin, each swapped for its search text."""
-        if self.prepared is None or self.extension is None or not self.extension.blocks:
+        """Set the trace blocks aside while search reads the page, each swapped for a paragraph of its search text."""
+        if self.extension is None or not self.extension.blocks:
             return html
-        stashed, taken = payloads.take(html, self.extension.blocks)
+        taken: dict[str, str] = {}
+        pieces, done = [], 0
+        for search, block in self.extension.blocks:
+            if (found := html.find(block, done)) >= 0:  # one another plugin changed is left for search to read whole
+                stand_in = f"<!--trace-book:{len(taken)}--><p>{search}</p>"
+                pieces += [html[done:found], stand_in]
+                taken[stand_in] = block
+                done = found + len(block)
         self.taken[page.file.src_uri] = (html, taken)
-        return stashed
+        return "".join([*pieces, html[done:]])
 
     # After the search plugin's (priority 0) has indexed the page without them;
     # before the theme puts the page's content into its template.
@@ -226,13 +216,12 @@ class TraceBookPlugin(BasePlugin[TraceBookConfig]):  # type: ignore[no-untyped-c
         self, context: TemplateContext, *, page: Page, config: MkDocsConfig, nav: Navigation
     ) -> TemplateContext:
         """After the search plugin, before the theme: give the page its trace blocks back."""
-        if (taken := self.taken.pop(page.file.src_uri, None)) is None:
-            return context
-        original, blocks = taken
-        page.content = payloads.give_back(page.content or "", blocks)
-        if page.content is None:
-            log.warning(f"traces: {page.file.src_uri}: a plugin changed the page while its trace blocks were set aside")
-            page.content = original  # the page keeps its HTML from before
+        if (stashed := self.taken.pop(page.file.src_uri, None)) is not None:
+            original, taken = stashed
+            page.content = _STAND_IN.sub(lambda found: taken.pop(found[0], found[0]), page.content or "")
+            if taken:  # a stand-in is gone: the page keeps its HTML from before
+                log.warning(f"traces: {page.file.src_uri}: a plugin changed the page while its traces were set aside")
+                page.content = original
         return context
 
     def on_post_build(self, *, config: MkDocsConfig) -> None:

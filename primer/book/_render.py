@@ -16,8 +16,7 @@ from jinja2 import Environment, PackageLoader, StrictUndefined
 from markupsafe import Markup
 
 from primer import summary
-from primer.book._links import PAYLOADS_HEAD, PAYLOADS_SUFFIX, PUBLISHED_DIR, page_relative
-from primer.book._payloads import BLOCK_END, BLOCK_START
+from primer.book._links import BLOCK_END, BLOCK_START, PAYLOADS_HEAD, PAYLOADS_SUFFIX, PUBLISHED_DIR, page_relative
 from primer.book._prices import PriceTable, default_prices
 from primer.book._render_markdown import ReplyMarkdown, clean, escape_text, safe_url
 from primer.book._render_views import Anchors, prepare, stream_view, totals

@@ -1,13 +1,13 @@
 """The hand-over to the renderer: a ``TraceSource`` gives a chapter's ``ChapterTraces`` (its runs and live status).
 
-What a page needs of a chapter without reading its runs (its scenario names, live status and key
-in the one cache, ``primer.book._cache``) is its ``Shown``.
+What a build shows of a chapter without reading its runs (its scenario names, live status, warnings
+and key in the one cache, ``primer.book._cache``) is its ``Shown``: the same value warm or cold.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal, Protocol
 
 if TYPE_CHECKING:  # the trace models are not loaded with traces off, nor by a warm build
@@ -17,7 +17,7 @@ if TYPE_CHECKING:  # the trace models are not loaded with traces off, nor by a w
 #: The part of a chapter's entry in the cache that keeps its ``Shown``.
 SHOWN = "shown.json"
 
-__all__ = ["Chapter", "ChapterTraces", "LiveStatus", "Shown", "TraceSource"]
+__all__ = ["ChapterTraces", "LiveStatus", "Shown", "TraceSource"]
 
 
 @dataclass(frozen=True)
@@ -49,70 +49,58 @@ class ChapterTraces:
 
 @dataclass(frozen=True)
 class Shown:
-    """What the pages show of a chapter, without its runs: the same in every build, warm or cold.
+    """What the pages show of one chapter, as a build prepared it, kept in its entry under ``key``.
 
-    A page checks its markers against the scenario names and takes its HTML from the chapter's
-    entry in the cache by ``key``; the runs are read only when that HTML is missing.
+    A page checks its markers against the scenario names and takes its HTML from the entry; the
+    runs are read (the mock run by ``code``, the fingerprint of the chapter's code) only on a miss.
     """
 
     chapter: str
     key: str
+    code: str
     #: The scenarios of the mock run, and of the live run shown (None: there is none), in order.
     mock: tuple[str, ...]
     live: tuple[str, ...] | None
     live_status: LiveStatus
+    #: The day a replay verified the frozen live trace under ``code``: shown so stamped (``build --stamp``).
+    verified_at: str | None = None
+    #: False: the chapter could not be imported (its markers can name no scenario), and is kept nowhere.
+    importable: bool = True
+    #: What the build warned about it (said again by every build that shows it from its entry).
+    warnings: tuple[str, ...] = ()
+    #: Its runs, when the build made them (None: read from the cache when a page asks).
+    traces: ChapterTraces | None = field(default=None, compare=False, repr=False)
 
     @property
     def names(self) -> list[str]:
         """Every scenario name of both runs, mock first, each once."""
         return list(dict.fromkeys([*self.mock, *(self.live or ())]))
 
-    def write(self, entry: Entry, warnings: list[str]) -> None:
-        """Keep this in ``entry`` with the warnings to say again (not with a failure: the next build tries again)."""
+    def write(self, entry: Entry) -> None:
+        """Keep this in ``entry`` (not with a failure: the next build tries again)."""
         if self.live_status.failure is not None:
             return
-        data = {
-            "mock": list(self.mock),
-            "live": list(self.live) if self.live is not None else None,
-            "status": [self.live_status.state, self.live_status.reason],
-            "warnings": warnings,
-        }
-        entry.write(SHOWN, json.dumps(data, separators=(",", ":")))
+        data = [self.code, self.mock, self.live, self.live_status.state, self.live_status.reason]
+        entry.write(SHOWN, json.dumps([*data, self.verified_at, self.warnings], separators=(",", ":")))
 
     @classmethod
-    def read(cls, entry: Entry) -> tuple[Shown, list[str]] | None:
-        """What ``entry`` keeps (``write``): the ``Shown`` and its warnings; None if it keeps none."""
-        text = entry.read(SHOWN)
-        if text is None:
-            return None
+    def read(cls, entry: Entry) -> Shown | None:
+        """What ``entry`` keeps (``write``); None if it keeps none."""
         try:
-            data = json.loads(text)
-            live = tuple(data["live"]) if data["live"] is not None else None
-            shown = cls(entry.chapter, entry.key, tuple(data["mock"]), live, LiveStatus(*data["status"]))
-            warnings = [str(warning) for warning in data["warnings"]]
-        except (ValueError, KeyError, TypeError):
+            code, mock, live, state, reason, day, warnings = json.loads(entry.read(SHOWN) or "null")
+            live = tuple(map(str, live)) if live is not None else None
+            said = tuple(map(str, warnings))
+            status = LiveStatus(state, reason)
+            return cls(entry.chapter, entry.key, str(code), tuple(map(str, mock)), live, status, day, warnings=said)
+        except (ValueError, TypeError):
             return None  # made again, and the file replaced
-        return shown, warnings
 
     @classmethod
-    def of(cls, traces: ChapterTraces, key: str) -> Shown:
+    def of(cls, traces: ChapterTraces, key: str = "", code: str = "") -> Shown:
         """What pages show of ``traces``, kept under ``key``."""
         mock = tuple(s.name for s in traces.mock.scenarios) if traces.mock is not None else ()
         live = tuple(s.name for s in traces.live.scenarios) if traces.live is not None else None
-        return cls(traces.chapter, key, mock, live, traces.live_status)
-
-
-@dataclass(frozen=True)
-class Chapter:
-    """What the pages show of one chapter, as a build prepared it."""
-
-    shown: Shown
-    #: Its runs, when the build has them (None: read from its entry when a page asks).
-    traces: ChapterTraces | None
-    #: The scenarios markers may name (None: the chapter could not be imported).
-    names: tuple[str, ...] | None
-    #: What the build warned about it (said again by every build that shows it from its entry).
-    warnings: tuple[str, ...] = ()
+        return cls(traces.chapter, key, code, mock, live, traces.live_status, traces=traces)
 
 
 class TraceSource(Protocol):

@@ -17,20 +17,6 @@ if TYPE_CHECKING:
     from primer.book._prices import PriceTable
     from primer.book._source import ChapterTraces, TraceSource
 
-__all__ = [
-    "NO_KEY",
-    "MockRunSource",
-    "assets_for_page",
-    "book_for_page",
-    "collect",
-    "page_source",
-    "require_scenario",
-    "resolve_source",
-]
-
-# The configuration of the Zensical build the assets were last written for with traces off.
-_STYLED: dict[str, object] = {}
-
 #: Why a standalone page has no live run.
 NO_KEY = "no key yet: live runs are recorded by the book build when PRIMER_API_KEY is set"
 
@@ -105,14 +91,12 @@ def book_for_page(md: Markdown | None, chapters: str, prices: Callable[[], Price
 
 
 def assets_for_page(md: Markdown | None) -> None:
-    """With traces off under Zensical: write the assets (which style the placeholder) into the docs and site once."""
-    if (context := _context(md)) is None or _STYLED.get("build") is context.config:
-        return
-    from primer.book import _assets as assets
+    """With traces off under Zensical: write the assets (which style the placeholder) into the docs and site."""
+    if (context := _context(md)) is not None:  # each marker's: a file that holds them already is not written
+        from primer.book import _assets as assets
 
-    for folder in (context.config["docs_dir"], context.config["site_dir"]):
-        assets.install(Path(context.config["root_dir"]) / folder)
-    _STYLED["build"] = context.config
+        for folder in (context.config["docs_dir"], context.config["site_dir"]):
+            assets.install(Path(context.config["root_dir"]) / folder)
 
 
 def page_source(md: Markdown | None) -> str | None:

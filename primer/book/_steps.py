@@ -1,7 +1,7 @@
-"""The full way of ``Book.prepare`` for each chapter not shown from its entry, and the decisions on it.
+"""The full way of ``Book.prepare`` for each chapter not shown from its entry.
 
 ``Run`` takes each chapter's ``Work`` through ``mock``, ``verify``, ``plan``, ``record`` (one live pool),
-``settle`` and ``show``; the decisions (``wants_verify``, ``plan_live``, ``settle_live``) run nothing.
+``settle`` and ``show``: what is current, what to verify by replay, what to record live, what to keep.
 """
 
 from __future__ import annotations
@@ -11,7 +11,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
-from primer.book._source import Chapter, ChapterTraces, LiveStatus, Shown
+from primer.book._cache import CorruptTrace, traces_of
+from primer.book._source import LiveStatus, Shown
 from primer.errors import quoted
 
 if TYPE_CHECKING:
@@ -21,7 +22,7 @@ if TYPE_CHECKING:
     from primer.settings import Settings
     from primer.trace import ChapterRun, Mode, ScenarioRun
 
-__all__ = ["LIBRARY_CHANGED", "NEVER_RECORDED", "Run", "Work", "anomalies", "plan_live", "settle_live"]
+__all__ = ["LIBRARY_CHANGED", "NEVER_RECORDED", "Run", "Work", "anomalies"]
 
 #: Why a chapter has no live trace yet.
 NEVER_RECORDED = "no live run has been recorded yet: set PRIMER_API_KEY and build to record one"
@@ -29,98 +30,8 @@ NEVER_RECORDED = "no live run has been recorded yet: set PRIMER_API_KEY and buil
 LIBRARY_CHANGED = "library code changed since this server started: the live refresh waits for a new build"
 
 
-def is_current(run: ChapterRun | None, key: str) -> bool:
-    """Whether a stored run was made by the code now on disk (``key``: its fingerprint)."""
-    return run is not None and run.source_hash == key
-
-
 def _failed(run: ChapterRun) -> bool:
     return any(scenario.ending.failed for scenario in run.scenarios)
-
-
-def wants_verify(frozen: ChapterRun | None, key: str, settings: Settings) -> bool:
-    """Whether to replay a frozen live trace: its code changed, and it is not recorded again whatever a replay says."""
-    if frozen is None or frozen.source_hash == key:
-        return False
-    return not (settings.live_enabled and (settings.live == "refresh" or _failed(frozen)))
-
-
-@dataclass(frozen=True)
-class LivePlan:
-    """What a build does with one chapter's live trace: its status, whether to record it, what it reuses."""
-
-    status: LiveStatus
-    record: bool
-    reused: int
-    divergence: str | None = None  # where a replay diverged, as a sentence for the log
-
-
-def plan_live(
-    frozen: ChapterRun | None,
-    key: str,
-    check: ChapterCheck | None,
-    settings: Settings,
-    *,
-    stale_library: bool,
-    path: str,
-) -> LivePlan:
-    """Decide a chapter's live trace from the stored one (re-stamped if a replay verified it) and the replay's check.
-
-    ``stale_library``: this process runs library code older than the files (the next build records).
-    """
-    when = f" (recorded {frozen.recorded_at})" if frozen and frozen.recorded_at else ""
-    divergence = check.divergence if check is not None else None
-    if frozen is None:
-        status = LiveStatus("missing", NEVER_RECORDED)
-    elif frozen.source_hash == key:
-        status = LiveStatus("current", "")
-    elif divergence is not None:
-        again = "Set PRIMER_API_KEY to record it again"
-        why = f"recorded from earlier code{when}, and replayed against the code now it diverged: {divergence.line()}"
-        status = LiveStatus("stale", f"{why}. {again}")
-    else:
-        status = LiveStatus("stale", f"recorded from earlier code{when}: set PRIMER_API_KEY to refresh it")
-    counted = 0 if (check is not None and check.verified) or frozen is None else len(frozen.scenarios)
-    said = None
-    if divergence is not None:
-        action = "it is recorded again now" if settings.live_enabled else "it is shown stale"
-        said = f"traces: the live trace {path} no longer matches the code: replayed, {divergence.line()}; {action}"
-    if not settings.live_enabled:
-        if settings.api_key is not None and frozen is not None and frozen.source_hash != key:
-            earlier = status.reason if divergence is not None else f"recorded from earlier code{when}"
-            status = LiveStatus("stale", f"{earlier}; PRIMER_LIVE=off")
-        return LivePlan(status, record=False, reused=counted, divergence=said)
-    if not (frozen is None or frozen.source_hash != key or settings.live == "refresh" or _failed(frozen)):
-        return LivePlan(status, record=False, reused=counted, divergence=said)
-    if stale_library:
-        return LivePlan(LiveStatus(status.state, LIBRARY_CHANGED), record=False, reused=0, divergence=said)
-    return LivePlan(status, record=True, reused=0, divergence=said)
-
-
-@dataclass(frozen=True)
-class Settled:
-    """What a live refresh leaves: the trace shown, whether it replaces the frozen file, and its status."""
-
-    shown: ChapterRun
-    save: bool
-    status: LiveStatus
-
-
-def settle_live(frozen: ChapterRun | None, new: ChapterRun) -> Settled:
-    """Keep or replace the frozen trace after a refresh: all or nothing per chapter.
-
-    Replaced when every scenario succeeded, or the one it replaces had nothing better (every one failed).
-    """
-    bad = [run for run in new.scenarios if run.ending.failed]
-    if not bad or frozen is None or all(run.ending.failed for run in frozen.scenarios):
-        return Settled(new, save=True, status=LiveStatus("current", ""))
-    from primer.trace import ErrorInfo
-
-    when = f"recorded {frozen.recorded_at}" if frozen.recorded_at else "recorded earlier"
-    names = ", ".join(run.name for run in bad)
-    why = f"the live trace shown was {when}: the refresh of {new.recorded_at} failed ({names}), so it was kept"
-    failure = ErrorInfo(type=bad[0].ending.reason, message=bad[0].ending.detail or bad[0].ending.label)
-    return Settled(frozen, save=False, status=LiveStatus("stale", why, failure))
 
 
 def anomalies(run: ScenarioRun) -> list[str]:
@@ -143,13 +54,13 @@ class Work:
     """One chapter on the full way: what is known of it so far, and what it counted."""
 
     name: str
-    #: The fingerprint of the chapter's code now (its traces' ``source_hash``), and its key as the build found it.
+    #: The fingerprint of the chapter's code now (its traces' ``source_hash``).
     code: str
-    entry: str
     mock: ChapterRun | None = None
-    #: The frozen live trace as stored (re-stamped when a replay verified it), and the one the page shows.
+    #: The frozen live trace as stored (re-stamped when a replay verified it on ``verified_at``), and the one shown.
     frozen: ChapterRun | None = None
     live: ChapterRun | None = None
+    verified_at: str | None = None
     status: LiveStatus = field(default_factory=lambda: LiveStatus("missing"))
     scenarios: tuple[Scenario, ...] | None = None
     import_error: ScenarioRun | None = None  # why it could not be imported, as the run the page shows
@@ -165,14 +76,13 @@ class Work:
 
 @dataclass(frozen=True)
 class Run:
-    """The full way, through the book's chapters and store, with this build's settings and key function."""
+    """The full way, through the book's chapters and cache, with this build's settings and key function."""
 
     book: Book
     settings: Settings
     key: Callable[[str, str], str]
 
     def full_way(self, works: list[Work]) -> None:
-        """Mock, verify, plan, record and settle each chapter."""
         for work in works:
             self.mock(work)
         self.fresh_mock(works)
@@ -195,10 +105,8 @@ class Run:
 
     def stored(self, work: Work, mode: Mode) -> ChapterRun | None:
         """The stored run, or None (a corrupt file is warned about and replaced later)."""
-        from primer.book._store import CorruptTrace
-
         try:
-            return self.book.store.load(work.name, mode, work.entry)
+            return self.book.cache.load(work.name, mode, work.code)
         except CorruptTrace as error:
             if mode == "mock":  # the build's own cache: said by this build only
                 said = f"traces: {error.problem} The mock trace of {work.name} runs again and the file is replaced."
@@ -223,17 +131,14 @@ class Run:
         return work.scenarios
 
     def ran(self, work: Work, run: ChapterRun) -> None:
-        """Keep a mock run made now by the chapter's code."""
         run.source_hash = work.code
-        self.book.save(run, work.entry)
+        self.book.save(run)
         work.mock, work.ran = run, work.ran + len(run.scenarios)
 
     def mock(self, work: Work) -> None:
         """Reuse the mock trace made by this code, or run it here (not when library code changed: ``fresh_mock``)."""
         stored = self.stored(work, "mock")
-        if not is_current(stored, work.code):
-            stored = self.book.store.earlier_mock(work.name, work.entry, work.code)
-        if stored is not None and is_current(stored, work.code):
+        if stored is not None and stored.source_hash == work.code:
             work.mock, work.reused = stored, work.reused + len(stored.scenarios)
         elif self.book.chapters.stale_library(work.name):
             work.stale_library = True
@@ -260,17 +165,22 @@ class Run:
                 work.import_error = error_run("import", "mock", why, self.settings.redactor())
 
     def verify(self, work: Work) -> None:
-        """Replay a frozen live trace whose code changed; shown current, re-stamped, if every request is the same."""
+        """Replay a frozen live trace whose code changed (unless it is recorded again whatever a replay says).
+
+        Shown current, re-stamped, if every request is the same. The verdict is kept by its inputs
+        (the frozen file, the code), so a diverged trace is not replayed again by every build.
+        """
         work.frozen = frozen = self.stored(work, "live")
-        if frozen is None or not wants_verify(frozen, work.code, self.settings):
+        settings, cache = self.settings, self.book.cache
+        if frozen is None or frozen.source_hash == work.code:
+            return
+        if settings.live_enabled and (settings.live == "refresh" or _failed(frozen)):
             return
         if (scenarios := self.load(work)) is None:
             return  # the import error is shown; the live trace stays as it was
-        store, path = self.book.store, self.book.store.path(work.name, "live")
-        kept = store.verdict(work.name, work.entry, work.code)
-        if kept is not None:
+        if (kept := cache.verdict(work.name, work.code)) is not None:
             # A verified trace counts as reused (its stamped copy is current); a diverged one keeps its check.
-            check, day, _ = kept
+            check, day = kept
             work.check = None if check.verified else check
         else:
             try:
@@ -279,21 +189,22 @@ class Run:
                 from primer.replay import IncompleteRecording
 
                 why = str(error) if isinstance(error, IncompleteRecording) else f"{type(error).__name__}: {error}"
-                why = self.settings.redactor().text(why)
-                said = f"traces: the live trace {path} could not be verified by replay: {why}"
-                if self.settings.live_enabled:  # recorded again now: a note, not a failed --strict build
+                said = f"traces: the live trace {cache.path(work.name)} could not be verified by replay: "
+                said += settings.redactor().text(why)
+                if settings.live_enabled:  # recorded again now: a note, not a failed --strict build
                     self.book.log.info(said)
                 else:
                     advice = "It is shown as recorded from earlier code; record it again with PRIMER_API_KEY set."
                     self.warn(work, f"{said} {advice}")
                 return
             day = datetime.now(UTC).date().isoformat()
-            store.keep_verdict(work.name, work.entry, work.code, check, day)  # a cache: never fails
-            work.check, work.verified = check, (work.verified or 0) + sum(c.verified for c in check.scenarios)
+            cache.keep_verdict(work.name, work.code, check, day)  # a cache: never fails
+            work.check, work.verified = check, sum(c.verified for c in check.scenarios)
         if check.verified:
             # Shown current with the day it verified; only `python -m primer.book build --stamp` (or a
             # refresh) writes the committed file, so a build leaves a checkout clean.
-            work.frozen = store.stamped(frozen, work.code, day)
+            work.frozen = frozen.model_copy(update={"source_hash": work.code, "verified_at": day})
+            work.verified_at = day
 
     def replay(self, work: Work, frozen: ChapterRun, scenarios: tuple[Scenario, ...]) -> ChapterCheck:
         """The replay of the frozen trace, here or (library code changed under this process) in a new interpreter."""
@@ -301,26 +212,47 @@ class Run:
             from primer.book._run import verify_in_worker
 
             self.book.log.info(f"traces: library code changed since this process started; verifying {work.name} anew")
-            path = self.book.store.path(work.name, "live")
+            path = self.book.cache.path(work.name)
             return verify_in_worker(path, self.book.chapters.package, work.name, self.book.time_limit)
         from primer.replay import verify_chapter
 
         return verify_chapter(frozen, list(scenarios))
 
     def plan(self, work: Work) -> None:
-        """Set the chapter's live status and trace shown, and whether to record it now."""
-        path = str(self.book.store.path(work.name, "live"))
-        decided = plan_live(
-            work.frozen, work.code, work.check, self.settings, stale_library=work.stale_library, path=path
-        )
-        work.status, work.live, work.reused = decided.status, work.frozen, work.reused + decided.reused
-        if decided.divergence is not None:
+        """Set the live status, the trace shown (the stored one, re-stamped if verified), whether to record."""
+        frozen, settings, check = work.frozen, self.settings, work.check
+        when = f" (recorded {frozen.recorded_at})" if frozen and frozen.recorded_at else ""
+        divergence = check.divergence if check is not None else None
+        changed = frozen is not None and frozen.source_hash != work.code
+        if frozen is None:
+            status = LiveStatus("missing", NEVER_RECORDED)
+        elif not changed:
+            status = LiveStatus("current")
+        elif divergence is not None:
+            why = f"recorded from earlier code{when}, and replayed against the code now it diverged: "
+            why += divergence.line()
+            status = LiveStatus("stale", f"{why}. Set PRIMER_API_KEY to record it again")
+        else:
+            status = LiveStatus("stale", f"recorded from earlier code{when}: set PRIMER_API_KEY to refresh it")
+        if divergence is not None:
+            action = "it is recorded again now" if settings.live_enabled else "it is shown stale"
+            said = f"traces: the live trace {self.book.cache.path(work.name)} no longer matches the code: replayed, "
+            said += f"{divergence.line()}; {action}"
             # Recorded again at once, it will be current: worth a note, not a failed --strict build.
-            if self.settings.live_enabled:
-                self.book.log.info(decided.divergence)
+            if settings.live_enabled:
+                self.book.log.info(said)
             else:
-                self.warn(work, decided.divergence)
-        work.record = decided.record and self.load(work) is not None
+                self.warn(work, said)
+        record = settings.live_enabled and (frozen is None or changed or settings.live == "refresh" or _failed(frozen))
+        if not record and frozen is not None and not (check is not None and check.verified):
+            work.reused += len(frozen.scenarios)  # a trace verified now counts as verified
+        if settings.api_key is not None and not settings.live_enabled and changed:
+            earlier = status.reason if divergence is not None else f"recorded from earlier code{when}"
+            status = LiveStatus("stale", f"{earlier}; PRIMER_LIVE=off")
+        if record and work.stale_library:  # this process runs library code older than the files: the next build
+            status, record = LiveStatus(status.state, LIBRARY_CHANGED), False
+        work.status, work.live = status, frozen
+        work.record = record and self.load(work) is not None
 
     def record(self, works: list[Work]) -> None:
         """Run every chapter's live scenarios in one pool, then settle each chapter's frozen trace."""
@@ -343,21 +275,30 @@ class Run:
                 self.settle(work, mine, recorded)
 
     def settle(self, work: Work, mine: list[ScenarioRun], recorded: str) -> None:
-        """Keep the chapter's refresh, or its frozen trace: all or nothing."""
-        from primer.trace import ChapterRun
+        """Keep the chapter's refresh, or its frozen trace: all or nothing.
 
-        model = self.settings.model
+        Replaced when every scenario succeeded, or the one it replaces had nothing better (every one failed).
+        """
+        from primer.trace import ChapterRun, ErrorInfo
+
+        model, frozen = self.settings.model, work.frozen
         new = ChapterRun(
             chapter=work.name, mode="live", source_hash=work.code, recorded_at=recorded, model=model, scenarios=mine
         )
         work.ran, work.live_runs = work.ran + len(mine), len(mine)
         self.failures(work, mine)
-        settled = settle_live(work.frozen, new)
-        if settled.save:
-            self.book.save(new, work.entry)
-            if work.frozen is not None:
-                self.new_anomalies(work.name, work.frozen, new)
-        work.live, work.status = settled.shown, settled.status
+        bad = [run for run in mine if run.ending.failed]
+        if not bad or frozen is None or all(run.ending.failed for run in frozen.scenarios):
+            self.book.save(new)
+            if frozen is not None:
+                self.new_anomalies(work.name, frozen, new)
+            work.live, work.status, work.verified_at = new, LiveStatus("current"), None
+            return
+        when = f"recorded {frozen.recorded_at}" if frozen.recorded_at else "recorded earlier"
+        names = ", ".join(run.name for run in bad)
+        why = f"the live trace shown was {when}: the refresh of {new.recorded_at} failed ({names}), so it was kept"
+        failure = ErrorInfo(type=bad[0].ending.reason, message=bad[0].ending.detail or bad[0].ending.label)
+        work.status = LiveStatus("stale", why, failure)
 
     def new_anomalies(self, chapter: str, frozen: ChapterRun, new: ChapterRun) -> None:
         """Warn, once, about what a refreshed trace's model does that the frozen one did not: worth a look."""
@@ -367,10 +308,10 @@ class Run:
                 self.book.log.warning(
                     f"traces: {chapter} / {run.name} (live): in the refreshed trace the model {'; '.join(found)}, "
                     f"which the frozen trace did not show. The refresh replaced "
-                    f"{self.book.store.path(chapter, 'live')}: review the change before committing it."
+                    f"{self.book.cache.path(chapter)}: review the change before committing it."
                 )
 
-    def show(self, work: Work) -> Chapter:
+    def show(self, work: Work) -> Shown:
         """What the pages show of the chapter, kept in its entry under its key as it is now."""
         from primer.script_check import unused_warnings
         from primer.trace import ChapterRun
@@ -379,22 +320,27 @@ class Run:
         if mock is None and work.import_error is not None:
             # Not stored: the import is tried again next build, and the trace must not outlive the broken file.
             mock = ChapterRun(chapter=work.name, mode="mock", model="mock", scenarios=[work.import_error])
-        shown = mock.scenarios if mock else []
-        self.failures(work, [*shown, *(work.live.scenarios if work.live else [])])
-        for unused in [warning for run in shown for warning in unused_warnings(run)]:
+        runs = mock.scenarios if mock else []
+        self.failures(work, [*runs, *(work.live.scenarios if work.live else [])])
+        for unused in [warning for run in runs for warning in unused_warnings(run)]:
             self.warn(work, f"traces: {work.name} / {unused}")  # a mock script the run did not use up
         # Under the key as it is now: a refresh may have rewritten the frozen file.
-        key, store = self.key(work.name, work.code), self.book.store
-        traces = ChapterTraces(
-            work.name, mock, work.live, work.status, store.download_url(work.name), store.payloads_url(work.name)
+        key, live = self.key(work.name, work.code), work.live
+        shown = Shown(
+            work.name,
+            key,
+            work.code,
+            tuple(run.name for run in runs),
+            tuple(run.name for run in live.scenarios) if live is not None else None,
+            work.status,
+            work.verified_at,
+            work.import_error is None,
+            tuple(work.warnings),
+            traces_of(work.name, mock, live, work.status),
         )
-        summary = Shown.of(traces, key)
         # A live run with a failed scenario is recorded again by the next build with a key
-        # (``plan_live``): with live runs on, it is not kept, so that build takes the full way.
-        retry = self.settings.live_enabled and work.live is not None and _failed(work.live)
+        # (``plan``): with live runs on, it is not kept, so that build takes the full way.
+        retry = self.settings.live_enabled and live is not None and _failed(live)
         if work.import_error is None and mock is not None and not retry:
-            if key != work.entry:
-                self.book.save(mock, key)
-            summary.write(store.cache.entry(work.name, key), work.warnings)
-        names = None if work.import_error else tuple(run.name for run in shown)
-        return Chapter(summary, traces, names, tuple(work.warnings))
+            shown.write(self.book.cache.entry(work.name, key))
+        return shown

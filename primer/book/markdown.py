@@ -1,13 +1,14 @@
 """The Python-Markdown extension that puts traces into chapter pages: ``::: trace CHAPTER [SCENARIO]``.
 
-Traces come from ``source`` (a ``TraceSource`` or ``"module:name"``), else the book (the plugin's, or
-the one Zensical names), else mock runs in this process: ``markdown.markdown(text, extensions=[
-"primer.book.markdown"])``. A marker that cannot be shown is an error block, and logged; with traces
+Traces come from ``source`` (a ``TraceSource`` or ``"module:name"``; the plugin's ``Prepared`` gives its cache
+and prices too), else the book Zensical names, else mock runs in this process: ``markdown.markdown(text,
+extensions=["primer.book.markdown"])``. A marker that cannot be shown is an error block, and logged; with traces
 off it is a note. Each marker's HTML is held as a token and put back whole: never parsed again.
 """
 
 from __future__ import annotations
 
+import html as htmllib
 import posixpath
 import re
 import time
@@ -26,7 +27,6 @@ from primer.book import _sources as sources
 from primer.book._links import page_relative
 from primer.book._logs import book_logger
 from primer.book._markers import OFF_CLASS, Marker, ModeBlock, NearMiss, off_note, parse_line
-from primer.book._payloads import search_text
 from primer.book._prose import LiveProse, opening_html, select
 from primer.book._sources import NO_KEY, MockRunSource, collect
 from primer.errors import ConfigError, NotFound, PrimerError
@@ -38,26 +38,40 @@ if TYPE_CHECKING:  # loaded on first use: MkDocs loads the extension with traces
 
     from primer.book._cache import TraceCache
     from primer.book._prices import PriceTable
-    from primer.book._render import Anchors
-    from primer.book._source import Shown, TraceSource
+    from primer.book._source import TraceSource
 
-__all__ = ["NO_KEY", "MockRunSource", "PutBack", "TraceExtension", "TraceProcessor", "collect", "makeExtension"]
+__all__ = [
+    "NO_KEY",
+    "PAYLOAD",
+    "MockRunSource",
+    "PutBack",
+    "TraceExtension",
+    "TraceProcessor",
+    "collect",
+    "makeExtension",
+    "search_text",
+]
 
 # Under ``mkdocs.`` so MkDocs counts the warnings (``--strict``).
 log = book_logger("mkdocs.plugins.primer.book")
+#: One payload block (it holds no ``div``, the templates promise it): opening tag, content, closing tag.
+PAYLOAD = re.compile(r'(<div class="tr-(?:body|timeline)" data-search-exclude[^>]*>)(.*?)(</div>)', re.S)
+_INERT = re.compile(r"<(script|template|style)\b.*?</\1\s*>", re.S | re.I)  # what no reader of the index needs
+_TAG = re.compile(r"<[^>]*>")
+_SPACE = re.compile(r"\s+")
+
+
+def search_text(block: str) -> str:
+    """A trace block's text outside its payloads, escaped, on one line: what search indexes of it (the plugin's)."""
+    text = _TAG.sub(" ", _INERT.sub(" ", PAYLOAD.sub("", block)))
+    # Unescaped and escaped again: what search reads is exactly the text a reader sees.
+    return htmllib.escape(_SPACE.sub(" ", htmllib.unescape(text)).strip(), quote=False)
 
 
 class TraceExtension(Extension):
-    """``::: trace CHAPTER [SCENARIO]`` → the rendered traces (``source``, ``cache``, ``options``: see the module)."""
+    """``::: trace CHAPTER [SCENARIO]`` → the rendered traces (``source``: see the module)."""
 
-    def __init__(
-        self,
-        *,
-        source: TraceSource | str | None = None,
-        cache: TraceCache | None = None,
-        options: PriceTable | None = None,
-        **kwargs: Any,
-    ) -> None:
+    def __init__(self, *, source: TraceSource | str | None = None, **kwargs: Any) -> None:
         self.config = {
             # No default for a book (primer.variables.book_chapters); a plain Markdown instance runs primer.chapters.
             "chapters": ["", "The chapters' package (PRIMER_CHAPTERS wins over it)."],
@@ -69,21 +83,19 @@ class TraceExtension(Extension):
         super().__init__(**kwargs)
         #: Whether traces are off: the option, or ``PRIMER_TRACES=off`` where no plugin sets it (Zensical).
         self.off = bool(self.getConfig("traces_off")) or traces_off()
-        self._options = options
         self._given = source
         self._source: TraceSource | None = None
-        self._cache = cache
         self.md: Markdown | None = None
         #: The page being rendered: its name and Markdown as the plugin read them (``_warn``), and its URL.
         self.reading: tuple[str, str] | None = None
         self.page_url: str | None = None
-        self._anchors: Anchors | None = None
         self.reset()
 
     @cached_property
     def options(self) -> PriceTable:
-        """The prices the pages show costs by: made on first use, so a build with traces off reads none."""
-        return self._options if self._options is not None else render_options(self.getConfig("prices"), "the extension")
+        """The prices the pages show costs by: the book's, else the option's (made on first use: off reads none)."""
+        prices = getattr(self._given, "prices", None)
+        return prices if prices is not None else render_options(self.getConfig("prices"), "the extension")
 
     def setConfig(self, key: str, value: Any) -> None:
         """Set an option; a name the extension has no option for is an error naming it (not a bare KeyError)."""
@@ -100,21 +112,12 @@ class TraceExtension(Extension):
         return AtomicString(f"\x02trace-book:{len(self.held) - 1}\x03")
 
     @property
-    def anchors(self) -> Anchors:
-        """The renderer's ids of the page so far (made on the first marker rendered: a warm build loads no renderer)."""
-        if self._anchors is None:
-            from primer.book._render import Anchors
-
-            self._anchors = Anchors(used=self._ids)
-        return self._anchors
-
-    @property
     def source(self) -> TraceSource:
-        """The given source, the book's trace store, or the in-process mock runner."""
+        """The given source, the book Zensical names, or the in-process mock runner."""
         if self._source is None and self._given is not None:
             self._source = sources.resolve_source(self._given)
         elif self._source is None:
-            book = sources.book_for_page(self.md, self.getConfig("chapters"), lambda: self.options)
+            book: TraceSource | None = sources.book_for_page(self.md, self.getConfig("chapters"), lambda: self.options)
             if book is None and self.md is not None and "relpath" in self.md.treeprocessors:
                 # MkDocs' own treeprocessor: a MkDocs page, and no plugin (or hook) prepared its book.
                 raise ConfigError(
@@ -126,16 +129,9 @@ class TraceExtension(Extension):
                 from primer.settings import Settings
 
                 package = Settings.without_live().chapters_package(self.getConfig("chapters") or None)
-                self._source = MockRunSource(ChapterLocator(package))
-            else:
-                self._source, self._cache = book, self._cache or book.cache
+                book = MockRunSource(ChapterLocator(package))
+            self._source = book
         return self._source
-
-    @property
-    def cache(self) -> TraceCache | None:
-        """The cache of rendered HTML: the one given, or the book's."""
-        _ = self.source  # the book's, once it is known
-        return self._cache
 
     def extendMarkdown(self, md: Markdown) -> None:
         """Register the block processor, the live prose's preprocessor and the postprocessor."""
@@ -152,7 +148,6 @@ class TraceExtension(Extension):
 
     def reset(self) -> None:
         """A new document: ids need only be unique within one page."""
-        self._anchors = None
         self._ids: set[str] = set()
         self._headed: set[str] = set()
         #: The HTML of the page's markers and mode blocks so far, by token (``hold``).
@@ -160,11 +155,11 @@ class TraceExtension(Extension):
         #: The page's trace blocks so far: (what search indexes of one, its HTML), for the plugin.
         self.blocks: list[tuple[str, str]] = []
 
-    def _warn(self, message: str, said: str, meant: Callable[[str], bool]) -> None:
+    def _warn(self, said: str, meant: Callable[[str], bool]) -> None:
         # Standalone, every problem; under the plugin, which names page and line itself, one it
-        # cannot see (``said`` after them): a marker indented more than it reads (an admonition's).
+        # cannot see, named so too: a marker indented more than it reads (an admonition's).
         if self.getConfig("warn_missing"):
-            log.warning("%s", message)
+            log.warning("%s", said)
             return
         page, markdown = self.reading or ("", "")
         for number, line in enumerate(markdown.split("\n"), 1):
@@ -177,16 +172,11 @@ class TraceExtension(Extension):
         # What a shown mode block's two lines become: tokens for its labelled element, opened and closed.
         return self.hold(opening_html(block)), self.hold("</div>")
 
-    def _summary(self, chapter: str) -> Shown | None:
-        # A book's store shows every chapter by its ``Shown``: its runs are read only on a miss.
-        summary = getattr(self.source, "summary", None)
-        return summary(chapter) if summary is not None else None
-
     def has_live(self, chapter: str, scenario: str | None) -> bool:
         """Whether a live block's prose shows: the chapter (or the scenario) has a live run."""
         if self.off:
             return False
-        summary = self._summary(chapter)
+        summary = getattr(self.source, "summary", _no_summary)(chapter)
         if summary is not None:
             return summary.live is not None and (scenario is None or scenario in summary.live)
         try:
@@ -200,18 +190,13 @@ class TraceExtension(Extension):
     def html_for(self, marker: Marker | NearMiss) -> str:
         """The HTML for one marker: the traces, or a visible error block (a near miss is one)."""
         if isinstance(marker, NearMiss):
-            self._warn(marker.message, marker.message, lambda line: line.rstrip() == marker.text.strip())
+            self._warn(marker.message, lambda line: line.rstrip() == marker.text.strip())
             return _error(marker.message, marker.text)
-        chapter, scenario = marker.chapter, marker.scenario
-        said = f"::: trace {chapter}{f' {scenario}' if scenario else ''}"
+        said = f"::: trace {marker.chapter}{f' {marker.scenario}' if marker.scenario else ''}"
         try:
-            search, _, html = self._stored(chapter, scenario).partition("\n")
-            self._headed.add(chapter)
-            self.blocks.append((search, html))
-            return html
+            search, _, html = self._stored(marker.chapter, marker.scenario).partition("\n")
         except NotFound as error:
-            meant = Marker(chapter, scenario, 1)
-            self._warn(f"{said}: {error}", f"the marker `{said}`: {error}", lambda line: parse_line(line) == meant)
+            self._warn(f"the marker `{said}`: {error}", lambda line: parse_line(line) == marker)  # both on line 1
             return _error(str(error), said)
         except PrimerError as error:
             log.warning("%s: %s", said, error)
@@ -223,28 +208,34 @@ class TraceExtension(Extension):
                 "This is a bug in the book machinery: the build log has the traceback.",
                 said,
             )
+        self._headed.add(marker.chapter)
+        self.blocks.append((search, html))
+        return html
 
     def _stored(self, chapter: str, scenario: str | None) -> str:
         """The marker's search text, a line, then its HTML: from the chapter's entry in the cache, else rendered."""
-        started = time.perf_counter()
+        source = self.source
+        # A book's ``Prepared`` shows every chapter by its ``Shown`` (its runs are read only on a miss),
+        # from its cache, whose key holds the prices.
+        summary = getattr(source, "summary", _no_summary)(chapter)
+        cache: TraceCache | None = getattr(source, "cache", None)
         # A chapter's switch, totals and live status head its first trace on the page only.
         head = chapter not in self._headed
         # Links are made relative to the page (MkDocs' URL, or the file Zensical renders): its folder is in the slot.
         page = self.page_url or sources.page_source(self.md) or ""
-        variant = f"{self.options.key}\0{posixpath.dirname(page)}"
-        summary, cache = self._summary(chapter), self.cache
+        variant = posixpath.dirname(page)
         if summary is not None and cache is not None:
             sources.require_scenario(chapter, scenario, summary.names)
-            cache.seconds += time.perf_counter() - started
             kept = cache.cached(chapter, scenario, summary.key, used=self._ids, head=head, variant=variant)
             if kept is not None:
                 return kept
-        from primer.book._render import render_traces  # the first marker's: its share too
+        started = time.perf_counter()
+        from primer.book._render import Anchors, render_traces  # the first marker's: its share too
 
-        traces = collect(self.source, chapter, scenario)
+        traces = collect(source, chapter, scenario)
 
         def render() -> str:
-            html = render_traces(traces, scenario, anchors=self.anchors, head=head, prices=self.options)
+            html = render_traces(traces, scenario, anchors=Anchors(used=self._ids), head=head, prices=self.options)
             html = page_relative(html, page)
             return f"{search_text(html)}\n{html}"
 
@@ -309,6 +300,10 @@ class PutBack(Postprocessor):
 # STX and ETX: Python-Markdown removes them from a page's text, and the renderer from what a model, a
 # tool or a service says (``render._clean``), so no page and no trace forges a token.
 _TOKEN = re.compile("<p>\x02trace-book:([0-9]+)\x03</p>|\x02trace-book:([0-9]+)\x03")
+
+
+def _no_summary(chapter: str) -> None:
+    return None  # a source other than a book's: its traces are read
 
 
 def _error(message: str, marker: str) -> str:

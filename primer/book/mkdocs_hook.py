@@ -7,4 +7,5 @@ lasts across ``mkdocs serve`` rebuilds as a plugin's does.
 
 from primer.book._plugin import TraceBookPlugin as _Plugin
 
-globals().update(_Plugin.hook().events())
+_plugin = _Plugin()
+globals().update({name: getattr(_plugin, name) for name in dir(_Plugin) if name.startswith("on_")})

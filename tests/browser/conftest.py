@@ -27,9 +27,9 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     from mkdocs.commands.build import build
     from mkdocs.config import load_config
 
+    from primer.book._links import PAYLOADS_SUFFIX, PUBLISHED_DIR
     from primer.book._render import render_payloads
     from primer.book._source import ChapterTraces
-    from primer.book._store import TraceStore
     from tests.test_render_data import FixtureSource
 
     class Published(FixtureSource):
@@ -37,7 +37,7 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
         def traces(self, chapter: str) -> ChapterTraces:
             traces = super().traces(chapter)
-            return dataclasses.replace(traces, payloads_url=TraceStore.payloads_url(chapter))
+            return dataclasses.replace(traces, payloads_url=f"{PUBLISHED_DIR}/{chapter}{PAYLOADS_SUFFIX}")
 
     root = tmp_path_factory.mktemp("book")
     docs = root / "docs"
@@ -56,7 +56,7 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         # Published as the book's hook publishes them.
         (root / "site" / "traces").mkdir(exist_ok=True)
         for chapter in ("ch05_loop_endings", "ch09_who_retries", "hostile"):
-            page = root / "site" / TraceStore.payloads_url(chapter)
+            page = root / "site" / PUBLISHED_DIR / f"{chapter}{PAYLOADS_SUFFIX}"
             page.write_text(render_payloads(source.traces(chapter)), "utf-8")
         yield url
 
