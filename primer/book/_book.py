@@ -282,8 +282,8 @@ class Book:
             if not prepared.enabled:
                 said = check(name, markdown)
             else:
-                stem = PurePosixPath(name).stem
-                for marker in find_markers(markdown) if urls is not None else ():
+                stem, urls = PurePosixPath(name).stem, {} if urls is None else urls
+                for marker in find_markers(markdown):
                     urls[marker.chapter] = url if stem == marker.chapter else urls.get(marker.chapter, url)
                 said = check(name, markdown, prepared.scenario_names)
                 said += prose.problems(
