@@ -8,8 +8,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-__all__ = ["FOLDER", "SCRIPTS", "SOURCES", "STYLESHEETS", "install"]
-
 #: Where the files are in the package.
 FOLDER = Path(__file__).resolve().parent / "assets"
 #: Their paths in the site.

@@ -15,19 +15,6 @@ from typing import NamedTuple
 
 from primer.locator import unknown
 
-__all__ = [
-    "MARKER_FORM",
-    "OFF_CLASS",
-    "Marker",
-    "ModeBlock",
-    "NearMiss",
-    "Scan",
-    "check",
-    "find_markers",
-    "numbered",
-    "scan",
-]
-
 #: The valid form of a marker, as messages quote it.
 MARKER_FORM = "::: trace CHAPTER [SCENARIO]"
 #: The class of the note a marker becomes when traces are off.
@@ -41,7 +28,7 @@ _MEANT = re.compile(r"(?P<indent> {0,3}):::(?P<gap>[ \t]*)(?P<word>traces?)(?P<r
 _NAME = re.compile(r"[A-Za-z0-9_]+")
 _SPACES = re.compile(r"[ \t]+")
 # Placing traces for the book's rules, however indented: the extension finds them in admonitions too.
-_PLACING = re.compile(r"[ \t]*:::[ \t]+trace[ \t]+(\w+)(?:[ \t]+(\w+))?[ \t]*")
+_PLACING = re.compile(r"[ \t]*:::[ \t]+trace[ \t]+(\w+)(?:[ \t]+(\w+))?\s*")
 _OPEN = re.compile(r" {0,3}:::[ \t]+(live|mock)[ \t]+(\w+)(?:[ \t]+(\w+))?\s*", re.A)
 _CLOSE = re.compile(r" {0,3}:::[ \t]+end[ \t]+(live|mock)\s*")
 _BLOCK_MEANT = re.compile(r"[ \t]*:::[ \t]*(?:end[ \t]*)?(?:live|mock)(?:\s|$)", re.I)
@@ -52,8 +39,6 @@ _FORMS = (
 
 
 class Marker(NamedTuple):
-    """One marker found in a page."""
-
     chapter: str
     scenario: str | None
     line: int
@@ -138,23 +123,6 @@ def numbered(pattern: re.Pattern[str], text: str) -> Iterator[tuple[int, re.Matc
         yield number, match
 
 
-def _outside_code(markdown: str) -> tuple[list[tuple[int, str]], list[tuple[int, int]]]:
-    # The ":::" lines outside fenced code, numbered; and the fenced code's first and last lines.
-    lines, fenced, fence, opened = [], [], "", 0
-    for number, match in numbered(_LINE, f"\n{markdown}"):
-        found = match[2]
-        if not fence and found:
-            fence, opened = found, number
-        elif not fence:
-            lines.append((number, match[1]))
-        elif found and found[0] == fence[0] and len(found) >= len(fence):  # the same character, as long
-            fenced.append((opened, number))
-            fence = ""
-    if fence:
-        fenced.append((opened, markdown.count("\n") + 1))
-    return lines, fenced
-
-
 def _blocks(lines: list[tuple[int, str]]) -> tuple[list[ModeBlock], list[tuple[int, str]]]:
     # The closed mode blocks, and what is wrong with the blocks' lines as (line, sentence).
     blocks, wrong, current = [], [], None
@@ -184,27 +152,31 @@ def scan(markdown: str) -> Scan:
     """What the page's ``:::`` lines say, in order (lines numbered as an editor does: only a line feed ends one)."""
     if ":::" not in markdown:
         return Scan()
-    lines, fenced = _outside_code(markdown)
-    parsed = [(number, line, parse_line(line, number)) for number, line in lines]
-    markers = tuple(each for _, _, each in parsed if isinstance(each, Marker))
-    # A line meant as a marker is no block's; one placing traces indented is no valid marker.
-    others = [(number, line) for number, line, each in parsed if each is None]
-    blocks, wrong = _blocks(others)
-    indented = (
-        placing for _, line, each in parsed if not isinstance(each, Marker) and (placing := _PLACING.fullmatch(line))
-    )
+    lines, fenced, fence, opened = [], [], "", 0  # the ":::" lines outside fenced code; the fences' first and last
+    for number, match in numbered(_LINE, f"\n{markdown}"):
+        found = match[2]
+        if not fence and found:
+            fence, opened = found, number
+        elif not fence:
+            lines.append((number, match[1], parse_line(match[1], number)))
+        elif found and found[0] == fence[0] and len(found) >= len(fence):  # the same character, as long
+            fenced.append((opened, number))
+            fence = ""
+    if fence:
+        fenced.append((opened, markdown.count("\n") + 1))
+    # A line meant as a marker is no block's; one placing traces, however indented, counts for the rules.
+    blocks, wrong = _blocks([(number, line) for number, line, each in lines if each is None])
     return Scan(
-        markers,
-        tuple(each for _, _, each in parsed if isinstance(each, NearMiss)),
+        tuple(each for _, _, each in lines if isinstance(each, Marker)),
+        tuple(each for _, _, each in lines if isinstance(each, NearMiss)),
         tuple(blocks),
         tuple(wrong),
-        tuple((m.chapter, m.scenario) for m in markers) + tuple((found[1], found[2]) for found in indented),
+        tuple((found[1], found[2]) for _, line, _ in lines if (found := _PLACING.fullmatch(line))),
         tuple(fenced),
     )
 
 
 def find_markers(markdown: str) -> list[Marker]:
-    """Every valid marker of a page outside fenced code, with its line number (from 1)."""
     return list(scan(markdown).markers)
 
 
@@ -229,6 +201,5 @@ def check(page: str, markdown: str, scenarios: Mapping[str, Sequence[str] | None
 
 
 def off_note(marker: Marker) -> str:
-    """The words of the note a marker becomes when traces are off."""
     what = f"{marker.chapter} {marker.scenario}" if marker.scenario else marker.chapter
     return f"Traces of {what} are not shown: this build ran with PRIMER_TRACES=off."

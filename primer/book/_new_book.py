@@ -1,8 +1,8 @@
 """A new book, written from the package's scaffold (a book that builds ``--strict``): ``python -m primer.book new DIR``.
 
-Its words ``__PACKAGE__`` (a folder's name too), ``__SITE_NAME__``, ``__SOURCE__`` and ``__VERSION__`` are the new
-book's; files git would read are shipped renamed (``gitignore``, ``github/``). It is written beside ``DIR`` and moved
-into place whole: nothing is half-written, and a ``DIR`` not empty is refused.
+Its words ``__PACKAGE__`` (a folder's name too) and ``__SITE_NAME__`` are the new book's; files git would read
+are shipped renamed (``gitignore``, ``github/``). It is written beside ``DIR`` and moved into place whole: nothing
+is half-written, and a ``DIR`` not empty is refused.
 """
 
 from __future__ import annotations
@@ -13,38 +13,13 @@ import os
 import re
 import shutil
 import tempfile
-from importlib import metadata, resources
+from importlib import resources
 from pathlib import Path
 
 from primer.errors import ConfigError
 from primer.variables import package_name
 
-__all__ = ["write_book"]
-
 _RENAMED = {"gitignore": ".gitignore", "github": ".github"}
-
-
-def _source() -> tuple[str, str]:
-    """The source repository and version of trace-book, for ``requirements.txt``."""
-    try:
-        found = metadata.metadata("trace-book")
-    except metadata.PackageNotFoundError:  # run from a checkout that was never installed
-        return "https://github.com/example/trace-book", "0.1.0"
-    urls = dict(url.split(", ", 1) for url in found.get_all("Project-URL") or [] if ", " in url)
-    return urls.get("Source", "https://github.com/example/trace-book"), found["Version"]
-
-
-def _check_package(package: str) -> None:
-    if package == "primer" or package.startswith("primer."):
-        raise ConfigError(f"The chapters' package cannot be {package}: that is the library's. Choose another name.")
-    spec = None
-    with contextlib.suppress(ImportError, ValueError):
-        spec = importlib.util.find_spec(package)
-    if spec is not None:
-        raise ConfigError(
-            f"A package named {package} is importable already{f' ({spec.origin})' if spec.origin else ''}: the "
-            "book's chapters would be looked for there. Name the book's package otherwise, with --package."
-        )
 
 
 def write_book(target: Path, *, package: str | None = None, title: str | None = None) -> list[Path]:
@@ -57,10 +32,18 @@ def write_book(target: Path, *, package: str | None = None, title: str | None = 
     name = target.resolve().name
     default = re.sub(r"\W+", "_", name.lower()).strip("_") or "book"  # my-book: my_book
     package = package_name("--package", package or (f"book_{default}" if default[0].isdigit() else default))
-    _check_package(package)
+    if package == "primer" or package.startswith("primer."):
+        raise ConfigError(f"The chapters' package cannot be {package}: that is the library's. Choose another name.")
+    spec = None
+    with contextlib.suppress(ImportError, ValueError):
+        spec = importlib.util.find_spec(package)
+    if spec is not None:
+        raise ConfigError(
+            f"A package named {package} is importable already{f' ({spec.origin})' if spec.origin else ''}: the "
+            "book's chapters would be looked for there. Name the book's package otherwise, with --package."
+        )
     title = title or name.replace("-", " ").replace("_", " ").strip().capitalize() or "A trace book"
-    source, version = _source()
-    words = {"__PACKAGE__": package, "__SITE_NAME__": title, "__SOURCE__": source, "__VERSION__": version}
+    words = {"__PACKAGE__": package, "__SITE_NAME__": title}
     target.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
     try:

@@ -30,8 +30,6 @@ if TYPE_CHECKING:
     from primer.book._source import ChapterTraces
     from primer.trace import ScenarioRun
 
-__all__ = ["Corpora", "LiveProse", "corpora", "facts", "kept_corpora", "opening_html", "problems", "select"]
-
 
 def opening_html(block: ModeBlock) -> str:
     """The element a shown block's content sits in, opened, with its label: ``</div>`` closes it."""
@@ -75,7 +73,6 @@ class LiveProse(Preprocessor):
         self.shown = shown
 
     def run(self, lines: list[str]) -> list[str]:
-        """The page's lines, each block kept or dropped."""
         text = "\n".join(lines)
         shown = self.shown(text)
         return lines if shown is text else shown.split("\n")
@@ -116,7 +113,6 @@ class Fact(NamedTuple):
 
 
 def facts(markdown: str) -> list[Fact]:
-    """The page's quoted trace facts, in order."""
     scanned = scan(markdown)
     if not scanned.markers or "`" not in markdown:
         return []
