@@ -68,18 +68,10 @@ if TYPE_CHECKING:
     from playwright.sync_api import CDPSession
 
 sys.path.insert(0, str(ROOT))
+from tests.browser.pages import ARGS, CHROMIUM  # the browser tests' Chromium, launched alike
 
 PAGE = "ch09_who_retries/index.html"
 PAYLOADS = "traces/ch09_who_retries.payloads.html"
-CHROMIUM = Path("/usr/bin/chromium")
-ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 FIGURES = """() => {
   const nav = performance.getEntriesByType("navigation")[0];
   return {
