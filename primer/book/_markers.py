@@ -47,20 +47,11 @@ class Marker(NamedTuple):
 
 
 class NearMiss(NamedTuple):
-    """A line meant as a marker that is not a valid one, and what is wrong with it."""
+    """A line meant as a marker that is not a valid one: what is wrong and the valid form (without page and line)."""
 
     text: str
-    problems: tuple[str, ...]
+    message: str
     line: int
-
-    @property
-    def message(self) -> str:
-        """What is wrong and the valid form, in full sentences (without the page and line)."""
-        return (
-            f"`{self.text}` looks like a trace marker but is not one: {'; '.join(self.problems)}. "
-            f"The valid form is `{MARKER_FORM}`, alone at the start of its line, "
-            "the names made of letters, digits and underscores."
-        )
 
 
 class ModeBlock(NamedTuple):
@@ -112,7 +103,13 @@ def parse_line(line: str, number: int = 1) -> Marker | NearMiss | None:
         problems.append(f"it has {len(words)} words after `trace`, and a marker takes two at most")
     problems += [f"`{word}` is not a name" for word in words if not _NAME.fullmatch(word)]
     if problems:
-        return NearMiss(line.strip(), tuple(problems), number)
+        text = line.strip()
+        return NearMiss(
+            text,
+            f"`{text}` looks like a trace marker but is not one: {'; '.join(problems)}. The valid form is "
+            f"`{MARKER_FORM}`, alone at the start of its line, the names made of letters, digits and underscores.",
+            number,
+        )
     return Marker(words[0], words[1] if len(words) > 1 else None, number)
 
 

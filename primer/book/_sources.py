@@ -11,6 +11,7 @@ from markdown import Markdown
 
 from primer.errors import ConfigError
 from primer.locator import ChapterLocator, no_scenario
+from primer.variables import chapters_package
 
 if TYPE_CHECKING:
     from primer.book._book import Prepared
@@ -25,9 +26,7 @@ class MockRunSource:
     """A ``TraceSource`` running a chapter's mock scenarios in-process, once each (by default ``PRIMER_CHAPTERS``')."""
 
     def __init__(self, chapters: ChapterLocator | None = None) -> None:
-        from primer.settings import Settings
-
-        self.chapters = chapters or ChapterLocator(Settings.without_live().chapters_package())
+        self.chapters = chapters or ChapterLocator(chapters_package())
         self._runs: dict[str, ChapterTraces] = {}
 
     def traces(self, chapter: str) -> ChapterTraces:

@@ -243,7 +243,7 @@ class _TraceProcessor(BlockProcessor):
         super().__init__(parser)
         self.extension = extension
         # The line test() found a marker on, and the marker, for run(), which Python-Markdown calls next.
-        self._found: tuple[int, Marker | NearMiss] = (0, NearMiss("", (), 0))
+        self._found: tuple[int, Marker | NearMiss] = (0, NearMiss("", "", 0))
 
     def test(self, parent: etree.Element, block: str) -> bool:
         # Whether the block holds a line meant as a marker (a near miss is shown as an error).
