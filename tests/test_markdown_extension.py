@@ -124,8 +124,8 @@ def test_the_traces_are_put_back_whole_not_through_python_markdowns_stash() -> N
     assert not [block for block in md.htmlStash.rawHtmlBlocks if "tr-chapter" in block]
     assert '<div class="author">raw <em>HTML</em></div>' in html, "the page's own raw HTML is put back as before"
     assert "\x02" not in html
-    assert html.count("<!--trace-book-->") == 2
-    assert "<p><!--trace-book-->" not in html, "a block, not wrapped in the paragraph that held its place"
+    assert html.count('<div class="tr tr-chapter"') == 2
+    assert '<p><div class="tr tr-chapter"' not in html, "a block, not wrapped in the paragraph that held its place"
     tree = parse(html)
     assert len(tree.find("div", class_="tr-chapter")) == 2
     assert tree.find("li")[0].find("div", class_="tr-chapter"), "nested in the list item it was written in"

@@ -220,10 +220,12 @@ def test_tools_declared_in_an_earlier_marker_are_referred_to_alike_from_the_cach
     first = "::: trace ch09_who_retries service_is_busy\n"
     text = first + "\n::: trace ch09_who_retries service_says_no\n"
     fresh = page(text, FixtureSource())
-    cache = TraceCache(tmp_path, key_of=lambda chapter: "key")
-    markdown.Markdown(extensions=[TraceExtension(source=FixtureSource(), cache=cache)]).convert(first)
+    source = FixtureSource()
+    source.cache = TraceCache(tmp_path, key_of=lambda chapter: "key")  # type: ignore[attr-defined] # as Prepared has
+    markdown.Markdown(extensions=[TraceExtension(source=source)]).convert(first)
     # The first marker comes from the cache, the second is rendered.
-    mixed = markdown.Markdown(extensions=[TraceExtension(source=FixtureSource(), cache=cache)]).convert(text)
+    mixed = markdown.Markdown(extensions=[TraceExtension(source=source)]).convert(text)
+    cache = source.cache  # type: ignore[attr-defined]
     assert (cache.reused, cache.rendered) == (1, 2)
     assert mixed == fresh
     assert len(parse(mixed).find("details", class_="tr-tools")) == 1

@@ -20,8 +20,6 @@ PUBLISHED_DIR = "traces"
 PAYLOADS_SUFFIX = ".payloads.html"
 #: How a payload page the book wrote begins (an author's own HTML there stays).
 PAYLOADS_HEAD = "<!doctype html>\n<!-- trace-book payloads -->"
-#: The comments around every trace block the renderer writes.
-BLOCK_START, BLOCK_END = "<!--trace-book-->", "<!--/trace-book-->"
 
 # A relative href (maybe with a fragment) and, later in the same tag, the same path marked root-relative.
 _LINK = re.compile(

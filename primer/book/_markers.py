@@ -166,12 +166,14 @@ def scan(markdown: str) -> Scan:
         fenced.append((opened, markdown.count("\n") + 1))
     # A line meant as a marker is no block's; one placing traces, however indented, counts for the rules.
     blocks, wrong = _blocks([(number, line) for number, line, each in lines if each is None])
+    markers = tuple(each for _, _, each in lines if isinstance(each, Marker))
+    indented = (_PLACING.fullmatch(line) for _, line, each in lines if not isinstance(each, Marker))
     return Scan(
-        tuple(each for _, _, each in lines if isinstance(each, Marker)),
+        markers,
         tuple(each for _, _, each in lines if isinstance(each, NearMiss)),
         tuple(blocks),
         tuple(wrong),
-        tuple((found[1], found[2]) for _, line, _ in lines if (found := _PLACING.fullmatch(line))),
+        tuple((m.chapter, m.scenario) for m in markers) + tuple((found[1], found[2]) for found in indented if found),
         tuple(fenced),
     )
 

@@ -23,7 +23,6 @@ from primer.errors import ConfigError
 if TYPE_CHECKING:
     from primer.trace import ModelCall, ScenarioRun
 
-__all__ = ["Cost", "Price", "PriceTable", "default_prices", "dollars"]
 
 _EXAMPLE = "{input: 0.5, cached_input: 0.05, output: 1.5, read: 2026-11-01}"
 
@@ -55,14 +54,11 @@ class Price:
     def described(self) -> str:
         """``deepseek-flash at $0.30 in, $0.006 cached, $1.20 out per million tokens (read 2026-12-01; ...)``."""
         cached = "" if self.cached_input is None else f", ${self.cached_input:g} cached"
-        note = f"; {self.note}" if self.note else ""
         prices = f"${self.input:.2f} in{cached}, ${self.output:.2f} out per million tokens"
-        return f"{self.model} at {prices} (read {self.read}{note})"
+        return f"{self.model} at {prices} (read {self.read}{f'; {self.note}' if self.note else ''})"
 
 
-class Cost(NamedTuple):
-    """What some calls cost: ``$0.0012``, ``prices read 2026-12-01`` and each price used, in words, for a tooltip."""
-
+class Cost(NamedTuple):  # what some calls cost: ``$0.0012``, ``prices read 2026-12-01``, each price used in words
     dollars: float
     text: str
     read: str
@@ -119,7 +115,6 @@ class PriceTable:
     prices: tuple[Price, ...] = ()
 
     def get(self, model: str | None) -> Price | None:
-        """The model's price, or None if it is not in the table."""
         return next((p for p in self.prices if p.model == model), None)
 
     @cached_property
@@ -141,19 +136,11 @@ class PriceTable:
 
     def cost(self, runs: Iterable[ScenarioRun]) -> Cost | None:
         """What the live calls of ``runs`` cost; None if none reported tokens, or one's price is not known."""
-        total, used = 0.0, {}
-        for run in runs:
-            for turn in run.turns:
-                call = turn.model_call
-                if call.kind != "live" or call.usage is None:
-                    continue
-                price = self.get(call.model)
-                if price is None:
-                    return None
-                total += price.of(call)
-                used[price.model] = price
-        if not used:
+        calls = [t.model_call for run in runs for t in run.turns if t.model_call.kind == "live" and t.model_call.usage]
+        priced = [(price, call) for call in calls if (price := self.get(call.model)) is not None]
+        if not calls or len(priced) < len(calls):
             return None
+        total, used = sum(price.of(call) for price, call in priced), {price.model: price for price, _ in priced}
         read = "prices read " + ", ".join(sorted({p.read for p in used.values()}))
         return Cost(total, dollars(total), read, "; ".join(p.described for p in used.values()))
 

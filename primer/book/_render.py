@@ -16,35 +16,23 @@ from jinja2 import Environment, PackageLoader, StrictUndefined
 from markupsafe import Markup
 
 from primer import summary
-from primer.book._links import BLOCK_END, BLOCK_START, PAYLOADS_HEAD, PAYLOADS_SUFFIX, PUBLISHED_DIR, page_relative
+from primer.book._links import PAYLOADS_HEAD, PAYLOADS_SUFFIX, PUBLISHED_DIR, page_relative
 from primer.book._prices import PriceTable, default_prices
 from primer.book._render_markdown import ReplyMarkdown, clean, escape_text, safe_url
 from primer.book._render_views import Anchors, prepare, stream_view, totals
 from primer.book._source import ChapterTraces
 from primer.export import otlp_available
-from primer.trace import Backoff
 
 __all__ = ["Anchors", "json_block", "render_error", "render_payloads", "render_traces"]
-
-
-def _grow(ms: float) -> int:
-    # flex-grow in tenths of a millisecond, as the figures are printed; at
-    # least 1: factors summing below 1 would leave part of the bar empty.
-    return max(1, round(ms * 10))
 
 
 def _here(anchor: str) -> Markup:
     return Markup('href="#{}"').format(anchor)
 
 
-def json_block(value: Any) -> Markup:
-    """A JSON value pretty-printed (indent 2) and escaped, for a ``<pre>`` (traces.js colours it when opened)."""
-    return Markup(escape_text(json.dumps(value, indent=2, ensure_ascii=False, default=str)))  # noqa: S704 - escaped
-
-
-def _json_inline(value: Any) -> Markup:
-    # On one line, as the seeds print ``attempt {"number": 1}``.
-    return Markup(escape_text(json.dumps(value, ensure_ascii=False, default=str)))  # noqa: S704 - escaped
+def json_block(value: Any, indent: int | None = 2) -> Markup:
+    """A JSON value escaped, pretty-printed for a ``<pre>`` (traces.js colours it when opened) or on one line."""
+    return Markup(escape_text(json.dumps(value, indent=indent, ensure_ascii=False, default=str)))  # noqa: S704 - escaped
 
 
 @cache
@@ -59,17 +47,14 @@ def _environment() -> Environment:
     env.globals.update(
         summary=summary,
         json_block=json_block,
-        json_inline=_json_inline,
-        attempt_json=lambda step: {"number": step.number, **(step.failure.model_dump() if step.failure else {})},
-        is_backoff=lambda step: isinstance(step, Backoff),
-        grow=_grow,
-        count=summary.count,
+        # flex-grow in tenths of a millisecond, as the figures are printed; at
+        # least 1: factors summing below 1 would leave part of the bar empty.
+        grow=lambda ms: max(1, round(ms * 10)),
         stream_view=stream_view,
         totals=totals,
         keep=None,
         to=_here,
         to_page=_here,
-        here=_here,
     )
     return env
 
@@ -78,7 +63,7 @@ def _chapter(
     traces: ChapterTraces,
     scenario: str | None,
     anchors: Anchors,
-    prices: PriceTable,
+    prices: PriceTable | None,
     *,
     head: bool = True,
     **more: Any,
@@ -87,26 +72,19 @@ def _chapter(
     anchor = anchors.make(traces.chapter, *([scenario] if scenario else []), "traces")
     failure_anchor = anchors.make(anchor, "failure") if head and traces.live_status.failure else ""
     markdown = ReplyMarkdown()
-    views = prepare(traces, scenario, anchors, markdown.plain)
-    html = (
-        _environment()
-        .get_template("chapter.html.j2")
-        .render(
-            {
-                "traces": traces,
-                "anchor": anchor,
-                "failure_anchor": failure_anchor,
-                "scenarios": views,
-                "download_url": safe_url(traces.download_url),
-                "status": traces.live_status,
-                "otlp": otlp_available(),  # only where the book publishes it: the export needs the otel extra
-                "head": head,
-                "prices": prices,
-                "markdown": markdown,
-                "payloads_url": safe_url(traces.payloads_url),
-                **more,
-            }
-        )
+    template = _environment().get_template("chapter.html.j2")
+    html = template.render(
+        traces=traces,
+        anchor=anchor,
+        failure_anchor=failure_anchor,
+        scenarios=prepare(traces, scenario, anchors, markdown.plain),
+        download_url=safe_url(traces.download_url),
+        otlp=otlp_available(),  # only where the book publishes it: the export needs the otel extra
+        head=head,
+        prices=prices or default_prices(),
+        markdown=markdown,
+        payloads_url=safe_url(traces.payloads_url),
+        **more,
     )
     return clean(html)
 
@@ -124,10 +102,7 @@ def render_traces(
     ``anchors`` keeps ids unique across several traces on a page; ``head=False`` leaves out the chapter's
     switch, totals, live status and download link (a page's second marker of a chapter).
     """
-    prices = prices if prices is not None else default_prices()
-    html = _chapter(traces, scenario, anchors if anchors is not None else Anchors(), prices, head=head)
-    # Marked, so a search plugin can be given the block's summary lines alone (_payloads); comments are inert.
-    return f"{BLOCK_START}{html}{BLOCK_END}"
+    return _chapter(traces, scenario, anchors or Anchors(), prices, head=head)
 
 
 def render_error(message: str, *, marker: str | None = None) -> str:
@@ -153,14 +128,10 @@ def render_payloads(traces: ChapterTraces, *, page_url: str | None = None, price
         kept.setdefault(scenario, []).append((anchor, what, html))
         return ""
 
-    def to(anchor: str) -> Markup:  # a call lands here, on its payload (a turn or an ending: ``there``)
-        return _here(f"{anchor}-body")
-
-    prices = prices if prices is not None else default_prices()
-    _chapter(traces, None, Anchors(), prices, keep=keep, to=to, to_page=there if page else _here, payloads_url=None)
-    page_html = (
-        _environment()
-        .get_template("payloads.html.j2")
-        .render(head=PAYLOADS_HEAD, chapter=traces.chapter, page=page, scenarios=kept.items(), there=there)
+    # A call lands here, on its payload (a turn or an ending: ``there``).
+    _chapter(
+        traces, None, Anchors(), prices, keep=keep, to=lambda a: _here(f"{a}-body"), to_page=there if page else _here
     )
-    return page_relative(clean(page_html), f"{PUBLISHED_DIR}/{traces.chapter}{PAYLOADS_SUFFIX}")
+    template = _environment().get_template("payloads.html.j2")
+    html = template.render(head=PAYLOADS_HEAD, chapter=traces.chapter, page=page, scenarios=kept.items(), there=there)
+    return page_relative(clean(html), f"{PUBLISHED_DIR}/{traces.chapter}{PAYLOADS_SUFFIX}")

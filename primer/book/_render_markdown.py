@@ -23,8 +23,6 @@ from primer.inert import invisible_characters, visible_escape
 from primer.redact import Redactor
 from primer.settings import Settings
 
-__all__ = ["ReplyMarkdown", "clean", "escape_text", "safe_url"]
-
 # C0 controls (but tab, newline, carriage return) mean nothing on a page, and Python-Markdown
 # uses STX/ETX to delimit its own placeholders: untrusted text must not forge one. C1 controls
 # (0x9b is a one-byte CSI) and the invisible and bidirectional format characters hide or reorder

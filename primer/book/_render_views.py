@@ -23,23 +23,17 @@ from primer.errors import NotFound
 from primer.streaming import fragments, sse_text
 from primer.trace import Backoff, DeclaredTool, Exchange, ModelCall, ScenarioRun, StreamEvent, Turn
 
-__all__ = ["Anchors", "ScenarioView", "Segment", "StreamView", "prepare", "segments", "stream_view", "totals"]
-
 _UNSAFE_ID = re.compile(r"[^A-Za-z0-9_-]+")
 
 
 @dataclass
 class Anchors:
-    """Stable ``id`` values, unique on one page.
-
-    The same turn is ``ch09_who_retries-service_is_busy-mock-turn-2`` on every
-    build; a second trace of the same run on the page gets ``-2``.
-    """
+    """Stable ``id`` values, unique on one page: a turn is ``ch09_who_retries-service_is_busy-mock-turn-2`` on
+    every build, and a second trace of the same run on the page gets ``-2``."""  # noqa: D205, D209 - one sentence
 
     used: set[str] = field(default_factory=set)
 
     def make(self, *parts: object) -> str:
-        """An id from its parts, unique on this page."""
         base = "-".join(_UNSAFE_ID.sub("-", str(part)) for part in parts)
         anchor, count = base, 1
         while anchor in self.used:
@@ -52,9 +46,7 @@ class Anchors:
 _Ref = tuple[str, str, str]  # what a payload repeats from an earlier one, where, its id: ``messages [0]-[1]``...
 
 
-class RequestView(NamedTuple):
-    """A model request's body as shown: what is new, what it refers to, and how traces.js rebuilds it."""
-
+class RequestView(NamedTuple):  # a request body as shown: what is new, what it refers to, how traces.js rebuilds it
     json: Any
     refs: tuple[_Ref, ...] = ()
     base: str = ""  # the body this one is rebuilt from: its first ``messages`` and the ``same`` keys
@@ -63,9 +55,7 @@ class RequestView(NamedTuple):
     keys: tuple[str, ...] = ()
 
 
-class ToolsView(NamedTuple):
-    """A call's declared tools: drawn here (``schema_anchors``), or ``same_as`` a list drawn before."""
-
+class ToolsView(NamedTuple):  # a call's declared tools: drawn here (``schema_anchors``), or ``same_as`` one before
     tools: list[DeclaredTool]
     anchor: str
     same_as: str | None
@@ -77,9 +67,7 @@ class Segment(NamedTuple):  # a stretch of a turn's time: who it went to (a mock
     ms: float
 
 
-class TurnView(NamedTuple):
-    """A turn: its ids, the turn its context is new since, its tools, bodies, notes and time."""
-
+class TurnView(NamedTuple):  # a turn: its ids, the turn its context is new since, its tools, bodies, notes, time
     turn: Turn
     anchor: str
     model_anchor: str
@@ -91,7 +79,7 @@ class TurnView(NamedTuple):
     segments: list[Segment]
 
 
-_Trial = tuple[str, str, list[TurnView]]  # of a repeated run (chapter 16): its line, id and turns
+_Trial = tuple["re.Match[str]", dict[str, Any], str, list[TurnView]]  # of a repeated run: its number, note, id, turns
 
 
 class RunView(NamedTuple):
@@ -102,14 +90,12 @@ class RunView(NamedTuple):
     error_anchor: str
     turns: list[TurnView]
     trials: list[_Trial]
-    totals: dict[str, float]
 
 
 _Cell = tuple[str, str] | None
 
 
 class Comparison(NamedTuple):  # mock and live of one scenario aligned turn by turn
-    line: str
     differences: list[str]
     rows: list[tuple[str, list[_Cell], bool]]  # label, each run's line and id (None: no such turn), whether they part
 
@@ -127,13 +113,11 @@ class StreamView(NamedTuple):  # its events one a line and as SSE, escaped
     line: str
     timeline: Markup
     sse: Markup
-    label: str
 
 
 def segments(turn: Turn) -> list[Segment]:
     """The stretches of a turn, in order, by who spent them (none of zero length)."""
-    call, found = turn.model_call, []
-    simulated = 0.0
+    call, found, simulated = turn.model_call, [], 0.0
     if call.kind == "mock" and call.stream is not None and call.stream.events:
         # The mock model's simulated stream took time on the virtual clock: the model's, not the library's.
         simulated = min(max(event.at_ms for event in call.stream.events), call.timing.library_ms)
@@ -187,10 +171,8 @@ def stream_view(call: ModelCall) -> StreamView | None:
         return None
     first, last = stream.first_token_ms, stream.last_token_ms
     marks = {"first byte": stream.first_byte_ms, "first token": first, "last token": last}
-    parts = [
-        summary.count(len(stream.events), "event"),
-        *(f"{n} {ms:.1f}ms" for n, ms in marks.items() if ms is not None),
-    ]
+    parts = [summary.count(len(stream.events), "event")]
+    parts += [f"{n} {ms:.1f}ms" for n, ms in marks.items() if ms is not None]
     if first is not None and last is not None and last > first:
         # How fast the reply came once it had begun; without token counts (the mock's), the pieces that came.
         seconds = (last - first) / 1000
@@ -206,10 +188,8 @@ def stream_view(call: ModelCall) -> StreamView | None:
         name = f"event: {event.event} · " if event.event else ""
         lines.append(f"{f'{event.at_ms:.1f}ms':>11} {gap:>8}  {name}{_brought(event)}")
         before = event.at_ms
-    live = " on the wire · each event's data as recorded (redacted)"
-    label = f"the events as SSE{' · simulated by the mock model: no wire' if call.kind == 'mock' else live}"
     timeline, sse = (Markup(escape_text(text)) for text in ("\n".join(lines), sse_text(stream)))  # noqa: S704 - escaped
-    return StreamView(" · ".join(parts), timeline, sse, f"{label} ({summary.count(len(stream.events), 'event')})")
+    return StreamView(" · ".join(parts), timeline, sse)
 
 
 def _span(count: int) -> str:
@@ -295,8 +275,7 @@ def _run(run: ScenarioRun, chapter: str, anchors: Anchors, shared: _Shared) -> R
         if call.exchanges:
             previous = (call.exchanges[-1].request.json_body, turn.number, model_anchor)
     transcript, ended, error = (anchors.make(anchor, what) for what in ("transcript", "ended", "error"))
-    spent = totals(s for t in turns for s in t.segments)
-    return RunView(run, anchor, transcript, ended, error, turns, _trials(turns, anchor, anchors), spent)
+    return RunView(run, anchor, transcript, ended, error, turns, _trials(turns, anchor, anchors))
 
 
 _TRIAL = re.compile(r"trial (\d+) of (\d+)")  # a repeated run notes each trial's verdict on its last model call
@@ -309,12 +288,8 @@ def _trials(turns: list[TurnView], anchor: str, anchors: Anchors) -> list[_Trial
     for index, turn in enumerate(turns):
         for note in turn.turn.model_call.notes:
             found = _TRIAL.fullmatch(note.label)
-            if found and isinstance(passed := note.data.get("passed"), bool):
-                why = note.data.get("why") if isinstance(note.data.get("why"), str) else None
-                verdict = "passed" if passed else "failed" + (f": {why}" if why else "")
-                turned = summary.count(index + 1 - start, "turn")
-                line = f"trial {int(found[1])} of {int(found[2])} · {verdict} · {turned}"
-                groups.append((line, anchors.make(anchor, "trial", found[1]), turns[start : index + 1]))
+            if found and isinstance(note.data.get("passed"), bool):  # its line: the template's
+                groups.append((found, note.data, anchors.make(anchor, "trial", found[1]), turns[start : index + 1]))
                 start = index + 1
                 break
     return groups if groups and start == len(turns) else []
@@ -342,22 +317,19 @@ def _compare(mock: RunView, live: RunView, said: Callable[[str], str]) -> Compar
         differences.append(f"ended {first.label} (mock) but {then.label} (live)")
     ended: list[_Cell] = [(summary.ending_line(v.run.ending), v.ended_anchor) for v in (mock, live)]
     rows.append(("ended", ended, first.reason != then.reason))
-    if differences:
-        return Comparison("mock and live side by side · diverge: " + "; ".join(differences), differences, rows)
-    asked = "in its one turn" if len(rows) == 2 else f"in each of {len(rows) - 1} turns"
-    return Comparison(f"mock and live side by side · same tools asked {asked} · same ending", differences, rows)
+    return Comparison(differences, rows)
 
 
 def prepare(
     traces: ChapterTraces, only: str | None, anchors: Anchors, said: Callable[[str], str]
 ) -> list[ScenarioView]:
     """Each scenario of the chapter (or ``only``), replies worded as ``said``; ``NotFound`` names the ones there are."""
-    chapters = (("mock", traces.mock), ("live", traces.live))
-    runs = {(s.name, mode): s for mode, run in chapters for s in (run.scenarios if run else [])}
+    runs = {(s.name, run.mode): s for run in (traces.mock, traces.live) if run for s in run.scenarios}
     names = list(dict.fromkeys(name for name, _ in runs))
     if only is not None and only not in names:
-        there = ", ".join(names) or "none"
-        raise NotFound(f"Chapter {traces.chapter} has no scenario {only!r}. Its scenarios are: {there}.")
+        raise NotFound(
+            f"Chapter {traces.chapter} has no scenario {only!r}. Its scenarios are: {', '.join(names) or 'none'}."
+        )
     views = []
     for name in [only] if only is not None else names:
         shared = _Shared(traces.chapter, name, anchors)
