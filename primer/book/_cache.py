@@ -43,17 +43,7 @@ if TYPE_CHECKING:
     from primer.settings import Settings
     from primer.trace import ChapterRun, Mode
 
-__all__ = [
-    "CACHE_VARIABLE",
-    "KEEP",
-    "BuildLock",
-    "CorruptTrace",
-    "Entry",
-    "TraceCache",
-    "chapter_key",
-    "renderer_version",
-    "traces_of",
-]
+__all__ = ["KEEP", "BuildLock", "CorruptTrace", "Entry", "TraceCache", "chapter_key", "renderer_version", "traces_of"]
 
 log = book_logger("mkdocs.plugins.primer.book")
 
