@@ -24,7 +24,7 @@ from primer.book import _prose as prose
 from primer.book._chapters import Chapters
 from primer.book._links import CACHE_DIR, PUBLISHED_DIR
 from primer.book._logs import book_logger
-from primer.book._markers import check, find_markers
+from primer.book._markers import check, scan
 from primer.book._source import Shown
 from primer.variables import VARIABLES, book_chapters, chapters_package, traces_off, unknown_variables
 
@@ -283,7 +283,7 @@ class Book:
                 said = check(name, markdown)
             else:
                 stem, urls = PurePosixPath(name).stem, {} if urls is None else urls
-                for marker in find_markers(markdown):
+                for marker in scan(markdown).markers:
                     urls[marker.chapter] = url if stem == marker.chapter else urls.get(marker.chapter, url)
                 said = check(name, markdown, prepared.scenario_names)
                 said += prose.problems(

@@ -178,10 +178,6 @@ def scan(markdown: str) -> Scan:
     )
 
 
-def find_markers(markdown: str) -> list[Marker]:
-    return list(scan(markdown).markers)
-
-
 def check(page: str, markdown: str, scenarios: Mapping[str, Sequence[str] | None] | None = None) -> list[str]:
     """Warnings for the page's ``:::`` lines, naming page and line, in the page's order.
 
