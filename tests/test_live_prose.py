@@ -162,7 +162,7 @@ LIVE-PROSE: compare the live run.
 @pytest.mark.slow
 @pytest.mark.parametrize("renderer", [True, False], ids=["extension", "hook-listing"])
 def test_a_book_shows_live_prose_once_its_chapter_has_a_live_trace(tmp_path: Path, renderer: bool) -> None:
-    # Laid out as the book's rules ask (primer.book._rules): a hook-only book (no extension)
+    # Laid out as the book's rules ask (primer.book._markers): a hook-only book (no extension)
     # has no option to turn them off.
     book = make_book(
         tmp_path, {"ch01_beta": BETA}, {"index": BOOK_PAGE.replace("ch_beta", "ch01_beta")}, renderer=renderer
