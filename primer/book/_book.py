@@ -24,7 +24,7 @@ from primer.book import _prose as prose
 from primer.book._chapters import Chapters
 from primer.book._links import CACHE_DIR, PUBLISHED_DIR
 from primer.book._logs import book_logger
-from primer.book._markers import check, find_markers
+from primer.book._markers import broken_rules, check, scan
 from primer.book._source import Shown
 from primer.variables import VARIABLES, book_chapters, chapters_package, traces_off, unknown_variables
 
@@ -283,7 +283,7 @@ class Book:
                 said = check(name, markdown)
             else:
                 stem, urls = PurePosixPath(name).stem, {} if urls is None else urls
-                for marker in find_markers(markdown):
+                for marker in scan(markdown).markers:
                     urls[marker.chapter] = url if stem == marker.chapter else urls.get(marker.chapter, url)
                 said = check(name, markdown, prepared.scenario_names)
                 said += prose.problems(
@@ -293,12 +293,10 @@ class Book:
                 self.log.warning(f"traces: {warning}")
 
     def check_rules(self, prepared: Prepared, pages: Mapping[str, str], *, rules: bool = True) -> None:
-        """Warn about each of the book's rules broken (``primer.book._rules``), once a build: ``pages`` are all read."""
+        """Warn about each of the book's rules broken (``broken_rules``), once a build: ``pages`` are all read."""
         if prepared.enabled and rules:
-            from primer.book._rules import check
-
             with prepared.clock("pages"):
-                for problem in check(self.chapters.package, prepared.scenario_names, pages):
+                for problem in broken_rules(self.chapters.package, prepared.scenario_names, pages):
                     self.log.warning(f"traces: {problem}")
 
     def publish(self, root: Path, prepared: Prepared, urls: Mapping[str, str] | None = None) -> list[Path]:

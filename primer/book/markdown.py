@@ -66,7 +66,7 @@ class TraceExtension(Extension):
             "chapters": ["", "The chapters' package (PRIMER_CHAPTERS wins over it)."],
             "warn_missing": [True, "Log markers naming what does not exist, and malformed ones (the plugin does)."],
             "traces_off": [False, "Show a placeholder for each marker, load and run nothing (PRIMER_TRACES=off)."],
-            "rules": [True, "Have the book's build check its rules (primer.book._rules); the plugin reads it."],
+            "rules": [True, "Have the book's build check its rules (primer.book._markers); the plugin reads it."],
             "prices": [{}, "Prices per model over the package's own (primer.book._prices): costs of live runs."],
         }
         super().__init__(**kwargs)
