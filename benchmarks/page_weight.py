@@ -38,8 +38,11 @@
 
 ``--baseline DIR`` measures another checkout the same way (parts 1 and 3)
 and prints it in a second column: before and after a change in one run
-(``git archive HEAD | tar -x -C DIR``). ``--quick``: one pair, for CI
-(tests/test_benchmarks.py); its figures mean nothing.
+(``git archive HEAD | tar -x -C DIR``). ``--site DIR``: this checkout's
+book already built as part 1 builds it, weighed and loaded instead of
+built again (tests/test_benchmarks.py gives it the suite's built book).
+``--quick``: one pair, for CI (tests/test_benchmarks.py); its figures mean
+nothing.
 """
 
 from __future__ import annotations
@@ -68,18 +71,10 @@ if TYPE_CHECKING:
     from playwright.sync_api import CDPSession
 
 sys.path.insert(0, str(ROOT))
+from tests.browser.pages import ARGS, CHROMIUM  # the browser tests' Chromium, launched alike
 
 PAGE = "ch09_who_retries/index.html"
 PAYLOADS = "traces/ch09_who_retries.payloads.html"
-CHROMIUM = Path("/usr/bin/chromium")
-ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 FIGURES = """() => {
   const nav = performance.getEntriesByType("navigation")[0];
   return {
@@ -415,6 +410,7 @@ def main() -> None:
     parser.add_argument("--browser", action="store_true", help="load the pages in Chromium too")
     parser.add_argument("--baseline", type=Path, help="another checkout, measured the same way")
     parser.add_argument("--pairs", type=int, default=41, help="interleaved pairs of loads (on, off), for --browser")
+    parser.add_argument("--site", type=Path, help="this checkout's book, built already (part 1)")
     parser.add_argument("--quick", action="store_true", help="one pair and short growth pages, for CI")
     args = parser.parse_args()
     if args.quick:
@@ -430,7 +426,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as folder:
         for name, source in books.items():
             target = Path(folder) / name.replace(" ", "_")
-            site = build_book(source, target)
+            site = args.site if args.site and source == ROOT else build_book(source, target)
             weights[name] = weigh(site / PAGE)
             data = (site / PAYLOADS).read_bytes() if (site / PAYLOADS).exists() else b""
             payloads[name] = (len(data), gz(data))

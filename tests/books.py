@@ -218,7 +218,7 @@ def make_book(
     for name, text in (pages or {"index": PAGE}).items():
         (book.docs / f"{name}.md").write_text(text)
     # Its chapters and pages are laid out as no author's book is (ch_alpha's traces on
-    # index.md): the book's rules (primer.book._rules) are turned off.
+    # index.md): the book's rules (primer.book._markers) are turned off.
     extensions = f"\nmarkdown_extensions:\n  - {RENDERER}:\n      rules: false\n" if renderer else ""
     front = f"hooks:\n  - {HOOK}\n{extensions}"
     if plugin is not None:

@@ -26,9 +26,9 @@ from tests.wheel import build_wheel, unpack
 LONG_POLES = (
     "test_axe.py",
     "test_benchmarks.py",
-    "test_verify_build.py",
     "test_published.py",
     "test_build.py",
+    "test_verify_build.py",
     "test_front_ends.py",
     "test_book_of_your_own.py",
     "test_authors_example.py",

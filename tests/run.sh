@@ -3,7 +3,8 @@
 # and what CI runs (.ci/run). Works on a fresh machine with Python 3.11+ and pip;
 # as root it installs Debian's chromium for the browser tests.
 # Arguments go to pytest. For the inner loop, the fast subset (no book builds,
-# no wheel, no servers, no browser, no fresh Python importing the frameworks):
+# no wheel, no servers, no browser, no fresh Python importing the frameworks;
+# about a minute of CPU):
 #   .venv/bin/python -m pytest -m "not slow and not browser"
 set -euo pipefail
 cd "$(dirname "$0")/.."

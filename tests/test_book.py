@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from primer.book._markers import find_markers
+from primer.book._markers import scan
 from primer.chapters import chapter_names, scenarios_of
 from primer.cli import summary_lines
 from primer.runner import run_chapter
@@ -55,7 +55,7 @@ def test_the_navigation_lists_home_every_chapter_in_order_and_the_authors_page()
 def test_every_chapter_page_places_every_scenario_and_names_its_code(chapter: str) -> None:
     text = markdown(f"{chapter}.md")
     assert text.startswith(f"# {int(chapter[2:4])}. "), "the title carries the chapter's number"
-    markers = find_markers(text)
+    markers = scan(text).markers
     assert markers, f"docs/{chapter}.md has no trace marker"
     assert {m.chapter for m in markers} == {chapter}
     placed = {m.scenario for m in markers}
@@ -69,7 +69,7 @@ def test_every_chapter_page_places_every_scenario_and_names_its_code(chapter: st
 def test_the_front_pages_place_no_traces() -> None:
     # Examples of marker lines there are indented inside tabs, so they are shown, not run.
     for page in ("index.md", "authors.md"):
-        assert find_markers(markdown(page)) == []
+        assert scan(markdown(page)).markers == ()
     assert "::: trace ch23_price_checks price_answered" in markdown("authors.md")
 
 

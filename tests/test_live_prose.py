@@ -17,6 +17,9 @@ from primer.errors import NotFound
 from primer.trace import ChapterRun, Ending, ScenarioRun
 from tests.books import BETA, make_book
 
+# A shown block's two lines dropped, not wrapped in an element.
+UNWRAPPED = lambda block: ("", "")  # noqa: E731
+
 PAGE = """\
 # A chapter
 
@@ -57,13 +60,13 @@ def test_a_block_is_kept_without_its_two_lines_or_dropped_whole() -> None:
         ("ch_beta", "greets", 14, 16),
         ("ch_beta", "other", 18, 20),
     ]
-    shown = select(PAGE, lambda chapter, scenario: scenario != "other")
+    shown = select(PAGE, lambda chapter, scenario: scenario != "other", True, UNWRAPPED)
     assert "In the **live** run" in shown
     assert "Only with a live `greets`." in shown
     assert "Only with a live `other`." not in shown
     assert "::: live ch_beta\n" not in shown.split("```")[0], "the block's own lines never show"
     assert "```markdown\n::: live ch_beta\nShown as code, always.\n::: end live\n```" in shown
-    hidden = select(PAGE, lambda chapter, scenario: False)
+    hidden = select(PAGE, lambda chapter, scenario: False, True, UNWRAPPED)
     assert "live** run" not in hidden
     assert "Open turn 1." not in hidden
     assert "Shown as code, always." in hidden
@@ -76,7 +79,7 @@ def test_a_block_however_spaced_is_found_and_a_page_without_one_is_left_as_it_is
     for closing in ("::: end live", "  :::  end \t live "):
         page = f"Before.\n\n{opening}\nLive prose.\n{closing}\n\nAfter."
         assert [(b.start, b.end) for b in scan(page).blocks] == [(3, 5)], repr(page)
-        assert "Live prose." not in select(page, lambda chapter, scenario: False)
+        assert "Live prose." not in select(page, lambda chapter, scenario: False, True, UNWRAPPED)
     lines = ["# Page", "", "::: trace ch_beta", "", "::: lively ch_beta", "::: ending live"]
     md = markdown.Markdown(extensions=[TraceExtension(traces_off=True)])
     assert md.preprocessors["primer_live_prose"].run(lines) is lines
@@ -91,7 +94,7 @@ def test_what_is_wrong_with_a_block_is_said_naming_page_and_line() -> None:
         "docs/p.md line 9: the live block `::: live ch_beta` is not closed: end it with a line `::: end live`.",
     ]
     # Not closed: left as written, rather than guess what it hides.
-    assert select(page, lambda c, s: False).endswith("::: live ch_beta\nz\n")
+    assert select(page, lambda c, s: False, True, UNWRAPPED).endswith("::: live ch_beta\nz\n")
     nested = "::: live ch_beta\n::: live ch_beta greets\nx\n::: end live\n"
     assert check("p.md", nested, {"ch_beta": ["greets"]}) == [
         "p.md line 1: the live block `::: live ch_beta` holds another one (line 2): live blocks do not nest."
@@ -159,7 +162,7 @@ LIVE-PROSE: compare the live run.
 @pytest.mark.slow
 @pytest.mark.parametrize("renderer", [True, False], ids=["extension", "hook-listing"])
 def test_a_book_shows_live_prose_once_its_chapter_has_a_live_trace(tmp_path: Path, renderer: bool) -> None:
-    # Laid out as the book's rules ask (primer.book._rules): a hook-only book (no extension)
+    # Laid out as the book's rules ask (primer.book._markers): a hook-only book (no extension)
     # has no option to turn them off.
     book = make_book(
         tmp_path, {"ch01_beta": BETA}, {"index": BOOK_PAGE.replace("ch_beta", "ch01_beta")}, renderer=renderer

@@ -31,7 +31,7 @@ from primer.book._atomic import STALE_AFTER, TEMP_SUFFIX, write_if_changed
 from primer.book._book import Book
 from primer.book._cache import CorruptTrace, TraceCache
 from primer.book._chapters import Chapters
-from primer.book._markers import MARKER_FORM, Marker, NearMiss, find_markers, parse_line, scan
+from primer.book._markers import MARKER_FORM, Marker, NearMiss, parse_line, scan
 from primer.book._steps import anomalies
 from primer.errors import ChapterError
 from primer.locator import chapter_names_in
@@ -242,7 +242,7 @@ def test_one_parser_reads_the_books_own_pages() -> None:
     for page in sorted((REPO / "docs").glob("*.md")):
         text = page.read_text(encoding="utf-8")
         assert [parse_line(line) for line in text.split("\n") if isinstance(parse_line(line), NearMiss)] == []
-        assert all(isinstance(m, Marker) for m in find_markers(text))
+        assert all(isinstance(m, Marker) for m in scan(text).markers)
 
 
 # -- duplicate scenario names -------------------------------------------------

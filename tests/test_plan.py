@@ -161,19 +161,19 @@ def test_with_a_key_what_changed_or_failed_is_recorded_unless_the_library_is_sta
 def test_a_refresh_is_all_or_nothing(make: Make) -> None:
     def settle(frozen: ChapterRun | None, new: ChapterRun) -> tuple[Work, bool]:
         run = make(KEYED)
-        work = Work("ch", KEY, frozen=frozen, live=frozen)
+        work = Work("ch", KEY, frozen=frozen)
         run.settle(work, new.scenarios, "2026-02-03T04:05:06+00:00")
         return work, run.book.cache.path("ch").is_file()
 
     frozen = chapter(OLD)
     replaced, saved = settle(frozen, chapter(KEY, "no_tool_calls", "no_tool_calls"))
-    assert (replaced.live is not None and replaced.live.source_hash, saved, replaced.status.state) == (
+    assert (replaced.frozen is not None and replaced.frozen.source_hash, saved, replaced.status.state) == (
         KEY,
         True,
         "current",
     )
     kept, saved = settle(frozen, chapter(KEY, "no_tool_calls", "provider_failure"))
-    assert (kept.live, saved, kept.status.state) == (frozen, False, "stale")
+    assert (kept.frozen, saved, kept.status.state) == (frozen, False, "stale")
     assert "failed (s1), so it was kept" in kept.status.reason
     assert kept.status.failure is not None
     # Nothing better to keep: the failure is shown.

@@ -1,10 +1,12 @@
-"""A book's rules (``primer.book._rules``): each broken one named, with what to do; this book keeps them all."""
+"""A book's rules (``primer.book._markers.broken_rules``): each broken one named, with what to do; this book
+keeps them all.
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from primer.book._rules import check
+from primer.book._markers import broken_rules as check
 from primer.locator import ChapterLocator
 
 ROOT = Path(__file__).resolve().parent.parent

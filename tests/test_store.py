@@ -21,7 +21,7 @@ from primer.book._atomic import TEMP_SUFFIX, write_if_changed
 from primer.book._book import Book, Prepared, Report
 from primer.book._cache import CorruptTrace, TraceCache
 from primer.book._chapters import Chapters, CodeGraph
-from primer.book._markers import Marker, check, find_markers
+from primer.book._markers import Marker, check, scan
 from primer.book._publish import publish
 from primer.book._run import run_bounded
 from primer.book._source import ChapterTraces, LiveStatus, Shown
@@ -428,7 +428,7 @@ PAGE = """# Page
 
 
 def test_markers_in_fenced_code_are_examples():
-    assert find_markers(PAGE) == [Marker("ch_a", None, 3), Marker("ch_a", "two", 15)]
+    assert scan(PAGE).markers == (Marker("ch_a", None, 3), Marker("ch_a", "two", 15))
 
 
 def test_check_names_the_page_and_what_exists():

@@ -1,4 +1,4 @@
-"""One book (its chapters, store, cache and settings), and the immutable ``Prepared`` each build makes.
+"""One book (its chapters, cache and settings), and the immutable ``Prepared`` each build makes.
 
 A front end holds its ``Book`` (the plugin on its instance; the Markdown extension under Zensical
 through ``open_book``), prepares once a build, checks each page (``check``), renders from the
@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import logging
 import os
-import shutil
 import sys
 import threading
 import time
@@ -25,7 +24,7 @@ from primer.book import _prose as prose
 from primer.book._chapters import Chapters
 from primer.book._links import CACHE_DIR, PUBLISHED_DIR
 from primer.book._logs import book_logger
-from primer.book._markers import check, find_markers
+from primer.book._markers import broken_rules, check, scan
 from primer.book._source import Shown
 from primer.variables import VARIABLES, book_chapters, chapters_package, traces_off, unknown_variables
 
@@ -70,8 +69,7 @@ class Report:
     live: int | None = None
     off: bool = False
 
-    def line(self) -> str:
-        """``traces: ran 2, reused 4`` (``, verified 4`` after a replay, ``, live: 2`` when live runs are on)."""
+    def line(self) -> str:  # ``traces: ran 2, reused 4``, then ``, verified 4`` and ``, live: 2`` when so
         if self.off:
             return "traces: off (PRIMER_TRACES=off), nothing ran"
         verified = f", verified {self.verified}" if self.verified is not None else ""
@@ -94,15 +92,12 @@ class Prepared:
 
     @property
     def enabled(self) -> bool:
-        """Whether traces are on for this build (``PRIMER_TRACES`` not ``off``)."""
         return not self.report.off
 
     def chapters(self) -> list[str]:
-        """The chapters shown, sorted."""
         return sorted(self.by_chapter)
 
     def summary(self, chapter: str) -> Shown | None:
-        """What the pages show of a chapter, without reading a run (None: it shows none)."""
         return self.by_chapter.get(chapter)
 
     @cached_property  # asked by every page's checks
@@ -111,7 +106,6 @@ class Prepared:
         return {name: list(c.mock) if c.importable else None for name, c in self.by_chapter.items()}
 
     def changed(self, before: Prepared | None) -> set[str]:
-        """The chapters whose traces shown are not as in ``before`` (None: every one)."""
         if before is None:
             return set(self.by_chapter)
         return {c for c in {*before.by_chapter, *self.by_chapter} if before.summary(c) != self.summary(c)}
@@ -142,7 +136,7 @@ class Prepared:
 
 
 class Book:
-    """One book: its chapters, its store and cache, and how its runs go.
+    """One book: its chapters, its cache, and how its runs go.
 
     ``settings`` None reads ``environ`` (by default the process's) at every ``prepare``;
     ``live_runner`` None runs live scenarios over one shared SDK client (tests stand in for the
@@ -167,17 +161,13 @@ class Book:
         self.chapters = chapters or Chapters(package, imports_cache=cache_dir / "imports.json")
         self.docs_dir = docs_dir
         self.cache = _cache.TraceCache(cache_dir / "entries", live_dir or docs_dir / PUBLISHED_DIR)
-        #: The ``PRIMER_*`` settings read at every ``prepare`` (None: the process's environment).
-        self.environ = environ
-        self.settings = settings
-        self.live_runner = live_runner
-        self.time_limit = time_limit
+        self.environ, self.settings = environ, settings
+        self.live_runner, self.time_limit = live_runner, time_limit
         self.log = book_logger(logger or LOGGER_NAME)
         self._lock = threading.Lock()
         self._built: tuple[object, Prepared] | None = None  # ``prepared_for``'s build and what it made
 
     def settings_now(self) -> Settings:
-        """The given settings, else the environment's (warning about what is wrong)."""
         from primer.errors import ConfigError
         from primer.settings import Settings
 
@@ -194,7 +184,7 @@ class Book:
 
         Logs ``Report.line``; every failed scenario shown is a warning on every build (``--strict`` fails).
         """
-        clock = Stopwatch()
+        clock, log = Stopwatch(), self.log
         with clock("prepare"):
             environ = self.environ if self.environ is not None else os.environ
             self.cache.enabled = environ.get(_cache.CACHE_VARIABLE, "").strip().lower() != "off"
@@ -203,70 +193,59 @@ class Book:
                 from primer.book._prices import default_prices
 
                 prices = default_prices()
-            report, found = self._prepare(environ, {"prices": prices.key})
-        if report.off:
-            return Prepared(report, clock=clock)
-        self.cache.key_of = lambda chapter: found[chapter].key if chapter in found else None
-        return Prepared(report, found, self.cache, prices, clock)
-
-    def _prepare(self, environ: Mapping[str, str], more: Mapping[str, str]) -> tuple[Report, dict[str, Shown]]:
-        log = self.log
-        # Settings (and pydantic) only when they decide more than the key: a given one, or a secret to validate.
-        secrets = (VARIABLES["api_key"], VARIABLES["service_key"])
-        given = self.settings is not None or any(environ.get(s) for s in secrets)
-        settings = self.settings_now() if given else None
-        if (settings.traces == "off") if settings is not None else traces_off(environ):
-            log.info(Report(off=True).line())
-            return Report(off=True), {}
-        if settings is None:
-            for message in unknown_variables(environ):
+            # Settings (and pydantic) only when they decide more than the key: a given one, or a secret to validate.
+            given = self.settings is not None or any(environ.get(VARIABLES[s]) for s in ("api_key", "service_key"))
+            settings = self.settings_now() if given else None
+            if (settings.traces == "off") if settings is not None else traces_off(environ):
+                log.info(Report(off=True).line())
+                return Prepared(Report(off=True), clock=clock)
+            for message in unknown_variables(environ) if settings is None else ():
                 log.warning(f"traces: {message}")
-        live = 0 if settings is not None and settings.live_enabled else None
-        try:
-            names = self.chapters.names()
-        except Exception as error:  # noqa: BLE001 - a broken package is reported, not fatal
-            why = (settings or self.settings_now()).redactor().text(str(error))
-            log.warning(f"traces: the chapters' package {self.chapters.package} could not be imported: {why}")
-            return Report(live=live), {}
-        renderer = _cache.renderer_version()
-        options = {
-            **(_cache.settings_options(self.settings) if self.settings else _cache.environ_options(environ)),
-            **more,
-        }
+            live = 0 if settings is not None and settings.live_enabled else None
+            try:
+                names = self.chapters.names()
+            except Exception as error:  # noqa: BLE001 - a broken package is reported, not fatal
+                why = (settings or self.settings_now()).redactor().text(str(error))
+                log.warning(f"traces: the chapters' package {self.chapters.package} could not be imported: {why}")
+                names = []
+            mine = _cache.settings_options(self.settings) if self.settings else _cache.environ_options(environ)
+            options, renderer = {**mine, "prices": prices.key}, _cache.renderer_version()
 
-        def key(chapter: str, code: str) -> str:
-            return _cache.chapter_key(chapter, code, self.cache.frozen_bytes(chapter), options, renderer)
+            def key(chapter: str, code: str) -> str:
+                return _cache.chapter_key(chapter, code, self.cache.frozen_bytes(chapter), options, renderer)
 
-        codes = self.chapters.fingerprints(names)
-        found: dict[str, Shown] = {}
-        todo: list[tuple[str, str]] = []
-        works: list[Work] = []
-        reused = 0
-        for name in names:
-            if (shown := Shown.read(self.cache.entry(name, key(name, codes[name])))) is not None:
+            codes = self.chapters.fingerprints(names)
+            found: dict[str, Shown] = {}
+            works: list[Work] = []
+            for name in names:
+                if (shown := Shown.read(self.cache.entry(name, key(name, codes[name])))) is None:
+                    from primer.book._steps import Work  # the full way: not for a warm build
+
+                    works.append(Work(name, codes[name]))
+                    continue
                 for warning in shown.warnings:
                     log.warning(warning)
                 self.cache.entry(name, f"mock-{shown.code}")  # used: read when a page misses its HTML
                 found[name] = shown
-                reused += len(shown.mock) + len(shown.live or ())
-            else:
-                todo.append((name, codes[name]))
-        if todo:
-            from primer.book._steps import Run, Work  # the full way: not for a warm build
+            if works:
+                from primer.book._steps import Run
 
-            works = [Work(*chapter) for chapter in todo]
-            run = Run(self, settings or self.settings_now(), key)
-            run.full_way(works)
-            found |= {work.name: run.show(work) for work in works}
-        verified = [work.verified for work in works if work.verified is not None]
-        report = Report(
-            ran=sum(work.ran for work in works),
-            reused=reused + sum(work.reused for work in works),
-            verified=sum(verified) if verified else None,
-            live=None if live is None else sum(work.live_runs for work in works),
-        )
-        log.info(report.line())
-        return report, {name: found[name] for name in names}
+                run = Run(self, settings or self.settings_now(), key)
+                run.full_way(works)
+                found |= {work.name: run.show(work) for work in works}
+            verified = [work.verified for work in works if work.verified is not None]
+            report = Report(
+                ran=sum(work.ran for work in works),
+                reused=sum(len(s.mock) + len(s.live or ()) for s in found.values() if s.traces is None)
+                + sum(work.reused for work in works),
+                verified=sum(verified) if verified else None,
+                live=None if live is None else sum(work.live_runs for work in works),
+            )
+            log.info(report.line())
+        self.cache.made = bool(works)
+        found = {name: found[name] for name in names}
+        self.cache.key_of = lambda chapter: found[chapter].key if chapter in found else None
+        return Prepared(report, found, self.cache, prices, clock)
 
     def prepared_for(self, build: object, prices: PriceTable, site_dir: Path) -> Prepared:
         """The ``Prepared`` of ``build`` (new each build), made by its first page, its files published (Zensical).
@@ -287,7 +266,6 @@ class Book:
             return self._built[1]
 
     def save(self, run: ChapterRun) -> None:
-        """Keep a run; one not written is warned about, and still shown."""
         try:
             self.cache.save(run)
         except OSError as error:
@@ -302,40 +280,30 @@ class Book:
         """
         with prepared.clock("pages"):
             if not prepared.enabled:
-                for warning in check(name, markdown):
-                    self.log.warning(f"traces: {warning}")
-                return
-            if urls is not None:
-                stem = PurePosixPath(name).stem
-                for marker in find_markers(markdown):
-                    if stem == marker.chapter:
-                        urls[marker.chapter] = url
-                    else:
-                        urls.setdefault(marker.chapter, url)
-            names = prepared.scenario_names
-            said = prose.problems(
-                name, markdown, lambda chapter: prose.kept_corpora(prepared, chapter, prepared.prices)
-            )
-            for warning in check(name, markdown, names) + said:
+                said = check(name, markdown)
+            else:
+                stem, urls = PurePosixPath(name).stem, {} if urls is None else urls
+                for marker in scan(markdown).markers:
+                    urls[marker.chapter] = url if stem == marker.chapter else urls.get(marker.chapter, url)
+                said = check(name, markdown, prepared.scenario_names)
+                said += prose.problems(
+                    name, markdown, lambda chapter: prose.kept_corpora(prepared, chapter, prepared.prices)
+                )
+            for warning in said:
                 self.log.warning(f"traces: {warning}")
 
     def check_rules(self, prepared: Prepared, pages: Mapping[str, str], *, rules: bool = True) -> None:
-        """Warn about each of the book's rules broken (``primer.book._rules``), once a build: ``pages`` are all read."""
-        if not (prepared.enabled and rules):
-            return
-        from primer.book._rules import check
-
-        with prepared.clock("pages"):
-            for problem in check(self.chapters.package, prepared.scenario_names, pages):
-                self.log.warning(f"traces: {problem}")
+        """Warn about each of the book's rules broken (``broken_rules``), once a build: ``pages`` are all read."""
+        if prepared.enabled and rules:
+            with prepared.clock("pages"):
+                for problem in broken_rules(self.chapters.package, prepared.scenario_names, pages):
+                    self.log.warning(f"traces: {problem}")
 
     def publish(self, root: Path, prepared: Prepared, urls: Mapping[str, str] | None = None) -> list[Path]:
         """Write each chapter's published files into ``root/traces/`` (the site, or the docs folder).
 
         A payload page links back to its chapter's page in ``urls``, else to its own in the docs (``ch09/``).
         """
-        if not prepared.enabled:
-            return []
         from primer.book._publish import publish
 
         with prepared.clock("publish"):
@@ -347,9 +315,9 @@ class Book:
             return publish(root, prepared, pages)
 
     def prune(self, prepared: Prepared) -> None:
-        """Drop the cache's entries this build did not use (but the last few of each chapter): after a full build."""
-        self.cache.prune(prepared.chapters())
-        shutil.rmtree(self.cache.folder.parent / "prose", ignore_errors=True)  # an older version's, unused
+        """Drop the cache's entries this build did not use (but the last few of each chapter), if it made one."""
+        if self.cache.made:  # else it is as the build that made the last one left it
+            self.cache.prune(prepared.chapters())
 
 
 _BOOKS: dict[str, Book] = {}
@@ -371,10 +339,8 @@ def open_book(
     ``chapters`` is the package the configuration names (``PRIMER_CHAPTERS`` wins); ``environ`` the
     ``PRIMER_*`` settings (the options under the environment).
     """
-    key = str(docs_dir.resolve())
     with _OPENING:
-        book = _BOOKS.get(key) if keep else None
-        if book is None:
+        if (book := _BOOKS.get(str(docs_dir.resolve())) if keep else None) is None:
             # The chapters package beside mkdocs.yml: `mkdocs` and `zensical`, run as commands,
             # do not put that folder on the import path. Last: nothing installed is shadowed.
             if str(root.resolve()) not in sys.path:
@@ -382,6 +348,5 @@ def open_book(
             cache = cache or root / CACHE_DIR
             package = Chapters(book_chapters(chapters, environ), imports_cache=cache / "imports.json")
             book = Book(docs_dir, cache, chapters=package, live_dir=live_dir, environ=environ)
-            if keep:
-                _BOOKS[key] = book
+            _BOOKS.update({str(docs_dir.resolve()): book} if keep else {})
         return book

@@ -22,7 +22,6 @@ import stat
 import sys
 import time
 from collections.abc import Callable, Mapping
-from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
@@ -75,14 +74,15 @@ _SECRETS = (VARIABLES["api_key"], VARIABLES["service_key"])
 
 
 @functools.cache
-def _versions() -> str:
-    from primer.export import otlp_available, otlp_version  # found, not imported
-
-    lines = [f"renderer {FORMAT}", f"otlp {otlp_version() if otlp_available() else 'none'}"]
-    for package in ("trace-book", "jinja2", "markupsafe", "pydantic"):
-        with contextlib.suppress(PackageNotFoundError):
-            lines.append(f"{package} {version(package)}")
-    return "\n".join(lines)
+def _installed() -> str:
+    # Every distribution this process imports from, by its metadata folder's name (name and version): the
+    # renderer's, the export's and this package's among them. Listed, not looked up in importlib.metadata,
+    # which would cost a warm build more than its pages do; once a process (an upgrade is a new one).
+    found = []
+    for folder in sys.path:
+        with contextlib.suppress(OSError):
+            found += [name for name in os.listdir(folder or ".") if name.endswith((".dist-info", ".egg-info"))]
+    return "\n".join([f"renderer {FORMAT}", *sorted(found)])
 
 
 @functools.lru_cache(maxsize=1024)
@@ -93,10 +93,9 @@ def _digest(path: Path, size: int, mtime_ns: int) -> str:
 def renderer_version() -> str:
     """A digest of the versions and files (named relative to the library) that turn traces into pages and files.
 
-    Package versions are read once a process (its imported code renders); a file is hashed again
-    when its size or modification time changes (a template saved under ``mkdocs serve``).
+    A file is hashed again when its size or modification time changes (a template saved under ``mkdocs serve``).
     """
-    lines = [_versions()]
+    lines = [_installed()]
     for path in sorted({path for pattern in _RENDERER for path in _LIBRARY.glob(pattern)}):
         with contextlib.suppress(OSError):  # gone since
             if stat.S_ISREG((found := path.stat()).st_mode):
@@ -114,7 +113,6 @@ def environ_options(environ: Mapping[str, str]) -> dict[str, str]:
 
 
 def settings_options(settings: Settings) -> dict[str, str]:
-    """The settings that can change what a build makes, for a book given its ``Settings`` (no secret)."""
     return {
         "settings": settings.model_dump_json(exclude={"api_key", "service_key"}),
         "live": str(settings.live_enabled),
@@ -134,22 +132,14 @@ class Entry:
     def __init__(self, chapter: str, key: str, folder: str | None) -> None:
         self.chapter, self.key, self.folder = chapter, key, folder
 
-    def data(self, name: str) -> bytes | None:
-        """The part ``name`` as kept, or None (not kept, unreadable, or the cache is off)."""
+    def read(self, name: str) -> bytes | None:
+        """The part ``name`` as kept (bytes: JSON reads them, publishing copies them), or None (not kept, or off)."""
         if self.folder is None:
             return None
         try:
             with open(os.path.join(self.folder, name), "rb") as file:
                 return file.read()
         except OSError:
-            return None
-
-    def read(self, name: str) -> str | None:
-        """The part ``name`` as text (no newline translation), or None (``data``)."""
-        data = self.data(name)
-        try:
-            return data.decode() if data is not None else None
-        except UnicodeDecodeError:
             return None
 
     def write(self, name: str, text: str) -> None:
@@ -194,14 +184,13 @@ class TraceCache:
         self.reset()
 
     def reset(self) -> None:
-        """A new build: no entry used, no marker rendered or reused, no second spent on them."""
         self._used: set[tuple[str, str]] = set()
+        self.made = False
         self._markers: dict[tuple[str, str], dict[str, tuple[list[str], str]]] = {}  # read once a build
         self.rendered = self.reused = 0
         self.seconds = 0.0
 
     def entry(self, chapter: str, key: str) -> Entry:
-        """The entry of ``chapter`` under ``key``, marked used by this build."""
         self._used.add((chapter, key))
         return Entry(chapter, key, os.path.join(self.folder, chapter, key) if self.enabled else None)
 
@@ -228,7 +217,6 @@ class TraceCache:
                     folder.rmdir()  # a chapter gone, its entries removed
 
     def path(self, chapter: str, mode: Mode = "live", code: str = "") -> Path:
-        """Where a chapter's frozen live trace is, or its mock trace of the code ``code``."""
         if mode == "live":
             return self.live_dir / f"{chapter}.live.json"
         return self.folder / chapter / f"mock-{code}" / "mock.json"
@@ -270,7 +258,6 @@ class TraceCache:
         return self.entry(chapter, "verdict-" + hashlib.sha256(f"{frozen} {code}".encode()).hexdigest()[:32])
 
     def verdict(self, chapter: str, code: str) -> tuple[ChapterCheck, str] | None:
-        """What replaying the frozen trace under the code ``code`` found, and the day; None if not kept."""
         from primer.replay import ChapterCheck
 
         try:
@@ -284,7 +271,6 @@ class TraceCache:
         self._verdict(chapter, code).write("verdict.json", json.dumps([day, check.model_dump(mode="json")]))
 
     def read(self, shown: Shown) -> ChapterTraces:
-        """The runs of a chapter as ``shown`` says, read now; raises ``CorruptTrace``."""
         mock = self.load(shown.chapter, "mock", shown.code)
         live = self.load(shown.chapter, "live") if shown.live is not None else None
         if live is not None and shown.verified_at is not None:  # as the build that kept the entry showed it

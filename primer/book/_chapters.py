@@ -121,7 +121,6 @@ class CodeGraph:
             self._save()
 
     def path_of(self, name: str) -> Path | None:
-        """The source file of a module, if it is one of the followed packages."""
         found = self._where(name)
         return None if found is None else found[0]
 
@@ -178,7 +177,6 @@ class CodeGraph:
         return self._closures[start]
 
     def files(self, *modules: str) -> list[Path]:
-        """Every followed source file the modules import, transitively, themselves included."""
         return sorted(found[0] for found in self.modules(*modules).values())
 
     def fingerprint(self, *modules: str) -> str:
@@ -246,15 +244,12 @@ class Chapters:
                 self.sources[name] = _read(getattr(sys.modules.get(name), "__file__", None), saved_before=looked)
 
     def names(self) -> list[str]:
-        """Every chapter module's name, sorted (the modules are not imported)."""
         return self.locator.names()
 
     def module_name(self, chapter: str) -> str:
-        """The chapter's full module name."""
         return self.locator.module_name(chapter)
 
     def fingerprint(self, chapter: str) -> str:
-        """The hash of the code the chapter's traces depend on (``CodeGraph.fingerprint``)."""
         return self.graph.fingerprint(self.module_name(chapter), "primer.runner")
 
     def fingerprints(self, chapters: Iterable[str]) -> dict[str, str]:
@@ -263,7 +258,6 @@ class Chapters:
             return {chapter: self.fingerprint(chapter) for chapter in chapters}
 
     def _dependencies(self, chapter: str) -> list[tuple[str, Path, bool]]:
-        """Each module the chapter depends on, by file: its name, its file, whether it is of the chapters' package."""
         found = self.graph.modules(self.module_name(chapter), "primer.runner").items()
         own = [(name, module[0], f"{name}.".startswith(f"{self.package}.")) for name, module in found]
         return sorted(own, key=lambda dependency: dependency[1])
@@ -299,7 +293,6 @@ class Chapters:
         return sys.modules[name]
 
     def _fresh(self, name: str, *, force: bool = False) -> bool:
-        """Import a module, or re-import it if its file changed (or ``force``); whether it ran."""
         module, path = sys.modules.get(name), self.graph.path_of(name)
         if module is not None and not force and name in self.sources and self.sources[name] == _read(path):
             return False
@@ -316,7 +309,6 @@ class Chapters:
         return True
 
     def scenarios(self, chapter: str) -> list[Scenario]:
-        """A chapter's scenarios, in the order written."""
         return scenarios_of(self.load(chapter))
 
     def watched_dirs(self) -> list[Path]:

@@ -55,7 +55,7 @@ class TraceBookConfig(base.Config):  # type: ignore[no-untyped-call]
     cache = c.Type(bool, default=True)
     #: Live runs when a key is set: ``auto``, ``off`` or ``refresh`` (``PRIMER_LIVE`` wins).
     live = c.Optional(c.Choice(("auto", "off", "refresh")))
-    #: False: the build does not check the book's rules (``primer.book._rules``), nor with the extension's ``rules``.
+    #: False: the build does not check the book's rules (``primer.book._markers``), nor with the extension's ``rules``.
     rules = c.Type(bool, default=True)
     #: Prices per model (``primer.book._prices``), over the package's table and the extension's ``prices``.
     prices = c.Type(dict, default={})
@@ -72,9 +72,8 @@ SETTINGS: dict[str, tuple[str, Callable[[Any], str | None]]] = {
 
 def environ(config: TraceBookConfig) -> Mapping[str, str]:
     """The ``PRIMER_*`` settings of a build: the options as defaults, the environment over them."""
-    given = {variable: value(config[option]) for option, (variable, value) in SETTINGS.items()}
-    defaults = {variable: said for variable, said in given.items() if said is not None}
-    return {**defaults, **os.environ} if defaults else os.environ
+    given = ((variable, value(config[option])) for option, (variable, value) in SETTINGS.items())
+    return {**{variable: said for variable, said in given if said is not None}, **os.environ}
 
 
 def unknown_as_errors(

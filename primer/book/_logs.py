@@ -20,7 +20,6 @@ class InertRecords(logging.Filter):
     """A logging filter that makes a record's message, traceback and stack inert; it drops nothing."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        """Rewrite ``record`` in place; always keep it."""
         try:
             message = record.getMessage()
         except Exception:  # noqa: BLE001 - a malformed call is left to logging's own error report

@@ -81,7 +81,6 @@ class TraceBookPlugin(BasePlugin[TraceBookConfig]):  # type: ignore[no-untyped-c
         return plugin_options.unknown_as_errors([name for name, _ in self.config_scheme], errors, warnings)
 
     def on_startup(self, *, command: str, dirty: bool) -> None:
-        """Note whether MkDocs serves with ``--dirty``."""
         self.dirty = dirty
 
     def on_config(self, config: MkDocsConfig) -> MkDocsConfig:
@@ -91,8 +90,6 @@ class TraceBookPlugin(BasePlugin[TraceBookConfig]):  # type: ignore[no-untyped-c
         environ = plugin_options.environ(self.config)
         named = dict(config.mdx_configs.get(EXTENSION, {}))  # a hook book's options are the extension's
         chapters = self.config.chapters or named.get("chapters")
-        # on_page_markdown warns about markers, naming page and line.
-        options: dict[str, Any] = {"warn_missing": False, **({"chapters": chapters} if chapters else {})}
         before, self.prepared = self.prepared, None
         self.taken, self.pages, self.urls = {}, {}, {}
         self.on_shutdown()  # an earlier build of this process that stopped before its end
@@ -105,8 +102,6 @@ class TraceBookPlugin(BasePlugin[TraceBookConfig]):  # type: ignore[no-untyped-c
             for event in ("page_content", "page_context"):
                 with contextlib.suppress(AttributeError, ValueError):  # no MkDocs plugins (a command's), not listed
                     config.plugins.events[event].remove(getattr(self, f"on_{event}"))
-            # The extension shows the placeholders as elements (raw HTML would be parsed twice a page).
-            options["traces_off"] = True
         else:
             started = time.perf_counter()
             root = Path(config.config_file_path).parent if config.config_file_path else Path.cwd()
@@ -130,10 +125,11 @@ class TraceBookPlugin(BasePlugin[TraceBookConfig]):  # type: ignore[no-untyped-c
             self.prepared = prepared = self.book.prepare(prices)
             prepared.clock.add("load", opened)
             self.changed = prepared.changed(before)
-            options["source"] = prepared  # its cache and prices too
-        self.extension = TraceExtension(**options)
-        if EXTENSION in config.markdown_extensions:
-            config.markdown_extensions.remove(EXTENSION)
+        # Its cache and prices are the prepared book's; on_page_markdown warns about markers, naming page and line;
+        # with traces off the extension shows the placeholders as elements (raw HTML would be parsed twice a page).
+        off, given = self.prepared is None, {"chapters": chapters} if chapters else {}
+        self.extension = TraceExtension(source=self.prepared, warn_missing=False, traces_off=off, **given)
+        config.markdown_extensions = [name for name in config.markdown_extensions if name != EXTENSION]
         config.markdown_extensions.append(self.extension)  # type: ignore[arg-type]  # MkDocs takes instances
         if self.prepared is None or self.prepared.enabled:  # traces off: the stylesheet sets the placeholders apart
             from primer.book import _assets as assets
@@ -198,24 +194,19 @@ class TraceBookPlugin(BasePlugin[TraceBookConfig]):  # type: ignore[no-untyped-c
         """Set the trace blocks aside while search reads the page, each swapped for a paragraph of its search text."""
         if self.extension is None or not self.extension.blocks:
             return html
-        taken: dict[str, str] = {}
-        pieces, done = [], 0
+        stashed, taken = html, dict[str, str]()
         for search, block in self.extension.blocks:
-            if (found := html.find(block, done)) >= 0:  # one another plugin changed is left for search to read whole
+            if block in stashed:  # one another plugin changed is left for search to read whole
                 stand_in = f"<!--trace-book:{len(taken)}--><p>{search}</p>"
-                pieces += [html[done:found], stand_in]
-                taken[stand_in] = block
-                done = found + len(block)
+                stashed, taken[stand_in] = stashed.replace(block, stand_in, 1), block
         self.taken[page.file.src_uri] = (html, taken)
-        return "".join([*pieces, html[done:]])
+        return stashed
 
-    # After the search plugin's (priority 0) has indexed the page without them;
-    # before the theme puts the page's content into its template.
     @event_priority(-100)
     def on_page_context(
         self, context: TemplateContext, *, page: Page, config: MkDocsConfig, nav: Navigation
     ) -> TemplateContext:
-        """After the search plugin, before the theme: give the page its trace blocks back."""
+        """After the search plugin (priority 0) indexed the page, before the theme: give it its trace blocks back."""
         if (stashed := self.taken.pop(page.file.src_uri, None)) is not None:
             original, taken = stashed
             page.content = _STAND_IN.sub(lambda found: taken.pop(found[0], found[0]), page.content or "")
@@ -241,14 +232,12 @@ class TraceBookPlugin(BasePlugin[TraceBookConfig]):  # type: ignore[no-untyped-c
         book.log.debug(prepared.share())
         self.on_shutdown()
 
-    def on_build_error(self, *, error: Exception) -> None:
-        """Give the cache to the next build."""
-        self.on_shutdown()
-
-    def on_shutdown(self) -> None:
-        """Give the cache to the next build: this one ended, or the process does."""
+    def on_shutdown(self, *, error: Exception | None = None) -> None:
+        """Give the cache to the next build: this one ended (or failed: ``on_build_error``), or the process does."""
         if self.lock is not None:
             self.lock.release()
+
+    on_build_error = on_shutdown
 
     def on_serve(self, server: LiveReloadServer, *, config: MkDocsConfig, builder: Any) -> LiveReloadServer:
         """Watch the library's and the chapters' folders, each on its own, and the machinery's templates and assets."""

@@ -1,12 +1,8 @@
 """The ``trace-book`` plugin for ProperDocs, which loads subclasses of its own ``BasePlugin`` only: this is both."""
 
-from __future__ import annotations
-
 from properdocs.plugins import BasePlugin as ProperDocsBasePlugin
 
 from primer.book._plugin import TraceBookPlugin
-
-__all__ = ["ProperDocsTraceBookPlugin"]
 
 
 # Untyped in ProperDocs as in MkDocs (__init_subclass__); the options are TraceBookPlugin's.

@@ -42,13 +42,9 @@ def opening_html(block: ModeBlock) -> str:
 
 
 def select(
-    markdown: str,
-    has_live: Callable[[str, str | None], bool],
-    *,
-    mock: bool = True,
-    wrap: Callable[[ModeBlock], tuple[str, str]] = lambda block: ("", ""),
+    markdown: str, has_live: Callable[[str, str | None], bool], mock: bool, wrap: Callable[[ModeBlock], tuple[str, str]]
 ) -> str:
-    """The page with each closed block's content kept or dropped, its two lines gone (or what ``wrap`` gives).
+    """The page with each closed block's content kept or dropped, its two lines made what ``wrap(block)`` gives.
 
     A live block is kept when ``has_live(chapter, scenario)``, a mock block when ``mock`` (False: no traces show).
     """
@@ -66,7 +62,7 @@ def select(
 
 
 class LiveProse(Preprocessor):
-    """The Markdown preprocessor that keeps or drops a page's mode blocks, as ``shown(text)`` applies ``select``."""
+    """Keeps or drops a page's mode blocks, as ``shown(text)`` applies ``select``."""
 
     def __init__(self, md: Markdown, shown: Callable[[str], str]) -> None:
         super().__init__(md)
@@ -103,9 +99,7 @@ _HEAD = "*"  # the chapter's totals line (its first marker's head), among its sc
 Corpora = Mapping[str, Mapping[str, str]]
 
 
-class Fact(NamedTuple):
-    """One quoted trace fact: its line, its text, the markers of its section, the mode block it sits in."""
-
+class Fact(NamedTuple):  # the markers of its section, the mode block it sits in
     line: int
     text: str
     places: tuple[tuple[str, str | None], ...]

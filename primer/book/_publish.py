@@ -51,7 +51,7 @@ def publish(root: Path, shown: Prepared, pages: Mapping[str, str | None]) -> lis
             (f"payloads-{_digest(page)}.html", PAYLOADS_SUFFIX, partial(_payloads, shown, chapter, page)),
         ]
         for name, suffix, make in parts:
-            data = entry.data(name)  # as kept: bytes are copied fastest
+            data = entry.read(name)  # as kept: bytes are copied fastest
             if data is None and (text := make()) is not None:
                 entry.write(name, text)
                 data = text.encode()

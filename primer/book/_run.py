@@ -55,7 +55,6 @@ def error_run(name: str, mode: Mode, error: BaseException | str, redactor: Redac
 
 
 def run_mock(chapter: str, scenarios: Sequence[Scenario], settings: Settings) -> ChapterRun:
-    """Run a chapter's scenarios in mock mode, in this process."""
     from primer.runner import run_scenario  # a warm build runs nothing, and need not load the library
 
     runs = []
@@ -68,7 +67,6 @@ def run_mock(chapter: str, scenarios: Sequence[Scenario], settings: Settings) ->
 
 
 def _worker(arguments: Sequence[str], time_limit: float) -> WorkerOutput | str:
-    """What the worker printed, or how it failed."""
     command = [sys.executable, "-B", "-m", "primer.book._run", *arguments]
     # The same import path as here: the chapters' package may live beside the book.
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}

@@ -73,7 +73,6 @@ class Shown:
 
     @property
     def names(self) -> list[str]:
-        """Every scenario name of both runs, mock first, each once."""
         return list(dict.fromkeys([*self.mock, *(self.live or ())]))
 
     def write(self, entry: Entry) -> None:
@@ -85,7 +84,6 @@ class Shown:
 
     @classmethod
     def read(cls, entry: Entry) -> Shown | None:
-        """What ``entry`` keeps (``write``); None if it keeps none."""
         try:
             code, mock, live, state, reason, day, warnings = json.loads(entry.read(SHOWN) or "null")
             live = tuple(map(str, live)) if live is not None else None
@@ -97,7 +95,6 @@ class Shown:
 
     @classmethod
     def of(cls, traces: ChapterTraces, key: str = "", code: str = "") -> Shown:
-        """What pages show of ``traces``, kept under ``key``."""
         mock = tuple(s.name for s in traces.mock.scenarios) if traces.mock is not None else ()
         live = tuple(s.name for s in traces.live.scenarios) if traces.live is not None else None
         return cls(traces.chapter, key, code, mock, live, traces.live_status, traces=traces)

@@ -57,9 +57,9 @@ class Work:
     #: The fingerprint of the chapter's code now (its traces' ``source_hash``).
     code: str
     mock: ChapterRun | None = None
-    #: The frozen live trace as stored (re-stamped when a replay verified it on ``verified_at``), and the one shown.
+    #: The live trace shown: the frozen one as stored (re-stamped when a replay verified it on ``verified_at``),
+    #: or its refresh.
     frozen: ChapterRun | None = None
-    live: ChapterRun | None = None
     verified_at: str | None = None
     status: LiveStatus = field(default_factory=lambda: LiveStatus("missing"))
     scenarios: tuple[Scenario, ...] | None = None
@@ -97,7 +97,6 @@ class Run:
         work.warnings.append(message)
 
     def failures(self, work: Work, runs: list[ScenarioRun]) -> None:
-        """Warn about each failed run, once per build."""
         for run in runs:
             line = f"traces: {work.name} / {run.name} ({run.mode}) failed: {run.ending.label}"
             if run.ending.failed and not any(said.startswith(line) for said in work.warnings):
@@ -251,11 +250,10 @@ class Run:
             status = LiveStatus("stale", f"{earlier}; PRIMER_LIVE=off")
         if record and work.stale_library:  # this process runs library code older than the files: the next build
             status, record = LiveStatus(status.state, LIBRARY_CHANGED), False
-        work.status, work.live = status, frozen
+        work.status = status
         work.record = record and self.load(work) is not None
 
     def record(self, works: list[Work]) -> None:
-        """Run every chapter's live scenarios in one pool, then settle each chapter's frozen trace."""
         jobs = [(work, scenario) for work in works if work.record for scenario in work.scenarios or ()]
         if not jobs:
             return
@@ -292,7 +290,7 @@ class Run:
             self.book.save(new)
             if frozen is not None:
                 self.new_anomalies(work.name, frozen, new)
-            work.live, work.status, work.verified_at = new, LiveStatus("current"), None
+            work.frozen, work.status, work.verified_at = new, LiveStatus("current"), None
             return
         when = f"recorded {frozen.recorded_at}" if frozen.recorded_at else "recorded earlier"
         names = ", ".join(run.name for run in bad)
@@ -312,7 +310,6 @@ class Run:
                 )
 
     def show(self, work: Work) -> Shown:
-        """What the pages show of the chapter, kept in its entry under its key as it is now."""
         from primer.script_check import unused_warnings
         from primer.trace import ChapterRun
 
@@ -321,11 +318,11 @@ class Run:
             # Not stored: the import is tried again next build, and the trace must not outlive the broken file.
             mock = ChapterRun(chapter=work.name, mode="mock", model="mock", scenarios=[work.import_error])
         runs = mock.scenarios if mock else []
-        self.failures(work, [*runs, *(work.live.scenarios if work.live else [])])
+        self.failures(work, [*runs, *(work.frozen.scenarios if work.frozen else [])])
         for unused in [warning for run in runs for warning in unused_warnings(run)]:
             self.warn(work, f"traces: {work.name} / {unused}")  # a mock script the run did not use up
         # Under the key as it is now: a refresh may have rewritten the frozen file.
-        key, live = self.key(work.name, work.code), work.live
+        key, live = self.key(work.name, work.code), work.frozen
         shown = Shown(
             work.name,
             key,

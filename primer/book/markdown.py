@@ -40,30 +40,19 @@ if TYPE_CHECKING:  # loaded on first use: MkDocs loads the extension with traces
     from primer.book._prices import PriceTable
     from primer.book._source import TraceSource
 
-__all__ = [
-    "NO_KEY",
-    "PAYLOAD",
-    "MockRunSource",
-    "PutBack",
-    "TraceExtension",
-    "TraceProcessor",
-    "collect",
-    "makeExtension",
-    "search_text",
-]
+__all__ = ["NO_KEY", "MockRunSource", "TraceExtension", "collect", "makeExtension"]
 
 # Under ``mkdocs.`` so MkDocs counts the warnings (``--strict``).
 log = book_logger("mkdocs.plugins.primer.book")
 #: One payload block (it holds no ``div``, the templates promise it): opening tag, content, closing tag.
 PAYLOAD = re.compile(r'(<div class="tr-(?:body|timeline)" data-search-exclude[^>]*>)(.*?)(</div>)', re.S)
-_INERT = re.compile(r"<(script|template|style)\b.*?</\1\s*>", re.S | re.I)  # what no reader of the index needs
 _TAG = re.compile(r"<[^>]*>")
 _SPACE = re.compile(r"\s+")
 
 
 def search_text(block: str) -> str:
     """A trace block's text outside its payloads, escaped, on one line: what search indexes of it (the plugin's)."""
-    text = _TAG.sub(" ", _INERT.sub(" ", PAYLOAD.sub("", block)))
+    text = _TAG.sub(" ", PAYLOAD.sub("", block))
     # Unescaped and escaped again: what search reads is exactly the text a reader sees.
     return htmllib.escape(_SPACE.sub(" ", htmllib.unescape(text)).strip(), quote=False)
 
@@ -77,7 +66,7 @@ class TraceExtension(Extension):
             "chapters": ["", "The chapters' package (PRIMER_CHAPTERS wins over it)."],
             "warn_missing": [True, "Log markers naming what does not exist, and malformed ones (the plugin does)."],
             "traces_off": [False, "Show a placeholder for each marker, load and run nothing (PRIMER_TRACES=off)."],
-            "rules": [True, "Have the book's build check its rules (primer.book._rules); the plugin reads it."],
+            "rules": [True, "Have the book's build check its rules (primer.book._markers); the plugin reads it."],
             "prices": [{}, "Prices per model over the package's own (primer.book._prices): costs of live runs."],
         }
         super().__init__(**kwargs)
@@ -107,7 +96,7 @@ class TraceExtension(Extension):
         super().setConfig(key, value)
 
     def hold(self, html: str) -> AtomicString:
-        """A token for ``html``, to stand as a paragraph's text until ``PutBack`` puts ``html`` there."""
+        """A token for ``html``, to stand as a paragraph's text until ``_PutBack`` puts ``html`` there."""
         self.held.append(html)
         return AtomicString(f"\x02trace-book:{len(self.held) - 1}\x03")
 
@@ -139,12 +128,12 @@ class TraceExtension(Extension):
         md.registerExtension(self)
         # 77: below indented code (80), so a quoted marker stays code; above mkdocstrings'
         # `::: identifier` (75), which would read `trace CHAPTER` as one; far above paragraphs.
-        md.parser.blockprocessors.register(TraceProcessor(md.parser, self), "primer_trace", 77)
+        md.parser.blockprocessors.register(_TraceProcessor(md.parser, self), "primer_trace", 77)
         # 24: just after fenced code is stashed (25), so a mode block quoted in a code sample stays one.
         prose = LiveProse(md, lambda text: select(text, self.has_live, mock=not self.off, wrap=self._wrap))
         md.preprocessors.register(prose, "primer_live_prose", 24)
         # 29: just after raw HTML is put back (30), before any other extension's postprocessor.
-        md.postprocessors.register(PutBack(md, self), "primer_put_back", 29)
+        md.postprocessors.register(_PutBack(md, self), "primer_put_back", 29)
 
     def reset(self) -> None:
         """A new document: ids need only be unique within one page."""
@@ -176,7 +165,7 @@ class TraceExtension(Extension):
         """Whether a live block's prose shows: the chapter (or the scenario) has a live run."""
         if self.off:
             return False
-        summary = getattr(self.source, "summary", _no_summary)(chapter)
+        summary = getattr(self.source, "summary", lambda _: None)(chapter)
         if summary is not None:
             return summary.live is not None and (scenario is None or scenario in summary.live)
         try:
@@ -192,6 +181,9 @@ class TraceExtension(Extension):
         if isinstance(marker, NearMiss):
             self._warn(marker.message, lambda line: line.rstrip() == marker.text.strip())
             return _error(marker.message, marker.text)
+        if self.off:  # a note, held as the traces are (never parsed again, nothing in Python-Markdown's stash)
+            sources.assets_for_page(self.md)
+            return f'<p class="{OFF_CLASS}">{htmllib.escape(off_note(marker))}</p>'
         said = f"::: trace {marker.chapter}{f' {marker.scenario}' if marker.scenario else ''}"
         try:
             search, _, html = self._stored(marker.chapter, marker.scenario).partition("\n")
@@ -215,9 +207,8 @@ class TraceExtension(Extension):
     def _stored(self, chapter: str, scenario: str | None) -> str:
         """The marker's search text, a line, then its HTML: from the chapter's entry in the cache, else rendered."""
         source = self.source
-        # A book's ``Prepared`` shows every chapter by its ``Shown`` (its runs are read only on a miss),
-        # from its cache, whose key holds the prices.
-        summary = getattr(source, "summary", _no_summary)(chapter)
+        # A book's ``Prepared`` shows a chapter by its ``Shown`` from its cache: the runs are read on a miss only.
+        summary = getattr(source, "summary", lambda _: None)(chapter)
         cache: TraceCache | None = getattr(source, "cache", None)
         # A chapter's switch, totals and live status head its first trace on the page only.
         head = chapter not in self._headed
@@ -245,7 +236,7 @@ class TraceExtension(Extension):
         return cache.html(traces, scenario, used=self._ids, head=head, render=render, variant=variant)
 
 
-class TraceProcessor(BlockProcessor):
+class _TraceProcessor(BlockProcessor):
     """Replaces each marker line with its rendered traces (held as a token, put back whole: never re-parsed)."""
 
     def __init__(self, parser: BlockParser, extension: TraceExtension) -> None:
@@ -255,7 +246,7 @@ class TraceProcessor(BlockProcessor):
         self._found: tuple[int, Marker | NearMiss] = (0, NearMiss("", (), 0))
 
     def test(self, parent: etree.Element, block: str) -> bool:
-        """Whether the block holds a line meant as a marker (a near miss is shown as an error)."""
+        # Whether the block holds a line meant as a marker (a near miss is shown as an error).
         if ":::" not in block:  # asked of nearly every block of every page
             return False
         for index, line in enumerate(block.split("\n")):
@@ -265,22 +256,17 @@ class TraceProcessor(BlockProcessor):
         return False
 
     def run(self, parent: etree.Element, blocks: list[str]) -> None:
-        """Render the first marker of the block; the text around it is parsed as usual."""
+        # The block's first marker rendered; the text around it is parsed as usual.
         index, marker = self._found
         lines = blocks.pop(0).split("\n")
         if before := "\n".join(lines[:index]).rstrip("\n"):
             self.parser.parseBlocks(parent, [before])
-        if isinstance(marker, Marker) and self.extension.off:
-            sources.assets_for_page(self.parser.md)
-            # An element of atomic text: no inline pattern reads it, and no stashed HTML to put back.
-            etree.SubElement(parent, "p", {"class": OFF_CLASS}).text = AtomicString(off_note(marker))
-        else:
-            etree.SubElement(parent, "p").text = self.extension.hold(self.extension.html_for(marker))
+        etree.SubElement(parent, "p").text = self.extension.hold(self.extension.html_for(marker))
         if after := "\n".join(lines[index + 1 :]).lstrip("\n"):
             blocks.insert(0, after)
 
 
-class PutBack(Postprocessor):
+class _PutBack(Postprocessor):
     """Puts each held HTML where its token is (``TraceExtension.hold``), replacing the paragraph around it.
 
     Not Python-Markdown's HTML stash, whose postprocessor searches every stashed block (a trace
@@ -292,7 +278,6 @@ class PutBack(Postprocessor):
         self.extension = extension
 
     def run(self, text: str) -> str:
-        """The document with each token, and the paragraph around it, replaced by its HTML."""
         held = self.extension.held
         return _TOKEN.sub(lambda match: held[int(match[1] or match[2])], text) if held else text
 
@@ -300,10 +285,6 @@ class PutBack(Postprocessor):
 # STX and ETX: Python-Markdown removes them from a page's text, and the renderer from what a model, a
 # tool or a service says (``render._clean``), so no page and no trace forges a token.
 _TOKEN = re.compile("<p>\x02trace-book:([0-9]+)\x03</p>|\x02trace-book:([0-9]+)\x03")
-
-
-def _no_summary(chapter: str) -> None:
-    return None  # a source other than a book's: its traces are read
 
 
 def _error(message: str, marker: str) -> str:
