@@ -162,7 +162,8 @@ class CodeGraph:
                 if (module := self._module(name)) is not None:
                     found[name] = module
                     for imported in module[2]:  # the library's, shared by every chapter: walked once a snapshot
-                        found |= self._closure(imported)
+                        if imported not in found:  # else its closure is in already
+                            found |= self._closure(imported)
         return found
 
     def _closure(self, start: str) -> dict[str, Module]:
