@@ -92,6 +92,10 @@ def test_a_warm_build_serves_every_page_from_the_entries_and_a_build_without_the
     [share] = warm.lines("the machinery's share")
     assert "markers rendered 0" in share
     assert _site(book.root) == made
+    # A later plugin that edits a published file in place edits the site's copy, never the cache's (no links).
+    with (book.root / "site" / "traces" / "ch_alpha.json").open("r+b") as published:
+        published.write(b"EDITED IN PLACE")
+    assert not any(b"EDITED IN PLACE" in p.read_bytes() for p in entries.rglob("*") if p.is_file())
     # Off: everything computed (run again, so only the measured durations differ), nothing read or kept.
     done = book.build("--verbose", PRIMER_CACHE="off")
     assert done.returncode == 0, done.log

@@ -122,13 +122,12 @@ class Entry:
     def __init__(self, chapter: str, key: str, folder: str | None) -> None:
         self.chapter, self.key, self.folder = chapter, key, folder
 
-    def path(self, name: str) -> str | None:
-        return os.path.join(self.folder, name) if self.folder is not None else None
-
     def read(self, name: str) -> bytes | None:
         """The part ``name`` as kept (bytes: JSON reads them, publishing copies them), or None (not kept, or off)."""
+        if self.folder is None:
+            return None
         try:
-            with open(self.path(name) or "", "rb") as file:
+            with open(os.path.join(self.folder, name), "rb") as file:
                 return file.read()
         except OSError:
             return None

@@ -10,8 +10,6 @@ from __future__ import annotations
 import posixpath
 import re
 
-__all__ = ["CACHE_DIR", "PAYLOADS_HEAD", "PAYLOADS_SUFFIX", "PUBLISHED_DIR", "page_relative"]
-
 #: The machinery's cache, relative to the book's root (the folder of mkdocs.yml).
 CACHE_DIR = ".cache/trace-book"
 #: Folder of the site (and of the docs, for frozen live traces) holding trace JSON.
@@ -28,11 +26,7 @@ _LINK = re.compile(
 
 
 def page_relative(html: str, page_url: str) -> str:
-    """``html`` with each root-relative trace link made relative to the page at ``page_url``.
-
-    ``page_url`` is as MkDocs gives it (``ch09_who_retries/``, ``a/b.html``, ``""`` for the home
-    page). Absolute paths and URLs are left alone.
-    """
+    """``html``'s root-relative trace links made relative to ``page_url`` (MkDocs': ``""`` is the home page)."""
     folder = posixpath.dirname(page_url) or "."
 
     def relative(match: re.Match[str]) -> str:

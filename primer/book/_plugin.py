@@ -39,8 +39,6 @@ if TYPE_CHECKING:
     from primer.book._book import Book, Prepared
     from primer.book.markdown import TraceExtension
 
-__all__ = ["EXTENSION", "TraceBookConfig", "TraceBookPlugin"]
-
 #: The book's logger (``primer.book._book.LOGGER_NAME``), for what the plugin says with traces off.
 log = book_logger("mkdocs.plugins.primer")
 #: What stands for a trace block while search reads the page (``on_page_content``): its search text.
@@ -125,8 +123,7 @@ class TraceBookPlugin(BasePlugin[TraceBookConfig]):  # type: ignore[no-untyped-c
             self.prepared = prepared = self.book.prepare(prices)
             prepared.clock.add("load", opened)
             self.changed = prepared.changed(before)
-        # Its cache and prices are the prepared book's; on_page_markdown warns about markers, naming page and line;
-        # with traces off the extension shows the placeholders as elements (raw HTML would be parsed twice a page).
+        # Its cache and prices are the prepared book's; on_page_markdown warns about markers, naming page and line.
         off, given = self.prepared is None, {"chapters": chapters} if chapters else {}
         self.extension = TraceExtension(source=self.prepared, warn_missing=False, traces_off=off, **given)
         config.markdown_extensions = [name for name in config.markdown_extensions if name != EXTENSION]
@@ -147,10 +144,10 @@ class TraceBookPlugin(BasePlugin[TraceBookConfig]):  # type: ignore[no-untyped-c
             raw = file.src_uri.endswith(".live.json") and Path(file.abs_src_path or "").resolve().parent == frozen
             if raw and file.inclusion is not InclusionLevel.EXCLUDED:
                 # Zensical runs no plugin and would publish it: the configuration must leave it out.
-                folder = Path(file.src_uri).parent.as_posix()
                 log.warning(
-                    f"traces: {_name(config, file.src_uri)} would be published as it is: add "
-                    f"`exclude_docs: {folder}/*.live.json` to {Path(config.config_file_path or 'mkdocs.yml').name}."
+                    f"traces: {_name(config, file.src_uri)} would be published as it is: add `exclude_docs: "
+                    f"{Path(file.src_uri).parent.as_posix()}/*.live.json` to "
+                    f"{Path(config.config_file_path or 'mkdocs.yml').name}."
                 )
                 files.remove(file)
         # What the pages link: what on_config added, and what the configuration names itself (Zensical's too).
@@ -194,13 +191,16 @@ class TraceBookPlugin(BasePlugin[TraceBookConfig]):  # type: ignore[no-untyped-c
         """Set the trace blocks aside while search reads the page, each swapped for a paragraph of its search text."""
         if self.extension is None or not self.extension.blocks:
             return html
-        stashed, taken = html, dict[str, str]()
+        # One pass: a page's blocks are in it in the order rendered (``in`` and ``replace`` cost 3x as much).
+        taken, pieces, done = dict[str, str](), [], 0
         for search, block in self.extension.blocks:
-            if block in stashed:  # one another plugin changed is left for search to read whole
+            if (found := html.find(block, done)) >= 0:  # one another plugin changed is left for search to read whole
                 stand_in = f"<!--trace-book:{len(taken)}--><p>{search}</p>"
-                stashed, taken[stand_in] = stashed.replace(block, stand_in, 1), block
+                pieces += [html[done:found], stand_in]
+                taken[stand_in] = block
+                done = found + len(block)
         self.taken[page.file.src_uri] = (html, taken)
-        return stashed
+        return "".join([*pieces, html[done:]])
 
     @event_priority(-100)
     def on_page_context(

@@ -1,14 +1,13 @@
 """Publishing what a build shows: each chapter's JSON, OTLP JSON (with the ``otel`` extra) and payload page.
 
 Each file is made once per key and kept in the chapter's entry of the one cache (``primer.book._cache``),
-then linked into the site (or the docs folder) where it is not yet, else written there if it changed.
+then copied as bytes into the site (or the docs folder).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import os
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from functools import partial
@@ -40,7 +39,6 @@ def publish(root: Path, shown: Prepared, pages: Mapping[str, str | None]) -> lis
     folder, cache, chapters = root / PUBLISHED_DIR, shown.cache, shown.chapters()
     if cache is None:
         return []
-    folder.mkdir(parents=True, exist_ok=True)
     written: list[Path] = []
     said: list[str] = []  # that no OTLP JSON is published, once a build
     for chapter in chapters:
@@ -53,17 +51,13 @@ def publish(root: Path, shown: Prepared, pages: Mapping[str, str | None]) -> lis
             (f"payloads-{_digest(page)}.html", PAYLOADS_SUFFIX, partial(_payloads, shown, chapter, page)),
         ]
         for name, suffix, make in parts:
-            target = folder / f"{chapter}{suffix}"
-            if (kept := entry.path(name)) is not None and _link(kept, target):
-                written.append(target)
-                continue
-            data = entry.read(name)
+            data = entry.read(name)  # as kept: bytes are copied fastest
             if data is None and (text := make()) is not None:
                 entry.write(name, text)
                 data = text.encode()
             if data is not None:
-                written.append(target)
-                _write(target, data)
+                written.append(folder / f"{chapter}{suffix}")
+                _write(written[-1], data)
     for path in folder.glob("*.*"):  # only what publish wrote: an author's own files there stay
         gone = path.name.split(".")[0] not in chapters and not path.name.endswith(".live.json")
         if gone and _head(path).startswith((b'{"chapter": ', b'{"resourceSpans":', PAYLOADS_HEAD.encode())):
@@ -104,21 +98,15 @@ def _payloads(shown: Prepared, chapter: str, page: str | None) -> str:
     return render_payloads(shown.traces(chapter), page_url=page)
 
 
-def _link(kept: str, target: Path) -> bool:
-    # A 100-chapter site is 17 MB of these files: linked, a warm build copies none of it (MkDocs cleans the site).
-    try:
-        os.link(kept, target)
-    except OSError:  # not kept, there already (written if changed), or another file system
-        return False
-    return True
-
-
 def _write(path: Path, data: bytes) -> None:
     try:
         with path.open("xb") as out:
             out.write(data)
     except FileExistsError:
         write_if_changed(path, data, durable=False)
+    except FileNotFoundError:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        _write(path, data)
 
 
 def _head(path: Path) -> bytes:
