@@ -9,9 +9,7 @@ every task at ``DOMContentLoaded`` delays it:
   in the order its time was spent, each at least 0.4 % wide;
 * at ``DOMContentLoaded`` traces.js applies the remembered view (before the first
   frame) and leaves its buttons, colours and anchors to a task after it;
-* a payload block not filled in yet is its link alone;
-* what a closed run holds is a ``<noscript>``, text to the browser until traces.js
-  draws it in as the run opens (the page's HTML as ever without JavaScript).
+* a payload block not filled in yet is its link alone.
 
 The book as published (``built_book``, tests/conftest.py), served from 127.0.0.1;
 every other request is refused.
@@ -146,9 +144,6 @@ def test_the_view_applies_at_domcontentloaded_and_the_buttons_come_a_task_later(
 def test_a_payload_block_is_its_link_alone_until_its_fold_opens(browser: Any, url: str) -> None:
     model = "ch09_who_retries-service_is_busy-mock-turn-1-model"
     with opened(browser, url, 1280) as page:
-        # A closed run's content is drawn in when it is opened (a <noscript> until then).
-        assert page.locator(f"[id='{model}-body']").count() == 0
-        page.locator("[id='ch09_who_retries-service_is_busy-mock'] > summary").click()
         stub = page.locator(f"[id='{model}-body']")
         assert stub.evaluate("e => [e.tagName, e.childElementCount, e.hasAttribute('data-tr-payload')]") == [
             "A",
@@ -156,28 +151,11 @@ def test_a_payload_block_is_its_link_alone_until_its_fold_opens(browser: Any, ur
             True,
         ]
         page.evaluate(
-            "id => { const d = document.getElementById(id); d.closest('.tr-turn').open = true; d.open = true; }",
+            "id => { const d = document.getElementById(id); d.closest('.tr-scn').open = true; "
+            "d.closest('.tr-turn').open = true; d.open = true; }",
             model,
         )
         page.wait_for_function("id => document.getElementById(id + '-body').tagName === 'DIV'", arg=model)
         body = page.locator(f"[id='{model}-body']")
         assert body.get_attribute("data-search-exclude") == ""
         assert body.locator("pre").count() > 0  # the request and response, filled in from the payload page
-
-
-def test_a_closed_runs_content_is_text_until_it_opens_and_elements_without_javascript(browser: Any, url: str) -> None:
-    run = "ch09_who_retries-service_is_busy-mock"
-    with opened(browser, url) as page:
-        assert page.locator(f"[id='{run}'] details.tr-turn").count() == 0  # at load: its <noscript>'s text
-        page.locator(f"[id='{run}'] > summary").click()
-        assert page.locator(f"[id='{run}'] > details.tr-turn").count() == 2
-        assert page.locator(f"[id='{run}'] > noscript").count() == 0
-        assert page.locator(f"[id='{run}'] > details.tr-transcript").count() == 1
-    context = browser.new_context(java_script_enabled=False)
-    context.route("**/*", lambda route: route.continue_() if route.request.url.startswith(url) else route.abort())
-    try:
-        page = context.new_page()
-        page.goto(url + PAGE, wait_until="load")
-        assert page.locator(f"[id='{run}'] details.tr-turn").count() == 2  # the page's HTML, as ever
-    finally:
-        context.close()

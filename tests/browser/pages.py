@@ -150,7 +150,7 @@ def open_page(
 # blocks reachable there). A fixed wait was too short under load: axe then found blocks
 # not yet reachable from the keyboard.
 OPEN_ALL = """() => new Promise(done => {
-  const settled = () => requestAnimationFrame(() => requestAnimationFrame(() => done(closed.length)));
+  const settled = () => requestAnimationFrame(() => requestAnimationFrame(done));
   const closed = [...document.querySelectorAll(".tr details:not([open])")];
   let left = closed.length;
   if (!left) settled();
@@ -163,13 +163,10 @@ OPEN_ALL = """() => new Promise(done => {
 
 def open_everything(page: Any) -> None:
     """Open every <details> of the traces, as a reader who clicked them all would."""
-    # A run's content is drawn in as it opens, the payloads filled in from the chapter's
-    # payload page: each time, what they bring is opened too.
-    while page.evaluate(OPEN_ALL):
-        pass
+    page.evaluate(OPEN_ALL)
+    # The payloads are filled in from the chapter's payload page: then open what they hold.
     page.wait_for_function("!document.querySelector('.tr-body[data-tr-payload]')")
-    while page.evaluate(OPEN_ALL):
-        pass
+    page.evaluate(OPEN_ALL)
 
 
 def is_open(page: Any, anchor: str) -> bool:

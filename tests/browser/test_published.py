@@ -263,7 +263,6 @@ def test_a_payload_block_whose_page_cannot_be_fetched_keeps_a_link_to_it(browser
     page = watched.page
     page.route("**/*.payloads.html", lambda route: route.abort())
     model = "ch09_who_retries-service_is_busy-mock-turn-1-model"
-    page.locator("[id='ch09_who_retries-service_is_busy-mock'] > summary").click()  # its run drawn in
     link = page.locator(f"a[id='{model}-body'].tr-load")
     assert link.get_attribute("data-tr-root-relative") == "traces/ch09_who_retries.payloads.html"
     opened = "id => { const d = document.getElementById(id); d.closest('.tr-scn').open = true; d.open = true; }"

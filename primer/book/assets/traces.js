@@ -6,10 +6,6 @@
  *   localStorage, and applied only where it can be: a chapter without the
  *   chosen mode's runs shows what it has, and says why) and per scenario
  *   (this page only); prose about one mode's runs shows and hides with them;
- * - what a closed run holds (its turns, transcript and ending) is a
- *   <noscript> the browser keeps as text: drawn in before the run first
- *   opens (on the click, so no frame shows it empty), for a link into it,
- *   for "open all" and "print all";
  * - a link to a turn or tool call opens the <details> around it, on load, on
  *   hashchange and after Material's instant navigation;
  * - payloads are not on the page: each payload block links to its element
@@ -228,44 +224,7 @@
   // a copy button ("__code_" and the block's own id), and a link to a
   // payload block names the block as rendered.
   function byId(id) {
-    var found = document.getElementById(id) || document.getElementById("__code_" + id);
-    if (found || !document.querySelector(".tr noscript.tr-later")) return found;
-    drawIn(document); // maybe in a run not drawn yet
-    return byId(id);
-  }
-
-  // -- a closed run's content, drawn in when it is first needed ---------------
-
-  // Its <noscript>'s markup as elements, through the payloads' filter
-  // (copied); after Material's instant navigation, which parses a page with
-  // scripting off, the <noscript> holds elements already, which are moved.
-  function drawRun(details) {
-    var later = details.querySelector(":scope > noscript.tr-later");
-    if (!later) return;
-    var content = document.createDocumentFragment();
-    if (later.firstElementChild) {
-      while (later.firstChild) content.appendChild(later.firstChild);
-    } else {
-      var parsed = new DOMParser().parseFromString(later.textContent, "text/html");
-      Array.prototype.forEach.call(parsed.body.childNodes, function (node) {
-        var copy = copied(node);
-        if (copy) content.appendChild(copy);
-      });
-    }
-    later.replaceWith(content);
-    rootRelative(details);
-  }
-
-  // Every run in `scope` (a run itself too) drawn in.
-  function drawIn(scope) {
-    if (scope.matches && scope.matches("details.tr-scn")) drawRun(scope);
-    scope.querySelectorAll(".tr details.tr-scn").forEach(drawRun);
-  }
-
-  // A click on a closed run's summary line: drawn in before the browser opens it.
-  function onOpen(event) {
-    var summary = event.target.closest && event.target.closest(".tr details.tr-scn > summary");
-    if (summary && !summary.parentElement.open) drawRun(summary.parentElement);
+    return document.getElementById(id) || document.getElementById("__code_" + id);
   }
 
   // In-page links (the timeline, "as declared in turn 1") open their target
@@ -610,8 +569,6 @@
   function onToggle(event) {
     var details = event.target;
     if (details.tagName !== "DETAILS" || !details.open || !details.closest(".tr")) return;
-    // Opened by other means than its summary (a script); not what the print opens to leave folded.
-    if (!details.hasAttribute("data-tr-folded")) drawRun(details);
     // Not what the print opens to leave folded on paper.
     if (details.querySelector(":scope > .tr-body[data-tr-payload]") && !details.hasAttribute("data-tr-folded")) {
       fillPayloads(details).catch(function () {});
@@ -675,7 +632,6 @@
     if (!button) return;
     var target = document.getElementById(button.getAttribute("aria-controls"));
     if (!target) return;
-    drawIn(target);
     var all = within(target);
     var open = all.some(function (d) { return !d.open; });
     all.forEach(function (d) { d.open = open; });
@@ -723,7 +679,6 @@
   function onPrintAll(event) {
     if (!event.target.closest(".tr-print")) return;
     // Every payload in place first: printing prints what is on the page.
-    drawIn(document);
     fillAll().then(printEverything);
   }
 
@@ -779,7 +734,6 @@
   }
 
   // Bound once on the document, so they survive instant navigation.
-  document.addEventListener("click", onOpen, true); // before the summary's own opening
   document.addEventListener("click", onSwitch);
   document.addEventListener("click", onAnchor);
   document.addEventListener("click", onLink);
