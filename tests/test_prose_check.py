@@ -134,7 +134,7 @@ def test_what_the_runs_show_is_kept_in_the_chapters_entry_by_its_key(tmp_path: P
     assert "which the live runs do not show" in warning
     # A later build finds it in the entry: no run is read (this store has none to read).
     assert kept_corpora(store("k1", None), "ch_a", None) == shown
-    assert [p.parent.name for p in (tmp_path / "entries").glob("ch_a/*/prose-*.json")] == ["k1"]
+    assert [p.parent.name for p in (tmp_path / "entries").glob("ch_a/*/prose.json")] == ["k1"]
     assert kept_corpora(store("k2", None), "ch_a", None) == {}, "a new key: made again, from the runs it has"
     assert kept_corpora(store("k1", None), "ch_b", None) is None, "a chapter the build does not show"
 

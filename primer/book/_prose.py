@@ -10,12 +10,10 @@ from __future__ import annotations
 
 import bisect
 import contextlib
-import hashlib
 import html
 import json
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
 from markdown.preprocessors import Preprocessor
@@ -175,9 +173,9 @@ def corpora(traces: ChapterTraces, prices: PriceTable | None = None) -> dict[str
     return found
 
 
-# What the kept corpora depend on besides the chapter's key (which has the summary lines): this code, the costs'.
-_CODE_DIGEST = hashlib.sha256(b"".join(Path(__file__).with_name(n).read_bytes() for n in ("_prose.py", "_prices.py")))
-_KEPT = f"prose-{_CODE_DIGEST.hexdigest()[:16]}.json"
+# No digest of this code in the name: the entry's key holds the renderer's version, which hashes
+# every module of primer/book (this one and the price table's among them).
+_KEPT = "prose.json"
 
 
 def kept_corpora(shown: Prepared, chapter: str, prices: PriceTable | None) -> Corpora | None:
