@@ -83,12 +83,15 @@ class Run:
     key: Callable[[str, str], str]
 
     def full_way(self, works: list[Work]) -> None:
-        for work in works:
-            self.mock(work)
-        self.fresh_mock(works)
-        for work in works:
-            self.verify(work)
-            self.plan(work)
+        # One snapshot of the code graph: each chapter's look at its imports (stale library code, what to
+        # re-import) reads each file once, not once a chapter and a look (0.24 s of CPU a cold build here).
+        with self.book.chapters.graph.snapshot():
+            for work in works:
+                self.mock(work)
+            self.fresh_mock(works)
+            for work in works:
+                self.verify(work)
+                self.plan(work)
         self.record(works)
 
     def warn(self, work: Work, message: str) -> None:
