@@ -37,6 +37,8 @@ COPIED = ["docs", "hooks", "primer", "tests", "mkdocs.yml", "README.md", "pyproj
 IGNORED = shutil.ignore_patterns("__pycache__", ".cache", "site", "node_modules", "*.pyc")
 BUILT = re.compile(r"Documentation built in ([0-9.]+) seconds")
 SHARE = re.compile(r"traces: the machinery's share of this build: ([0-9.]+) ms")
+#: The chapters' own code in that line (importing and running their scenarios), counted apart.
+OWN_CODE = re.compile(r"the chapters' own code ([0-9.]+) ms")
 RAN = re.compile(r"traces: ran [^\n]*")
 
 
@@ -292,6 +294,12 @@ class Run:
     def share(self) -> float | None:
         """The machinery's own share of the build in ms (logged at DEBUG: with ``--verbose``), if logged."""
         match = SHARE.search(self.log)
+        return float(match[1]) if match else None
+
+    @property
+    def own_code(self) -> float | None:
+        """The chapters' own code in ms (their imports, runs and replays), apart from the share, if logged."""
+        match = OWN_CODE.search(self.log)
         return float(match[1]) if match else None
 
     @property

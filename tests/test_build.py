@@ -216,11 +216,17 @@ def test_a_warm_build_renders_nothing_and_search_skips_payloads(tmp_path):
     assert first.returncode == 0, first.log
     [share] = first.lines("the machinery's share of this build")
     assert "markers rendered 2, reused 0" in share
+    # The chapters' own code (importing and running them) is counted apart, out of the machinery's prepare.
+    parts = re.search(r"share of this build: ([0-9.]+) ms \(prepare ([0-9.]+), .*own code ([0-9.]+) ms$", share)
+    assert parts is not None, share
+    assert float(parts[3]) > 0
+    assert float(parts[2]) >= 0
     page = book.page()
 
     second = book.build("--verbose")
     [share] = second.lines("the machinery's share of this build")
     assert "markers rendered 0, reused 2" in share
+    assert "own code" not in share  # nothing of the chapters ran
     assert book.page() == page
 
     # Payloads are in the chapter's payload page, which the page links to, and search sees only summary lines.

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from pydantic import SecretStr
 
-from primer.book._book import Book
+from primer.book._book import Book, Stopwatch
 from primer.book._steps import LIBRARY_CHANGED, NEVER_RECORDED, Run, Work
 from primer.replay import ChapterCheck, Divergence, ScenarioCheck
 from primer.settings import Settings
@@ -46,7 +46,8 @@ def make(tmp_path: Path) -> Make:
 
     def made(settings: Settings) -> Run:
         root = tmp_path / str(next(books))
-        return Run(Book(root / "docs", root / "cache", settings=settings), settings, lambda chapter, code: "key")
+        book = Book(root / "docs", root / "cache", settings=settings)
+        return Run(book, settings, lambda chapter, code: "key", Stopwatch())
 
     return made
 

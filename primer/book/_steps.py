@@ -16,7 +16,7 @@ from primer.book._source import LiveStatus, Shown
 from primer.errors import quoted
 
 if TYPE_CHECKING:
-    from primer.book._book import Book
+    from primer.book._book import Book, Stopwatch
     from primer.replay import ChapterCheck
     from primer.scenario import Scenario
     from primer.settings import Settings
@@ -81,6 +81,8 @@ class Run:
     book: Book
     settings: Settings
     key: Callable[[str, str], str]
+    #: Where the time the chapters' own code takes is counted (``run``), apart from the machinery's.
+    clock: Stopwatch
 
     def full_way(self, works: list[Work]) -> None:
         # One snapshot of the code graph: each chapter's look at its imports (stale library code, what to
@@ -125,7 +127,8 @@ class Run:
         from primer.errors import ChapterError
 
         try:
-            work.scenarios = tuple(self.book.chapters.scenarios(work.name))
+            with self.clock("run"):
+                work.scenarios = tuple(self.book.chapters.scenarios(work.name))
         except Exception as error:  # noqa: BLE001 - a chapter that fails to import is shown, not fatal
             work.import_error = error_run("import", "mock", error, self.settings.redactor())
             how = "declares its scenarios wrongly" if isinstance(error, ChapterError) else "could not be imported"
@@ -147,7 +150,9 @@ class Run:
         elif (scenarios := self.load(work)) is not None:
             from primer.book._run import run_mock
 
-            self.ran(work, run_mock(work.name, scenarios, self.settings))
+            with self.clock("run"):
+                run = run_mock(work.name, scenarios, self.settings)
+            self.ran(work, run)
 
     def fresh_mock(self, works: list[Work]) -> None:
         """Run chapters whose library code changed since this process imported it, in a new interpreter."""
@@ -157,7 +162,8 @@ class Run:
         from primer.book._run import error_run, in_worker
 
         self.book.log.info(f"traces: library code changed under this process; running {len(fresh)} chapter(s) anew")
-        output = in_worker(self.book.chapters.package, [work.name for work in fresh], self.book.time_limit)
+        with self.clock("run"):
+            output = in_worker(self.book.chapters.package, [work.name for work in fresh], self.book.time_limit)
         runs = {run.chapter: run for run in output.runs}
         for work in fresh:
             if work.name in runs:
@@ -186,7 +192,8 @@ class Run:
             work.check = None if check.verified else check
         else:
             try:
-                check = self.replay(work, frozen, scenarios)
+                with self.clock("run"):
+                    check = self.replay(work, frozen, scenarios)
             except Exception as error:  # noqa: BLE001 - a replay that breaks is reported, never fatal
                 from primer.replay import IncompleteRecording
 
@@ -263,13 +270,14 @@ class Run:
         from primer.book._run import run_live_jobs
 
         book = self.book
-        runs = run_live_jobs(
-            [(work.name, scenario) for work, scenario in jobs],
-            self.settings,
-            book.live_runner,
-            time_limit=book.time_limit,
-            progress=lambda line: book.log.info(f"traces: live runs: {line}"),
-        )
+        with self.clock("run"):
+            runs = run_live_jobs(
+                [(work.name, scenario) for work, scenario in jobs],
+                self.settings,
+                book.live_runner,
+                time_limit=book.time_limit,
+                progress=lambda line: book.log.info(f"traces: live runs: {line}"),
+            )
         recorded = datetime.now(UTC).isoformat(timespec="seconds")
         for work in works:
             if mine := [run for (owner, _), run in zip(jobs, runs, strict=True) if owner is work]:
