@@ -9,7 +9,10 @@ every task at ``DOMContentLoaded`` delays it:
   in the order its time was spent, each at least 0.4 % wide;
 * at ``DOMContentLoaded`` traces.js applies the remembered view (before the first
   frame) and leaves its buttons, colours and anchors to a task after it;
-* a payload block not filled in yet is its link alone.
+* a payload block not filled in yet is its link alone;
+* a scenario below the first screen is not drawn until ``DOMContentLoaded`` is
+  over (templates/later.html.j2), though the browser would draw it within one
+  and a half screens of it: ch09's first, at 390 px.
 
 The book as published (``built_book``, tests/conftest.py), served from 127.0.0.1;
 every other request is refused.
@@ -61,14 +64,16 @@ def browser() -> Iterator[Any]:
 
 
 @contextlib.contextmanager
-def opened(browser: Any, url: str, width: int = 390, before: str = "") -> Iterator[Any]:
-    """ch09 at ``width`` px, ``before`` run ahead of the page's own scripts."""
-    context = browser.new_context(viewport={"width": width, "height": 844})
+def opened(
+    browser: Any, url: str, width: int = 390, before: str = "", height: int = 844, at: str = ""
+) -> Iterator[Any]:
+    """ch09 at ``width`` x ``height`` px (``at``: a fragment), ``before`` run ahead of the page's own scripts."""
+    context = browser.new_context(viewport={"width": width, "height": height})
     context.route("**/*", lambda route: route.continue_() if route.request.url.startswith(url) else route.abort())
     page = context.new_page()
     if before:
         page.add_init_script(before)
-    page.goto(url + PAGE, wait_until="load")
+    page.goto(url + PAGE + at, wait_until="load")
     try:
         yield page
     finally:
@@ -159,3 +164,39 @@ def test_a_payload_block_is_its_link_alone_until_its_fold_opens(browser: Any, ur
         body = page.locator(f"[id='{model}-body']")
         assert body.get_attribute("data-search-exclude") == ""
         assert body.locator("pre").count() > 0  # the request and response, filled in from the payload page
+
+
+# Which scenarios wait, and whether each is drawn, at the end of DOMContentLoaded.
+AT_DCL = """
+window.addEventListener("DOMContentLoaded", () => {
+  window.__scenarios = [...document.querySelectorAll(".tr-scenario")].map(s => ({
+    top: s.getBoundingClientRect().top, waits: s.hasAttribute("data-tr-later"),
+    drawn: s.querySelector(".tr-run").checkVisibility({contentVisibilityAuto: true}),
+  }));
+});
+"""
+DRAWN = """[...document.querySelectorAll(".tr-scenario .tr-run")]
+  .map(run => run.checkVisibility({contentVisibilityAuto: true}))"""
+
+
+@pytest.mark.parametrize("height", [844, 2400])
+def test_a_scenario_below_the_first_screen_is_drawn_only_after_domcontentloaded(
+    browser: Any, url: str, height: int
+) -> None:
+    with opened(browser, url, before=AT_DCL, height=height) as page:
+        scenarios = page.evaluate("window.__scenarios")
+        page.wait_for_function("!document.querySelector('[data-tr-later]')")
+        drawn = page.evaluate(DRAWN)
+    first = scenarios[0]
+    # Below the screen it waits; on it (a tall screen), it is drawn from the first frame on.
+    assert first["waits"] is (first["top"] > height)
+    assert first["drawn"] is not first["waits"]
+    assert all(not s["drawn"] for s in scenarios if s["waits"])
+    assert drawn[0] is True  # then drawn, as near the screen as it is
+
+
+def test_nothing_waits_when_a_link_names_a_fold(browser: Any, url: str) -> None:
+    target = "ch09_who_retries-service_is_busy-mock-turn-1"
+    with opened(browser, url, before=AT_DCL, at=f"#{target}") as page:
+        assert not any(s["waits"] for s in page.evaluate("window.__scenarios"))
+        assert page.evaluate("id => document.getElementById(id).open", target) is True

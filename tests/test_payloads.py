@@ -74,6 +74,9 @@ def test_every_trace_block_is_set_aside_as_its_summary_text_and_comes_back(name:
     squeezed = " ".join(paragraph.text.split())
     for line in summaries:
         assert " ".join(line.split()) in squeezed
+    # ...and nothing of the renderer's script.
+    assert "<script>" in block
+    assert "requestAnimationFrame" not in squeezed
     # A payload only the context table holds: the system prompt sent.
     traces = FixtureSource().traces("ch05_loop_endings") if name == "ch05" else None
     if traces is not None and traces.mock is not None:

@@ -23,6 +23,7 @@ from tests.servers.provider import ReplayProvider
 from tests.servers.service import LocalHttpbin
 from tests.test_render_data import (
     HOSTILE,
+    LATER,
     TAME,
     FixtureSource,
     Node,
@@ -483,7 +484,8 @@ def test_the_hostile_corpus_is_shown_as_text_and_breaks_nothing() -> None:
     html = page("::: trace hostile\n", source, extensions=["tables"])
     tree = parse(html)
     tags = {n.tag for n in tree.elements()}
-    assert not tags & {"script", "img", "svg", "b", "h1", "td-injected"}
+    assert not tags & {"img", "svg", "b", "h1", "td-injected"}
+    assert [n.source for n in tree.find("script")] == [LATER]  # the renderer's own, not the corpus's
     # Emphasis only where a reply's Markdown is rendered (test_reply_markdown), never from other text.
     emphasis = [n for n in tree.elements() if n.tag in ("strong", "em")]
     assert emphasis

@@ -17,6 +17,7 @@ The tests below check that the data is what it claims to be.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import cache
@@ -329,6 +330,14 @@ class FixtureSource:
 
 # -- reading HTML back ---------------------------------------------------------
 
+#: The one script the renderer writes, once a page (templates/later.html.j2): a trace comes from the
+#: template, never from what a run says.
+LATER = re.search(
+    r"<script>(.*?)</script>",
+    (Path(__file__).resolve().parent.parent / "primer/book/templates/later.html.j2").read_text("utf-8"),
+    re.S,
+)[1]
+
 VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "track", "wbr"}
 
 
@@ -343,8 +352,15 @@ class Node:
 
     @property
     def text(self) -> str:
-        """All text inside, concatenated."""
+        """All text inside, concatenated: what a reader sees (a script's source is not)."""
+        if self.tag == "script":
+            return ""
         return "".join(c if isinstance(c, str) else c.text for c in self.children)
+
+    @property
+    def source(self) -> str:
+        """A script's source."""
+        return "".join(c for c in self.children if isinstance(c, str))
 
     def elements(self) -> Iterator[Node]:
         """Every element below, depth first, in document order."""

@@ -46,13 +46,15 @@ __all__ = ["NO_KEY", "MockRunSource", "TraceExtension", "collect", "makeExtensio
 log = book_logger("mkdocs.plugins.primer.book")
 #: One payload block (it holds no ``div``, the templates promise it): opening tag, content, closing tag.
 PAYLOAD = re.compile(r'(<div class="tr-(?:body|timeline)" data-search-exclude[^>]*>)(.*?)(</div>)', re.S)
+#: The renderer's one script (templates/later.html.j2): its source is no text to search.
+_SCRIPT = re.compile(r"<script>.*?</script>", re.S)
 _TAG = re.compile(r"<[^>]*>")
 _SPACE = re.compile(r"\s+")
 
 
 def search_text(block: str) -> str:
     """A trace block's text outside its payloads, escaped, on one line: what search indexes of it (the plugin's)."""
-    text = _TAG.sub(" ", PAYLOAD.sub("", block))
+    text = _TAG.sub(" ", _SCRIPT.sub("", PAYLOAD.sub("", block)))
     # Unescaped and escaped again: what search reads is exactly the text a reader sees.
     return htmllib.escape(_SPACE.sub(" ", htmllib.unescape(text)).strip(), quote=False)
 
