@@ -104,7 +104,7 @@ class CodeGraph:
         # Within a snapshot: each module found (None: not followed), each one's closure, the schema version.
         self._open = False
         self._memo: dict[str, Module | None] = {}
-        self._closures: dict[str, dict[str, Module]] = {}
+        self._closures: dict[tuple[str, ...], tuple[dict[str, Module], frozenset[str]]] = {}
         self._schema: str | None = None
 
     @contextmanager
@@ -160,22 +160,22 @@ class CodeGraph:
         with self.snapshot():
             for name in modules:
                 if (module := self._module(name)) is not None:
-                    found[name] = module
-                    for imported in module[2]:  # the library's, shared by every chapter: walked once a snapshot
-                        if imported not in found:  # else its closure is in already
-                            found |= self._closure(imported)
+                    found |= {name: module, **self._closure(module[2])[0]}
         return found
 
-    def _closure(self, start: str) -> dict[str, Module]:
-        if start not in self._closures:
+    def _closure(self, starts: list[str]) -> tuple[dict[str, Module], frozenset[str]]:
+        # What a module's imports reach, and their lines in a fingerprint: the library's, walked once a
+        # snapshot for all chapters importing alike.
+        if (key := tuple(starts)) not in self._closures:
             seen: dict[str, Module | None] = {}
-            todo = [start]
+            todo = [*starts]
             while todo:
                 if (name := todo.pop()) not in seen:
                     seen[name] = found = self._module(name)
                     todo += found[2] if found is not None else []
-            self._closures[start] = {name: found for name, found in seen.items() if found is not None}
-        return self._closures[start]
+            closure = {name: found for name, found in seen.items() if found is not None}
+            self._closures[key] = closure, frozenset(map(_line, closure.values()))
+        return self._closures[key]
 
     def files(self, *modules: str) -> list[Path]:
         return sorted(found[0] for found in self.modules(*modules).values())
@@ -183,12 +183,15 @@ class CodeGraph:
     def fingerprint(self, *modules: str) -> str:
         """One hash of the normalised code of the modules' dependencies, by name, and of the trace schema version."""
         with self.snapshot():
-            lines = sorted(f"{named} {code}\n" for _, named, _, code in self.modules(*modules).values())
+            lines: set[str] = set()
+            for module in filter(None, map(self._module, modules)):
+                lines |= {_line(module), *self._closure(module[2])[1]}
             if self._schema is None:  # read from its source: a warm build does not import the models
                 spec = importlib.util.find_spec("primer.trace")
                 found = _SCHEMA.search(_read(spec.origin if spec else None) or b"")
                 self._schema = found.group(1).decode() if found else "?"
-            return hashlib.sha256(f"schema {self._schema} code {_FORMAT}\n{''.join(lines)}".encode()).hexdigest()[:20]
+            head = f"schema {self._schema} code {_FORMAT}\n"
+            return hashlib.sha256((head + "".join(sorted(lines))).encode()).hexdigest()[:20]
 
     def _load(self) -> dict[str, tuple[list[str], str]]:
         if self._kept is None:
@@ -206,6 +209,10 @@ class CodeGraph:
             with suppress(OSError):  # a cache: the next process parses again
                 write_if_changed(self.imports_cache, json.dumps({"format": _FILE_FORMAT, "modules": kept}))
                 self._grown = False
+
+
+def _line(module: Module) -> str:
+    return f"{module[1]} {module[3]}\n"  # named by module: the same in any checkout and venv
 
 
 def _read(path: str | Path | None, *, saved_before: int | None = None) -> bytes | None:
