@@ -77,7 +77,7 @@ def _installed() -> str:
 
 @functools.lru_cache(maxsize=1024)
 def _digest(path: Path, size: int, mtime_ns: int) -> str:
-    return f"{path.relative_to(_LIBRARY).as_posix()} {hashlib.sha256(path.read_bytes()).hexdigest()}"
+    return f"{path.relative_to(_LIBRARY).as_posix()} {hashlib.blake2b(path.read_bytes(), digest_size=32).hexdigest()}"
 
 
 def renderer_version() -> str:
@@ -144,7 +144,7 @@ class Entry:
 def _slot(scenario: str | None, used: set[str], head: bool, variant: str) -> str:
     # A marker's HTML depends on the ids the page ``used`` before it and on what the extension says (``variant``).
     said = "\n".join(sorted(used)) + (f"\0{variant}" if variant else "")
-    page = hashlib.sha256(said.encode()).hexdigest()[:12] if said else "first"
+    page = hashlib.blake2b(said.encode(), digest_size=6).hexdigest() if said else "first"
     return f"{scenario or 'all'}-{'head' if head else 'body'}-{page}"
 
 
