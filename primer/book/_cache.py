@@ -53,8 +53,8 @@ FORMAT = 2
 CACHE_VARIABLE = "PRIMER_CACHE"
 #: Entries of a chapter kept besides those a build used.
 KEEP = 2
-#: The part of an entry that keeps its markers' HTML, by slot.
-MARKERS = "markers.json"
+#: The part of an entry that keeps its markers' HTML: a JSON line (slot -> [ids, length]), then the HTML as it is.
+MARKERS = "markers.txt"
 
 _LIBRARY = Path(__file__).resolve().parent.parent
 #: What can change pages and files: the machinery with its templates, assets and price table, and
@@ -269,9 +269,16 @@ class TraceCache:
 
     def _kept(self, chapter: str, key: str) -> dict[str, tuple[list[str], str]]:
         if (chapter, key) not in self._markers:
-            try:  # slot -> [the ids its HTML uses, added to the page's when it is reused; the HTML]
-                data = json.loads(self.entry(chapter, key).read(MARKERS) or "{}")
-                found = {str(slot): (list(map(str, ids)), str(html)) for slot, (ids, html) in data.items()}
+            # slot -> [the ids its HTML uses, added to the page's when it is reused; the HTML], not quoted:
+            # JSON's decoder would read a chapter's HTML character by character on every warm build.
+            found: dict[str, tuple[list[str], str]] = {}
+            try:
+                head, _, body = (self.entry(chapter, key).read(MARKERS) or b"{}").partition(b"\n")
+                html, at = body.decode(), 0
+                for slot, (ids, size) in json.loads(head).items():
+                    found[str(slot)], at = (list(map(str, ids)), html[at : at + size]), at + size
+                if at != len(html):
+                    raise ValueError(MARKERS)  # cut short
             except (ValueError, TypeError, AttributeError):
                 found = {}  # rendered again and replaced
             self._markers[chapter, key] = found
@@ -312,7 +319,8 @@ class TraceCache:
         if key is not None and self.enabled:
             markers = self._kept(chapter, key)
             markers[slot] = (sorted(used - before), html)
-            self.entry(chapter, key).write(MARKERS, json.dumps(markers, ensure_ascii=False))
+            index = json.dumps({slot: [ids, len(kept)] for slot, (ids, kept) in markers.items()})
+            self.entry(chapter, key).write(MARKERS, "\n".join([index, "".join(kept for _, kept in markers.values())]))
         self.seconds += time.perf_counter() - started
         return html
 
