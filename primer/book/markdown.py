@@ -228,7 +228,9 @@ class TraceExtension(Extension):
         def render() -> str:
             html = render_traces(traces, scenario, anchors=Anchors(used=self._ids), head=head, prices=self.options)
             html = page_relative(html, page)
-            return f"{search_text(html)}\n{html}"
+            # Beyond Latin-1 as character references: one `→` makes Python hold the whole page at two bytes a
+            # character, which every later pass over it (search, the theme, the UTF-8 written) reads slower.
+            return f"{search_text(html)}\n{html}".encode("latin-1", "xmlcharrefreplace").decode("latin-1")
 
         if cache is None:
             return render()
