@@ -228,9 +228,10 @@ class TraceExtension(Extension):
         def render() -> str:
             html = render_traces(traces, scenario, anchors=Anchors(used=self._ids), head=head, prices=self.options)
             html = page_relative(html, page)
-            # Beyond Latin-1 as character references: one `→` makes Python hold the whole page at two bytes a
-            # character, which every later pass over it (search, the theme, the UTF-8 written) reads slower.
-            return f"{search_text(html)}\n{html}".encode("latin-1", "xmlcharrefreplace").decode("latin-1")
+            # Beyond ASCII as character references: one `→` or `·` makes the whole page a string every later pass
+            # (the theme, the UTF-8 encoder writing it) reads character by character, not as bytes. Not in what
+            # search reads: its parser decodes each reference in Python.
+            return f"{search_text(html)}\n{html.encode('ascii', 'xmlcharrefreplace').decode('ascii')}"
 
         if cache is None:
             return render()
