@@ -12,8 +12,7 @@ import datetime
 import hashlib
 import math
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, fields
-from functools import cache, cached_property
+from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -26,8 +25,7 @@ if TYPE_CHECKING:
 _EXAMPLE = "{input: 0.5, cached_input: 0.05, output: 1.5, read: 2026-11-01}"
 
 
-@dataclass(frozen=True)
-class Price:
+class Price(NamedTuple):  # not a dataclass: made at every import, and a dataclass takes 6x the instructions
     """One model's price: US dollars per million tokens, and the day it was read."""
 
     model: str
@@ -74,7 +72,7 @@ def dollars(amount: float) -> str:
 
 
 _FILE = Path(__file__).with_name("prices.toml")
-_NAMES = tuple(f.name for f in fields(Price) if f.name != "model")
+_NAMES = Price._fields[1:]
 
 
 def _day(value: Any) -> str | None:  # 2026-11-01, from a date (YAML's, TOML's) or its text
@@ -108,14 +106,13 @@ def _price(model: str, figures: Any, where: str) -> Price:
     return Price(model, **{**given, "read": _day(given["read"])})
 
 
-@dataclass(frozen=True)
-class PriceTable:
+class PriceTable(NamedTuple):
     """Prices by model name: ``own`` over the package's table (read on first use) if ``package``."""
 
     own: tuple[Price, ...] = ()
     package: bool = False
 
-    @cached_property
+    @property
     def prices(self) -> tuple[Price, ...]:
         named = {p.model for p in self.own}
         return (*(p for p in (_package_prices() if self.package else ()) if p.model not in named), *self.own)
@@ -123,7 +120,7 @@ class PriceTable:
     def get(self, model: str | None) -> Price | None:
         return next((p for p in self.prices if p.model == model), None)
 
-    @cached_property
+    @property
     def key(self) -> str:
         """A digest of the table, so a changed price renders the pages again (the package's by its file's bytes)."""
         return hashlib.sha256(repr((self.own, self.package and _FILE.read_bytes())).encode()).hexdigest()[:16]
