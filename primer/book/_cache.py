@@ -269,8 +269,7 @@ class TraceCache:
 
     def _kept(self, chapter: str, key: str) -> dict[str, tuple[list[str], str]]:
         if (chapter, key) not in self._markers:
-            # slot -> [the ids its HTML uses, added to the page's when it is reused; the HTML], not quoted:
-            # JSON's decoder would read a chapter's HTML character by character on every warm build.
+            # slot -> (the ids its HTML uses, added to the page's when reused; the HTML, not quoted: JSON is slow)
             found: dict[str, tuple[list[str], str]] = {}
             try:
                 head, _, body = (self.entry(chapter, key).read(MARKERS) or b"{}").partition(b"\n")

@@ -164,8 +164,7 @@ class CodeGraph:
         return found
 
     def _closure(self, starts: list[str]) -> tuple[dict[str, Module], frozenset[str]]:
-        # What a module's imports reach, and their lines in a fingerprint: the library's, walked once a
-        # snapshot for all chapters importing alike.
+        # What a module's imports reach, and its lines in a fingerprint: walked once for the chapters importing alike.
         if (key := tuple(starts)) not in self._closures:
             seen: dict[str, Module | None] = {}
             todo = [*starts]
@@ -174,7 +173,7 @@ class CodeGraph:
                     seen[name] = found = self._module(name)
                     todo += found[2] if found is not None else []
             closure = {name: found for name, found in seen.items() if found is not None}
-            self._closures[key] = closure, frozenset(map(_line, closure.values()))
+            self._closures[key] = closure, frozenset(f"{m[1]} {m[3]}\n" for m in closure.values())
         return self._closures[key]
 
     def files(self, *modules: str) -> list[Path]:
@@ -185,7 +184,7 @@ class CodeGraph:
         with self.snapshot():
             lines: set[str] = set()
             for module in filter(None, map(self._module, modules)):
-                lines |= {_line(module), *self._closure(module[2])[1]}
+                lines |= {f"{module[1]} {module[3]}\n", *self._closure(module[2])[1]}
             if self._schema is None:  # read from its source: a warm build does not import the models
                 spec = importlib.util.find_spec("primer.trace")
                 found = _SCHEMA.search(_read(spec.origin if spec else None) or b"")
@@ -209,10 +208,6 @@ class CodeGraph:
             with suppress(OSError):  # a cache: the next process parses again
                 write_if_changed(self.imports_cache, json.dumps({"format": _FILE_FORMAT, "modules": kept}))
                 self._grown = False
-
-
-def _line(module: Module) -> str:
-    return f"{module[1]} {module[3]}\n"  # named by module: the same in any checkout and venv
 
 
 def _read(path: str | Path | None, *, saved_before: int | None = None) -> bytes | None:

@@ -228,9 +228,8 @@ class TraceExtension(Extension):
         def render() -> str:
             html = render_traces(traces, scenario, anchors=Anchors(used=self._ids), head=head, prices=self.options)
             html = page_relative(html, page)
-            # Beyond ASCII as character references: one `→` or `·` makes the whole page a string every later pass
-            # (the theme, the UTF-8 encoder writing it) reads character by character, not as bytes. Not in what
-            # search reads: its parser decodes each reference in Python.
+            # Beyond ASCII as references: one `→` makes every later pass over the page (the theme, the UTF-8 encoder)
+            # read it character by character. Not the search text: search's parser decodes references in Python.
             return f"{search_text(html)}\n{html.encode('ascii', 'xmlcharrefreplace').decode('ascii')}"
 
         if cache is None:
