@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import glob
 import hashlib
 import json
 import os
@@ -76,8 +77,9 @@ def _installed() -> str:
 
 
 @functools.lru_cache(maxsize=1024)
-def _digest(path: Path, size: int, mtime_ns: int) -> str:
-    return f"{path.relative_to(_LIBRARY).as_posix()} {hashlib.blake2b(path.read_bytes(), digest_size=32).hexdigest()}"
+def _digest(name: str, size: int, mtime_ns: int) -> str:
+    with open(os.path.join(_LIBRARY, name), "rb") as file:
+        return f"{name.replace(os.sep, '/')} {hashlib.blake2b(file.read(), digest_size=32).hexdigest()}"
 
 
 def renderer_version() -> str:
@@ -85,11 +87,11 @@ def renderer_version() -> str:
 
     A file is hashed again when its size or modification time changes (a template saved under ``mkdocs serve``).
     """
-    lines = [_installed()]
-    for path in sorted({path for pattern in _RENDERER for path in _LIBRARY.glob(pattern)}):
+    lines = [_installed()]  # the files by name, as strings: pathlib's glob and sort took more than the hashing
+    for name in sorted({name for pattern in _RENDERER for name in glob.glob(pattern, root_dir=_LIBRARY)}):
         with contextlib.suppress(OSError):  # gone since
-            if stat.S_ISREG((found := path.stat()).st_mode):
-                lines.append(_digest(path, found.st_size, found.st_mtime_ns))
+            if stat.S_ISREG((found := os.stat(os.path.join(_LIBRARY, name))).st_mode):
+                lines.append(_digest(name, found.st_size, found.st_mtime_ns))
     return hashlib.sha256("\n".join(lines).encode()).hexdigest()
 
 
