@@ -137,7 +137,9 @@ class CodeGraph:
     def _module(self, name: str) -> Module | None:
         if name in self._memo:  # called within a snapshot
             return self._memo[name]
-        found, where = None, self._where(name)
+        # A name in a module (`from primer.loop import until_no_tool_calls`) is not looked for on disk.
+        up = self._module(name.rpartition(".")[0]) if "." in name else None
+        found, where = None, None if up and not up[1].endswith("__init__.py") else self._where(name)
         data = _read(where[0] if where is not None else None)  # None: gone since, not a dependency now
         if where is not None and data is not None:
             key = f"{name} {hashlib.blake2b(data, digest_size=32).hexdigest()}"  # twice as fast as sha256
@@ -215,7 +217,8 @@ def _read(path: str | Path | None, *, saved_before: int | None = None) -> bytes 
     try:
         if not path or (saved_before is not None and os.stat(path).st_mtime_ns > saved_before - _MARGIN_NS):
             return None
-        return Path(path).read_bytes()
+        with open(path, "rb") as file:  # not Path(path): parsing it took more than the reading, every file a build
+            return file.read()
     except OSError:
         return None
 
