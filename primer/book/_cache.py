@@ -308,8 +308,11 @@ class TraceCache:
         render: Callable[[], str],
         variant: str = "",
     ) -> str:
-        """The HTML ``render()`` gives for this marker, kept in the entry (once ``cached`` missed: it is not asked)."""
+        """The HTML ``render()`` gives for this marker (drawing ``traces`` as the slot says), kept in the entry."""
         chapter, key = traces.chapter, self.key_of(traces.chapter)
+        kept = self.cached(chapter, scenario, key, used=used, head=head, variant=variant) if key else None
+        if kept is not None:
+            return kept
         started = time.perf_counter()
         slot, before = _slot(scenario, used, head, variant), set(used)
         html = render()
