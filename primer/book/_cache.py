@@ -129,7 +129,7 @@ class Entry:
         if self.folder is None:
             return None
         try:
-            with open(os.path.join(self.folder, name), "rb") as file:
+            with open(os.path.join(self.folder, name), "rb", buffering=0) as file:  # read whole: no buffer
                 return file.read()
         except OSError:
             return None
