@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import glob
 import hashlib
 import json
 import os
@@ -53,8 +54,8 @@ FORMAT = 2
 CACHE_VARIABLE = "PRIMER_CACHE"
 #: Entries of a chapter kept besides those a build used.
 KEEP = 2
-#: The part of an entry that keeps its markers' HTML, by slot.
-MARKERS = "markers.json"
+#: The part of an entry that keeps its markers' HTML: a JSON line (slot -> [ids, length]), then the HTML as it is.
+MARKERS = "markers.txt"
 
 _LIBRARY = Path(__file__).resolve().parent.parent
 #: What can change pages and files: the machinery with its templates, assets and price table, and
@@ -76,8 +77,9 @@ def _installed() -> str:
 
 
 @functools.lru_cache(maxsize=1024)
-def _digest(path: Path, size: int, mtime_ns: int) -> str:
-    return f"{path.relative_to(_LIBRARY).as_posix()} {hashlib.sha256(path.read_bytes()).hexdigest()}"
+def _digest(name: str, size: int, mtime_ns: int) -> str:
+    with open(os.path.join(_LIBRARY, name), "rb") as file:
+        return f"{name.replace(os.sep, '/')} {hashlib.blake2b(file.read(), digest_size=32).hexdigest()}"
 
 
 def renderer_version() -> str:
@@ -85,11 +87,11 @@ def renderer_version() -> str:
 
     A file is hashed again when its size or modification time changes (a template saved under ``mkdocs serve``).
     """
-    lines = [_installed()]
-    for path in sorted({path for pattern in _RENDERER for path in _LIBRARY.glob(pattern)}):
+    lines = [_installed()]  # the files by name, as strings: pathlib's glob and sort took more than the hashing
+    for name in sorted({name for pattern in _RENDERER for name in glob.glob(pattern, root_dir=_LIBRARY)}):
         with contextlib.suppress(OSError):  # gone since
-            if stat.S_ISREG((found := path.stat()).st_mode):
-                lines.append(_digest(path, found.st_size, found.st_mtime_ns))
+            if stat.S_ISREG((found := os.stat(os.path.join(_LIBRARY, name))).st_mode):
+                lines.append(_digest(name, found.st_size, found.st_mtime_ns))
     return hashlib.sha256("\n".join(lines).encode()).hexdigest()
 
 
@@ -127,7 +129,7 @@ class Entry:
         if self.folder is None:
             return None
         try:
-            with open(os.path.join(self.folder, name), "rb") as file:
+            with open(os.path.join(self.folder, name), "rb", buffering=0) as file:  # read whole: no buffer
                 return file.read()
         except OSError:
             return None
@@ -144,7 +146,7 @@ class Entry:
 def _slot(scenario: str | None, used: set[str], head: bool, variant: str) -> str:
     # A marker's HTML depends on the ids the page ``used`` before it and on what the extension says (``variant``).
     said = "\n".join(sorted(used)) + (f"\0{variant}" if variant else "")
-    page = hashlib.sha256(said.encode()).hexdigest()[:12] if said else "first"
+    page = hashlib.blake2b(said.encode(), digest_size=6).hexdigest() if said else "first"
     return f"{scenario or 'all'}-{'head' if head else 'body'}-{page}"
 
 
@@ -269,9 +271,15 @@ class TraceCache:
 
     def _kept(self, chapter: str, key: str) -> dict[str, tuple[list[str], str]]:
         if (chapter, key) not in self._markers:
-            try:  # slot -> [the ids its HTML uses, added to the page's when it is reused; the HTML]
-                data = json.loads(self.entry(chapter, key).read(MARKERS) or "{}")
-                found = {str(slot): (list(map(str, ids)), str(html)) for slot, (ids, html) in data.items()}
+            # slot -> (the ids its HTML uses, added to the page's when reused; the HTML, not quoted: JSON is slow)
+            found: dict[str, tuple[list[str], str]] = {}
+            try:
+                head, _, body = (self.entry(chapter, key).read(MARKERS) or b"{}").partition(b"\n")
+                html, at = body.decode(), 0
+                for slot, (ids, size) in json.loads(head).items():
+                    found[str(slot)], at = (list(map(str, ids)), html[at : at + size]), at + size
+                if at != len(html):
+                    raise ValueError(MARKERS)  # cut short
             except (ValueError, TypeError, AttributeError):
                 found = {}  # rendered again and replaced
             self._markers[chapter, key] = found
@@ -312,7 +320,8 @@ class TraceCache:
         if key is not None and self.enabled:
             markers = self._kept(chapter, key)
             markers[slot] = (sorted(used - before), html)
-            self.entry(chapter, key).write(MARKERS, json.dumps(markers, ensure_ascii=False))
+            index = json.dumps({slot: [ids, len(kept)] for slot, (ids, kept) in markers.items()})
+            self.entry(chapter, key).write(MARKERS, "\n".join([index, "".join(kept for _, kept in markers.values())]))
         self.seconds += time.perf_counter() - started
         return html
 

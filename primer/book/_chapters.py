@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 __all__ = ["DEFAULT_PACKAGE", "Chapters", "CodeGraph", "code_digest"]
 
 #: Bump when what ``code_digest`` hashes changes (and the layout of ``imports_cache``).
-_FORMAT, _FILE_FORMAT = 2, 3
+_FORMAT, _FILE_FORMAT = 2, 4
 _SCHEMA = re.compile(rb"^SCHEMA_VERSION = (\d+)$", re.MULTILINE)
 # How much earlier than a look a file must have been saved for its bytes to be those
 # executed after it: file systems stamp coarsely (FAT: 2 s).
@@ -97,14 +97,14 @@ class CodeGraph:
                 self.roots[top] = Path(next(iter(spec.submodule_search_locations))).resolve()
         self.exclude = tuple(exclude)
         self.imports_cache = imports_cache
-        # "name sha256-of-bytes" -> (imports, code digest): the name too, as relative imports resolve from it.
+        # "name blake2b-of-bytes" -> (imports, code digest): the name too, as relative imports resolve from it.
         self._kept: dict[str, tuple[list[str], str]] | None = None
         self._used: set[str] = set()
         self._grown = False
         # Within a snapshot: each module found (None: not followed), each one's closure, the schema version.
         self._open = False
         self._memo: dict[str, Module | None] = {}
-        self._closures: dict[str, dict[str, Module]] = {}
+        self._closures: dict[tuple[str, ...], tuple[dict[str, Module], frozenset[str]]] = {}
         self._schema: str | None = None
 
     @contextmanager
@@ -137,17 +137,19 @@ class CodeGraph:
     def _module(self, name: str) -> Module | None:
         if name in self._memo:  # called within a snapshot
             return self._memo[name]
-        found, where = None, self._where(name)
+        # A name in a module (`from primer.loop import until_no_tool_calls`) is not looked for on disk.
+        up = self._module(name.rpartition(".")[0]) if "." in name else None
+        found, where = None, None if up and not up[1].endswith("__init__.py") else self._where(name)
         data = _read(where[0] if where is not None else None)  # None: gone since, not a dependency now
         if where is not None and data is not None:
-            key = f"{name} {hashlib.sha256(data).hexdigest()}"
+            key = f"{name} {hashlib.blake2b(data, digest_size=32).hexdigest()}"  # twice as fast as sha256
             kept = self._load().get(key)
             if kept is None:
                 try:
                     tree = ast.parse(data, filename=str(where[0]))
                     kept = (_imports(name, where[0], tree), _tree_digest(tree))
                 except (SyntaxError, ValueError):
-                    kept = ([], "bytes " + key.rpartition(" ")[2])
+                    kept = ([], code_digest(data))
                 self._load()[key], self._grown = kept, True
             self._used.add(key)
             found = (*where, *kept)
@@ -160,22 +162,21 @@ class CodeGraph:
         with self.snapshot():
             for name in modules:
                 if (module := self._module(name)) is not None:
-                    found[name] = module
-                    for imported in module[2]:  # the library's, shared by every chapter: walked once a snapshot
-                        if imported not in found:  # else its closure is in already
-                            found |= self._closure(imported)
+                    found |= {name: module, **self._closure(module[2])[0]}
         return found
 
-    def _closure(self, start: str) -> dict[str, Module]:
-        if start not in self._closures:
+    def _closure(self, starts: list[str]) -> tuple[dict[str, Module], frozenset[str]]:
+        # What a module's imports reach, and its lines in a fingerprint: walked once for the chapters importing alike.
+        if (key := tuple(starts)) not in self._closures:
             seen: dict[str, Module | None] = {}
-            todo = [start]
+            todo = [*starts]
             while todo:
                 if (name := todo.pop()) not in seen:
                     seen[name] = found = self._module(name)
                     todo += found[2] if found is not None else []
-            self._closures[start] = {name: found for name, found in seen.items() if found is not None}
-        return self._closures[start]
+            closure = {name: found for name, found in seen.items() if found is not None}
+            self._closures[key] = closure, frozenset(f"{m[1]} {m[3]}\n" for m in closure.values())
+        return self._closures[key]
 
     def files(self, *modules: str) -> list[Path]:
         return sorted(found[0] for found in self.modules(*modules).values())
@@ -183,12 +184,15 @@ class CodeGraph:
     def fingerprint(self, *modules: str) -> str:
         """One hash of the normalised code of the modules' dependencies, by name, and of the trace schema version."""
         with self.snapshot():
-            lines = sorted(f"{named} {code}\n" for _, named, _, code in self.modules(*modules).values())
+            lines: set[str] = set()
+            for module in filter(None, map(self._module, modules)):
+                lines |= {f"{module[1]} {module[3]}\n", *self._closure(module[2])[1]}
             if self._schema is None:  # read from its source: a warm build does not import the models
                 spec = importlib.util.find_spec("primer.trace")
                 found = _SCHEMA.search(_read(spec.origin if spec else None) or b"")
                 self._schema = found.group(1).decode() if found else "?"
-            return hashlib.sha256(f"schema {self._schema} code {_FORMAT}\n{''.join(lines)}".encode()).hexdigest()[:20]
+            head = f"schema {self._schema} code {_FORMAT}\n"
+            return hashlib.sha256((head + "".join(sorted(lines))).encode()).hexdigest()[:20]
 
     def _load(self) -> dict[str, tuple[list[str], str]]:
         if self._kept is None:
@@ -213,7 +217,8 @@ def _read(path: str | Path | None, *, saved_before: int | None = None) -> bytes 
     try:
         if not path or (saved_before is not None and os.stat(path).st_mtime_ns > saved_before - _MARGIN_NS):
             return None
-        return Path(path).read_bytes()
+        with open(path, "rb") as file:  # not Path(path): parsing it took more than the reading, every file a build
+            return file.read()
     except OSError:
         return None
 

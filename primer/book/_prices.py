@@ -11,11 +11,9 @@ import contextlib
 import datetime
 import hashlib
 import math
-import tomllib
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, fields
-from functools import cache, cached_property
-from importlib.resources import files
+from functools import cache
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from primer.errors import ConfigError
@@ -27,8 +25,7 @@ if TYPE_CHECKING:
 _EXAMPLE = "{input: 0.5, cached_input: 0.05, output: 1.5, read: 2026-11-01}"
 
 
-@dataclass(frozen=True)
-class Price:
+class Price(NamedTuple):  # not a dataclass: made at every import, and a dataclass takes 6x the instructions
     """One model's price: US dollars per million tokens, and the day it was read."""
 
     model: str
@@ -74,7 +71,8 @@ def dollars(amount: float) -> str:
     return f"${amount:.{max(2, 1 - math.floor(math.log10(amount)))}f}"
 
 
-_NAMES = tuple(f.name for f in fields(Price) if f.name != "model")
+_FILE = Path(__file__).with_name("prices.toml")
+_NAMES = Price._fields[1:]
 
 
 def _day(value: Any) -> str | None:  # 2026-11-01, from a date (YAML's, TOML's) or its text
@@ -108,19 +106,24 @@ def _price(model: str, figures: Any, where: str) -> Price:
     return Price(model, **{**given, "read": _day(given["read"])})
 
 
-@dataclass(frozen=True)
-class PriceTable:
-    """Prices by model name; ``key`` stands for the whole table in a cache key."""
+class PriceTable(NamedTuple):
+    """Prices by model name: ``own`` over the package's table (read on first use) if ``package``."""
 
-    prices: tuple[Price, ...] = ()
+    own: tuple[Price, ...] = ()
+    package: bool = False
+
+    @property
+    def prices(self) -> tuple[Price, ...]:
+        named = {p.model for p in self.own}
+        return (*(p for p in (_package_prices() if self.package else ()) if p.model not in named), *self.own)
 
     def get(self, model: str | None) -> Price | None:
         return next((p for p in self.prices if p.model == model), None)
 
-    @cached_property
+    @property
     def key(self) -> str:
-        """A digest of every figure, so a changed price renders the pages again (made once: every marker asks)."""
-        return hashlib.sha256(repr(self.prices).encode()).hexdigest()[:16]
+        """A digest of the table, so a changed price renders the pages again (the package's by its file's bytes)."""
+        return hashlib.sha256(repr((self.own, self.package and _FILE.read_bytes())).encode()).hexdigest()[:16]
 
     def extended(self, entries: Mapping[str, Any] | None, *, where: str) -> PriceTable:
         """The table with ``entries`` (model → figures) over its own (``ConfigError`` naming ``where``: not prices)."""
@@ -132,7 +135,7 @@ class PriceTable:
                 f"such as `my-model: {_EXAMPLE}`, not {type(entries).__name__}."
             )
         given = {str(model): _price(str(model), figures, where) for model, figures in entries.items()}
-        return PriceTable((*(p for p in self.prices if p.model not in given), *given.values()))
+        return PriceTable((*(p for p in self.own if p.model not in given), *given.values()), self.package)
 
     def cost(self, runs: Iterable[ScenarioRun]) -> Cost | None:
         """What the live calls of ``runs`` cost; None if none reported tokens, or one's price is not known."""
@@ -145,8 +148,13 @@ class PriceTable:
         return Cost(total, dollars(total), read, "; ".join(p.described for p in used.values()))
 
 
-@cache
 def default_prices() -> PriceTable:
-    """The package's own table (``prices.toml``), read once."""
-    text = files("primer.book").joinpath("prices.toml").read_text(encoding="utf-8")
-    return PriceTable().extended(tomllib.loads(text), where="primer/book/prices.toml")
+    """The package's own table (``prices.toml``)."""
+    return PriceTable(package=True)
+
+
+@cache
+def _package_prices() -> tuple[Price, ...]:
+    import tomllib  # a warm build renders nothing, and reads no price
+
+    return PriceTable().extended(tomllib.loads(_FILE.read_text("utf-8")), where="primer/book/prices.toml").own

@@ -59,7 +59,7 @@ def publish(root: Path, shown: Prepared, pages: Mapping[str, str | None]) -> lis
                 written.append(folder / f"{chapter}{suffix}")
                 _write(written[-1], data)
     for path in folder.glob("*.*"):  # only what publish wrote: an author's own files there stay
-        gone = path.name.split(".")[0] not in chapters and not path.name.endswith(".live.json")
+        gone = path.name.split(".")[0] not in shown.by_chapter and not path.name.endswith(".live.json")
         if gone and _head(path).startswith((b'{"chapter": ', b'{"resourceSpans":', PAYLOADS_HEAD.encode())):
             path.unlink(missing_ok=True)
     return written

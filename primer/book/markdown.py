@@ -230,7 +230,9 @@ class TraceExtension(Extension):
         def render() -> str:
             html = render_traces(traces, scenario, anchors=Anchors(used=self._ids), head=head, prices=self.options)
             html = page_relative(html, page)
-            return f"{search_text(html)}\n{html}"
+            # Beyond ASCII as references: one `→` makes every later pass over the page (the theme, the UTF-8 encoder)
+            # read it character by character. Not the search text: search's parser decodes references in Python.
+            return f"{search_text(html)}\n{html.encode('ascii', 'xmlcharrefreplace').decode('ascii')}"
 
         if cache is None:
             return render()
