@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 from types import SimpleNamespace
 from typing import Any
 
@@ -40,14 +41,17 @@ class Stash:
 
 def _pages() -> dict[str, str]:
     source = FixtureSource()
+    linked = replace(source.traces("ch09_who_retries"), payloads_url="traces/ch09_who_retries.payloads.html")
     return {
         "ch05": render_traces(source.traces("ch05_loop_endings")),
         "ch09": render_traces(source.traces("ch09_who_retries")),
+        # As a book publishes it: each payload block a link to the payload page, until the script fills it in.
+        "ch09 linked": render_traces(linked),
         "hostile": render_traces(hostile_chapter()),
     }
 
 
-@pytest.mark.parametrize("name", ["ch05", "ch09", "hostile"])
+@pytest.mark.parametrize("name", ["ch05", "ch09", "ch09 linked", "hostile"])
 def test_every_trace_block_is_set_aside_as_its_summary_text_and_comes_back(name: str) -> None:
     block = _pages()[name]
     html = f"<h1>Page</h1>\n{block}\n<p>after</p>"
@@ -58,7 +62,7 @@ def test_every_trace_block_is_set_aside_as_its_summary_text_and_comes_back(name:
     # block, and no div inside one (its first </div> closes it).
     blocks = PAYLOAD.findall(html)
     assert len(blocks) == html.count("data-search-exclude") > 0
-    assert not any("<div" in content for _, content, _ in blocks)
+    assert not any(f"<{tag}" in content for _, tag, content, _ in blocks)
     # What search reads of the block is one paragraph of plain text: no tag to walk.
     assert emptied.startswith("<h1>Page</h1>\n<!--trace-book:0--><p>")
     assert emptied.endswith("</p>\n<p>after</p>")
@@ -74,6 +78,10 @@ def test_every_trace_block_is_set_aside_as_its_summary_text_and_comes_back(name:
     squeezed = " ".join(paragraph.text.split())
     for line in summaries:
         assert " ".join(line.split()) in squeezed
+    # ...nothing of a payload block's link (search leaves it out: data-search-exclude)...
+    if name == "ch09 linked":
+        assert "show the payloads" in html
+    assert "show the payloads" not in squeezed
     # ...and nothing of the renderer's script.
     assert "<script>" in block
     assert "requestAnimationFrame" not in squeezed

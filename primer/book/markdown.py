@@ -44,8 +44,9 @@ __all__ = ["NO_KEY", "MockRunSource", "TraceExtension", "collect", "makeExtensio
 
 # Under ``mkdocs.`` so MkDocs counts the warnings (``--strict``).
 log = book_logger("mkdocs.plugins.primer.book")
-#: One payload block (it holds no ``div``, the templates promise it): opening tag, content, closing tag.
-PAYLOAD = re.compile(r'(<div class="tr-(?:body|timeline)" data-search-exclude[^>]*>)(.*?)(</div>)', re.S)
+#: One payload block (it holds no ``div``, the templates promise it), or its link to the payload page (``a``):
+#: opening tag, its name, content, closing tag.
+PAYLOAD = re.compile(r'(<(div|a) class="tr-(?:body|timeline)[^"]*" data-search-exclude[^>]*>)(.*?)(</\2>)', re.S)
 #: The renderer's one script (templates/later.html.j2): its source is no text to search.
 _SCRIPT = re.compile(r"<script>.*?</script>", re.S)
 _TAG = re.compile(r"<[^>]*>")
