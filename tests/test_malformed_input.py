@@ -90,6 +90,29 @@ def test_valid_markers_are_markers() -> None:
     assert parse_line("::: trace ch_alpha asks_price \t", 4) == Marker("ch_alpha", "asks_price", 4)
 
 
+def test_the_one_match_for_a_marker_as_written_agrees_with_the_full_parse(monkeypatch: pytest.MonkeyPatch) -> None:
+    # parse_line reads a valid marker in one match; every other line goes the full way. Over lines
+    # of every shape, the two agree: the same marker where the match answers, none where it does not.
+    from itertools import product
+
+    from primer.book import _markers
+
+    shapes = product(
+        ["", " ", "    "],
+        ["", " ", "\t"],
+        ["trace", "traces", "Trace"],
+        [" ", "\t", ""],
+        ["", "ch09", "ch_9", "ch-9", "ch09 retries", "ch09\tretries", "a b c", "é"],
+        ["", " \t", "\r"],
+    )
+    lines = [f"{indent}:::{gap}{word}{space}{names}{end}" for indent, gap, word, space, names, end in shapes]
+    fast = [parse_line(line, 5) for line in lines]
+    monkeypatch.setattr(_markers, "_VALID", re.compile(r"(?!)"))  # matches nothing: the full way for all
+    full = [parse_line(line, 5) for line in lines]
+    assert fast == full
+    assert sum(isinstance(found, Marker) for found in full) >= 36
+
+
 #: Lines meant as markers, valid or not, and some that are not ours.
 FINE_OR_NOT = [
     *NEAR_MISSES,

@@ -28,6 +28,8 @@ _LINE = re.compile(r"\n([ \t]*(?:(`{3,}|~{3,})|:::).*)")
 # Meant as a marker: at most three spaces (four make indented code), ":::", "trace" or "traces", any case.
 _MEANT = re.compile(r"(?P<indent> {0,3}):::(?P<gap>[ \t]*)(?P<word>traces?)(?P<rest>[ \t].*)?", re.I)
 _NAME = re.compile(r"[A-Za-z0-9_]+")
+#: A marker as written (the common case, read in one match): what ``parse_line`` would find nothing wrong with.
+_VALID = re.compile(r":::[ \t]+trace[ \t]+([A-Za-z0-9_]+)(?:[ \t]+([A-Za-z0-9_]+))?[ \t]*")
 _SPACES = re.compile(r"[ \t]+")
 # Placing traces for the book's rules, however indented: the extension finds them in admonitions too.
 _PLACING = re.compile(r"[ \t]*:::[ \t]+trace[ \t]+(\w+)(?:[ \t]+(\w+))?\s*")
@@ -86,6 +88,8 @@ class Scan(NamedTuple):
 def parse_line(line: str, number: int = 1) -> Marker | NearMiss | None:
     """One line of Markdown as a ``Marker``, a ``NearMiss``, or None (not meant as a marker)."""
     line = line.rstrip("\r")
+    if valid := _VALID.fullmatch(line):
+        return Marker(valid[1], valid[2], number)
     meant = _MEANT.fullmatch(line)
     if meant is None:
         return None
