@@ -15,6 +15,7 @@ import time
 import traceback
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -221,19 +222,13 @@ def run_live_jobs(
     time_limit: float,
     progress: Callable[[str], None],
 ) -> list[ScenarioRun]:
-    """Run ``(chapter, scenario)`` jobs live, 4 at a time, in order (``runner`` None: ``shared_live``'s).
-
-    Each within ``time_limit`` seconds; a failure is an error run.
-    """
+    """Run ``(chapter, scenario)`` jobs live, 4 at a time, each within ``time_limit`` (``runner`` None: shared)."""
     if runner is None:
         with shared_live() as shared:
             return run_live_jobs(jobs, settings, shared, time_limit=time_limit, progress=progress)
 
-    def job(scenario: Scenario) -> Callable[[], ScenarioRun]:
-        return lambda: runner(scenario, settings)
-
     # A label is for progress lines only: an outcome is matched to its scenario by position.
-    labelled = [(f"{chapter}/{scenario.name}", job(scenario)) for chapter, scenario in jobs]
+    labelled = [(f"{chapter}/{scenario.name}", partial(runner, scenario, settings)) for chapter, scenario in jobs]
     outcomes = run_bounded(labelled, limit=time_limit, progress=progress)
     timed_out = f"no result within the {time_limit:g}s wall-clock limit"
     return [
