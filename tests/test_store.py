@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import ast
+import concurrent.futures
 import importlib
 import json
 import os
-import queue
 import shutil
 import sys
 import threading
 import time
 import types
+from concurrent.futures import Future
 
 import pytest
 
@@ -467,30 +468,34 @@ def test_the_pool_bounds_concurrency_and_keeps_order():
 
 
 def test_the_pool_gives_up_slow_jobs_reports_errors_and_progress(monkeypatch: pytest.MonkeyPatch) -> None:
-    # The pool's clock is the test's: it moves only once every job that ends has ended, to the
-    # pool's next deadline, so no load on the machine can reorder what happens. The slow job
-    # never ends by itself: the pool returning at all is its giving up.
+    # The pool's clock is the test's: it moves by `every` at each wait for progress, once every job
+    # that ends has ended, so no load on the machine can reorder what happens. The slow job never
+    # ends by itself; waiting for it ends when the clock reaches the time the pool waits for it:
+    # the pool returning at all is its giving up.
     clock = [0.0]
-    release = threading.Event()
+    release, slow_waits, given_up = threading.Event(), threading.Event(), threading.Event()
+    waited: dict[str, float | None] = {}
 
-    class Finished(queue.Queue[int]):
-        ended = 0
+    class Thread(threading.Thread):
+        def join(self, timeout: float | None = None) -> None:
+            waited[self.name] = timeout
+            if self.name == "primer-slow":
+                slow_waits.set()
+                given_up.wait(60)
+            else:
+                super().join(60)  # boom and quick: wait for them, whatever the load
 
-        def put(self, item: int, block: bool = True, timeout: float | None = None) -> None:
-            self.ended += 1
-            super().put(item, block, timeout)
-
-        def get(self, block: bool = True, timeout: float | None = None) -> int:
-            if self.ended < 2:  # boom and quick: wait for them, whatever the load
-                return super().get(timeout=60)
-            try:
-                return super().get(block=False)
-            except queue.Empty:
-                clock[0] += timeout or 0.0
-                raise
+    def wait(futures: list[Future[object]], timeout: float) -> object:
+        slow_waits.wait(60)
+        concurrent.futures.wait(futures[1:], timeout=60)  # boom's and quick's slots are done
+        clock[0] += timeout
+        if clock[0] >= (waited["primer-slow"] or 0.0) - 1e-9:
+            given_up.set()
+        return concurrent.futures.wait(futures, timeout=60 if given_up.is_set() else 0)
 
     monkeypatch.setattr(run_module, "time", types.SimpleNamespace(monotonic=lambda: clock[0]))
-    monkeypatch.setattr(run_module, "queue", types.SimpleNamespace(Queue=Finished, Empty=queue.Empty))
+    monkeypatch.setattr(run_module, "threading", types.SimpleNamespace(Thread=Thread))
+    monkeypatch.setattr(run_module, "wait", wait)
     progress: list[str] = []
 
     def boom() -> str:
@@ -511,8 +516,8 @@ def test_the_pool_gives_up_slow_jobs_reports_errors_and_progress(monkeypatch: py
     assert isinstance(boomed, ValueError)
     assert str(boomed) == "bad"
     assert quick == "ok"
+    assert waited == dict.fromkeys(["primer-slow", "primer-boom", "primer-quick"], 0.4), "each within its limit"
     assert clock[0] == pytest.approx(0.4), "given up at its limit"
-    assert progress, "a pool running longer than `every` reports"
     assert progress == ["2 of 3 done after 0s; running slow"] * 3, "at 0.1, 0.2 and 0.3 s"
 
 

@@ -7,13 +7,13 @@ re-import library code changed on disk (``importlib.reload`` would leave two ver
 from __future__ import annotations
 
 import os
-import queue
 import subprocess
 import sys
 import threading
 import time
 import traceback
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor, wait
 from contextlib import contextmanager
 from functools import partial
 from pathlib import Path
@@ -141,43 +141,32 @@ def run_bounded(
     A job that raises gives its exception; one past its limit None, its slot given to the next (a thread
     cannot be killed: a daemon, its result ignored). ``progress`` gets a line every ``every`` seconds.
     """
-    results: dict[int, T | Exception | None] = {}
-    outcomes: dict[int, T | Exception] = {}
-    finished: queue.Queue[int] = queue.Queue()
-    pending, running = list(reversed(range(len(jobs)))), dict[int, float]()
+    running = [False] * len(jobs)
+
+    def slot(index: int) -> T | Exception | None:
+        outcome: list[T | Exception] = []
+
+        def work() -> None:
+            try:
+                outcome.append(jobs[index][1]())
+            except Exception as error:  # noqa: BLE001 - one failed job is that job's result
+                outcome.append(error)
+
+        running[index] = True
+        job = threading.Thread(target=work, name=f"primer-{jobs[index][0]}", daemon=True)
+        job.start()
+        job.join(limit)
+        running[index] = False
+        return outcome[0] if outcome else None
+
     start = time.monotonic()
-    next_report = start + every
-
-    def work(index: int) -> None:
-        try:
-            outcomes[index] = jobs[index][1]()
-        except Exception as error:  # noqa: BLE001 - one failed job is that job's result
-            outcomes[index] = error
-        finished.put(index)
-
-    while pending or running:
-        while pending and len(running) < max(workers, 1):
-            index = pending.pop()
-            running[index] = time.monotonic()
-            threading.Thread(target=work, args=(index,), name=f"primer-{jobs[index][0]}", daemon=True).start()
-        first_deadline = min(started + limit for started in running.values())
-        try:
-            wait = min(first_deadline, next_report if progress else first_deadline) - time.monotonic()
-            index = finished.get(timeout=max(wait, 0.0))
-            if running.pop(index, None) is not None:  # a job given up on may still finish: ignored
-                results[index] = outcomes[index]
-        except queue.Empty:
-            pass
-        now = time.monotonic()
-        for index in [index for index, started in running.items() if now - started >= limit]:
-            del running[index]
-            results[index] = None
-        if progress and now >= next_report and (pending or running):
-            names = ", ".join(jobs[i][0] for i in sorted(running))
-            said = f"{len(results)} of {len(jobs)} done after {now - start:.0f}s"
+    with ThreadPoolExecutor(max(workers, 1)) as pool:
+        futures = [pool.submit(slot, index) for index in range(len(jobs))]
+        while progress is not None and wait(futures, timeout=every).not_done:
+            names = ", ".join(label for (label, _), on in zip(jobs, running, strict=True) if on)
+            said = f"{sum(f.done() for f in futures)} of {len(jobs)} done after {time.monotonic() - start:.0f}s"
             progress(f"{said}; running {names}" if names else said)
-            next_report += every * (1 + int((now - next_report) // every))
-    return [results[index] for index in range(len(jobs))]
+    return [future.result() for future in futures]
 
 
 @contextmanager
