@@ -29,7 +29,7 @@ from primer.book._source import ChapterTraces, LiveStatus, Shown
 from primer.errors import NotFound
 from primer.settings import Settings
 from primer.trace import ChapterRun, Ending, ScenarioRun
-from tests.books import ALPHA, BETA, REPO, edit
+from tests.books import ALPHA, BETA, REPO, edit, shown_of
 from tests.killed_writer import killed_writer
 
 
@@ -152,7 +152,7 @@ def shown(store: TraceCache, *chapters: Shown) -> Prepared:
 def test_the_prepared_value_is_the_renderers_source_and_the_store_publishes_both_modes(tmp_path):
     store = TraceCache(tmp_path / "cache", tmp_path / "live")
     traces = ChapterTraces("ch", _run(), _run("ch", "live"), LiveStatus("stale", "older code"), "traces/ch.json")
-    prepared = shown(store, Shown.of(traces))
+    prepared = shown(store, shown_of(traces))
     assert prepared.traces("ch") is traces
     with pytest.raises(NotFound, match="The chapters are: ch"):
         prepared.traces("nope")
@@ -197,7 +197,7 @@ def test_the_store_publishes_each_chapters_payload_page_and_removes_a_gone_chapt
 def test_the_otlp_json_is_the_same_in_every_build_and_kept_in_the_entry(tmp_path):
     traces = ChapterTraces("ch", _run(), _run("ch", "live"), LiveStatus("current"), "traces/ch.json")
     first = TraceCache(tmp_path / "cache", tmp_path / "live")
-    (_, otlp, _) = publish(tmp_path / "site1", shown(first, Shown.of(traces, "k1")), {})
+    (_, otlp, _) = publish(tmp_path / "site1", shown(first, shown_of(traces, "k1")), {})
     made = otlp.read_bytes()
     assert b'"startTimeUnixNano":"946684800' in made  # the mock scenario, at the fixed MOCK_EPOCH (2000-01-01)
     cached = tmp_path / "cache" / "ch" / "k1" / "otlp.json"
@@ -205,12 +205,12 @@ def test_the_otlp_json_is_the_same_in_every_build_and_kept_in_the_entry(tmp_path
     # A new process (a new store) reads the entry instead of encoding the spans again...
     cached.write_text("from the cache\n", encoding="utf-8")
     second = TraceCache(tmp_path / "cache", tmp_path / "live")
-    published = publish(tmp_path / "site2", shown(second, Shown.of(traces, "k1")), {})
+    published = publish(tmp_path / "site2", shown(second, shown_of(traces, "k1")), {})
     assert published[1].read_text(encoding="utf-8") == "from the cache\n"
     # ...and without its entry, made again, byte for byte.
     cached.unlink()
     third = TraceCache(tmp_path / "cache", tmp_path / "live")
-    assert publish(tmp_path / "site3", shown(third, Shown.of(traces, "k1")), {})[1].read_bytes() == made
+    assert publish(tmp_path / "site3", shown(third, shown_of(traces, "k1")), {})[1].read_bytes() == made
 
 
 def test_a_chapter_shown_from_its_entry_reads_its_runs_only_when_asked(tmp_path):
