@@ -67,7 +67,8 @@ def run_mock(chapter: str, scenarios: Sequence[Scenario], settings: Settings) ->
     return ChapterRun(chapter=chapter, mode="mock", model="mock", scenarios=runs)
 
 
-def _worker(arguments: Sequence[str], time_limit: float) -> WorkerOutput | str:
+def in_worker(arguments: Sequence[str], chapters: Sequence[str], time_limit: float) -> WorkerOutput:
+    """Run the worker (``main``) in a new interpreter; one that fails is every chapter's error."""
     command = [sys.executable, "-B", "-m", "primer.book._run", *arguments]
     # The same import path as here: the chapters' package may live beside the book.
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
@@ -77,22 +78,15 @@ def _worker(arguments: Sequence[str], time_limit: float) -> WorkerOutput | str:
         )
         return WorkerOutput.model_validate_json(done.stdout)
     except (subprocess.SubprocessError, ValueError, OSError) as error:
-        return (getattr(error, "stderr", None) or str(error)).strip()[-2000:]
-
-
-def in_worker(package: str, chapters: Sequence[str], time_limit: float) -> WorkerOutput:
-    """Run chapters' mock scenarios in a new interpreter; a failed worker is every chapter's error."""
-    output = _worker([package, *chapters], time_limit)
-    return output if isinstance(output, WorkerOutput) else WorkerOutput(errors=dict.fromkeys(chapters, output))
+        why = (getattr(error, "stderr", None) or str(error)).strip()[-2000:]
+        return WorkerOutput(errors=dict.fromkeys(chapters, f"the worker in a new interpreter failed: {why}"))
 
 
 def verify_in_worker(path: Path, package: str, chapter: str, time_limit: float) -> ChapterCheck:
     """Replay a frozen live trace in a new interpreter; raises ``IncompleteRecording`` saying why not."""
     from primer.replay import ChapterCheck, IncompleteRecording
 
-    output = _worker(["--verify", str(path), package, chapter], time_limit)
-    if isinstance(output, str):
-        raise IncompleteRecording(f"the replay in a new interpreter failed: {output}")
+    output = in_worker(["--verify", str(path), package, chapter], [chapter], time_limit)
     if chapter not in output.checks:
         raise IncompleteRecording(output.errors.get(chapter, "the replay gave no result"))
     return ChapterCheck.model_validate(output.checks[chapter])

@@ -165,8 +165,9 @@ class Run:
         if not fresh:
             return
         self.book.log.info(f"traces: library code changed under this process; running {len(fresh)} chapter(s) anew")
+        names = [work.name for work in fresh]
         with self.clock("run"):
-            output = in_worker(self.book.chapters.package, [work.name for work in fresh], self.book.time_limit)
+            output = in_worker([self.book.chapters.package, *names], names, self.book.time_limit)
         runs = {run.chapter: run for run in output.runs}
         for work in fresh:
             if work.name in runs:
