@@ -21,9 +21,20 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from primer.book._markers import Marker
     from primer.book._plugin import TraceBookPlugin
+    from primer.book._source import ChapterTraces, Shown
 
 REPO = Path(__file__).resolve().parents[1]
 HOOK = REPO / "hooks" / "traces.py"
+
+
+def shown_of(traces: ChapterTraces, key: str = "", code: str = "") -> Shown:
+    """What a build shows of ``traces``, made from them (as ``primer.book._steps`` makes a chapter's)."""
+    from primer.book._source import Shown
+
+    mock = tuple(s.name for s in traces.mock.scenarios) if traces.mock is not None else ()
+    live = tuple(s.name for s in traces.live.scenarios) if traces.live is not None else None
+    return Shown(traces.chapter, key, code, mock, live, traces.live_status, traces=traces)
+
 
 #: The renderer is built concurrently; books use it once it can be imported.
 RENDERER = "primer.book.markdown"

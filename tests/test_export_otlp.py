@@ -35,7 +35,7 @@ from opentelemetry.semconv._incubating.attributes import gen_ai_attributes as ge
 from primer.book._book import Prepared, Report
 from primer.book._cache import TraceCache
 from primer.book._publish import publish
-from primer.book._source import ChapterTraces, LiveStatus, Shown
+from primer.book._source import ChapterTraces, LiveStatus
 from primer.chapters import scenarios_of
 from primer.cli import main
 from primer.errors import ExportFailed, MissingExtra
@@ -45,7 +45,7 @@ from primer.replay import read_trace
 from primer.runner import run_chapter
 from primer.settings import DEFAULT_SERVICE_KEY
 from primer.trace import Attempt, Backoff, ChapterRun, ScenarioRun
-from tests.books import make_book
+from tests.books import make_book, shown_of
 from tests.secret_forms import leaks
 from tests.servers import live_settings
 from tests.servers.provider import ReplayProvider
@@ -499,7 +499,7 @@ def test_the_store_says_it_once_and_publishes_the_rest(
     for chapter in ("ch_a", "ch_b"):
         run = ChapterRun(chapter=chapter, mode="mock")
         traces = ChapterTraces(chapter, run, None, LiveStatus("missing"), f"traces/{chapter}.json")
-        shown[chapter] = Shown.of(traces)
+        shown[chapter] = shown_of(traces)
     with caplog.at_level(logging.INFO, logger="mkdocs.plugins.primer.book"):
         written = publish(tmp_path / "site", Prepared(Report(), shown, store), {})
     assert [path.name for path in written] == ["ch_a.json", "ch_a.payloads.html", "ch_b.json", "ch_b.payloads.html"]

@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import ast
+import concurrent.futures
 import importlib
 import json
 import os
-import queue
 import shutil
 import sys
 import threading
 import time
 import types
+from concurrent.futures import Future
 
 import pytest
 
@@ -28,7 +29,7 @@ from primer.book._source import ChapterTraces, LiveStatus, Shown
 from primer.errors import NotFound
 from primer.settings import Settings
 from primer.trace import ChapterRun, Ending, ScenarioRun
-from tests.books import ALPHA, BETA, REPO, edit
+from tests.books import ALPHA, BETA, REPO, edit, shown_of
 from tests.killed_writer import killed_writer
 
 
@@ -151,7 +152,7 @@ def shown(store: TraceCache, *chapters: Shown) -> Prepared:
 def test_the_prepared_value_is_the_renderers_source_and_the_store_publishes_both_modes(tmp_path):
     store = TraceCache(tmp_path / "cache", tmp_path / "live")
     traces = ChapterTraces("ch", _run(), _run("ch", "live"), LiveStatus("stale", "older code"), "traces/ch.json")
-    prepared = shown(store, Shown.of(traces))
+    prepared = shown(store, shown_of(traces))
     assert prepared.traces("ch") is traces
     with pytest.raises(NotFound, match="The chapters are: ch"):
         prepared.traces("nope")
@@ -196,7 +197,7 @@ def test_the_store_publishes_each_chapters_payload_page_and_removes_a_gone_chapt
 def test_the_otlp_json_is_the_same_in_every_build_and_kept_in_the_entry(tmp_path):
     traces = ChapterTraces("ch", _run(), _run("ch", "live"), LiveStatus("current"), "traces/ch.json")
     first = TraceCache(tmp_path / "cache", tmp_path / "live")
-    (_, otlp, _) = publish(tmp_path / "site1", shown(first, Shown.of(traces, "k1")), {})
+    (_, otlp, _) = publish(tmp_path / "site1", shown(first, shown_of(traces, "k1")), {})
     made = otlp.read_bytes()
     assert b'"startTimeUnixNano":"946684800' in made  # the mock scenario, at the fixed MOCK_EPOCH (2000-01-01)
     cached = tmp_path / "cache" / "ch" / "k1" / "otlp.json"
@@ -204,12 +205,12 @@ def test_the_otlp_json_is_the_same_in_every_build_and_kept_in_the_entry(tmp_path
     # A new process (a new store) reads the entry instead of encoding the spans again...
     cached.write_text("from the cache\n", encoding="utf-8")
     second = TraceCache(tmp_path / "cache", tmp_path / "live")
-    published = publish(tmp_path / "site2", shown(second, Shown.of(traces, "k1")), {})
+    published = publish(tmp_path / "site2", shown(second, shown_of(traces, "k1")), {})
     assert published[1].read_text(encoding="utf-8") == "from the cache\n"
     # ...and without its entry, made again, byte for byte.
     cached.unlink()
     third = TraceCache(tmp_path / "cache", tmp_path / "live")
-    assert publish(tmp_path / "site3", shown(third, Shown.of(traces, "k1")), {})[1].read_bytes() == made
+    assert publish(tmp_path / "site3", shown(third, shown_of(traces, "k1")), {})[1].read_bytes() == made
 
 
 def test_a_chapter_shown_from_its_entry_reads_its_runs_only_when_asked(tmp_path):
@@ -252,7 +253,7 @@ def package(tmp_path, monkeypatch):
 def test_the_dependencies_follow_imports_as_written(package):
     name, root = package
     graph = CodeGraph([name, "primer"])
-    files = graph.files(f"{name}.chapters.ch_one")
+    files = [module[0] for module in graph.modules(f"{name}.chapters.ch_one").values()]
     assert root / "chapters" / "_helper.py" in files
     assert root / "lib.py" in files
     assert REPO / "primer" / "scenario.py" in files
@@ -467,30 +468,34 @@ def test_the_pool_bounds_concurrency_and_keeps_order():
 
 
 def test_the_pool_gives_up_slow_jobs_reports_errors_and_progress(monkeypatch: pytest.MonkeyPatch) -> None:
-    # The pool's clock is the test's: it moves only once every job that ends has ended, to the
-    # pool's next deadline, so no load on the machine can reorder what happens. The slow job
-    # never ends by itself: the pool returning at all is its giving up.
+    # The pool's clock is the test's: it moves by `every` at each wait for progress, once every job
+    # that ends has ended, so no load on the machine can reorder what happens. The slow job never
+    # ends by itself; waiting for it ends when the clock reaches the time the pool waits for it:
+    # the pool returning at all is its giving up.
     clock = [0.0]
-    release = threading.Event()
+    release, slow_waits, given_up = threading.Event(), threading.Event(), threading.Event()
+    waited: dict[str, float | None] = {}
 
-    class Finished(queue.Queue[int]):
-        ended = 0
+    class Thread(threading.Thread):
+        def join(self, timeout: float | None = None) -> None:
+            waited[self.name] = timeout
+            if self.name == "primer-slow":
+                slow_waits.set()
+                given_up.wait(60)
+            else:
+                super().join(60)  # boom and quick: wait for them, whatever the load
 
-        def put(self, item: int, block: bool = True, timeout: float | None = None) -> None:
-            self.ended += 1
-            super().put(item, block, timeout)
-
-        def get(self, block: bool = True, timeout: float | None = None) -> int:
-            if self.ended < 2:  # boom and quick: wait for them, whatever the load
-                return super().get(timeout=60)
-            try:
-                return super().get(block=False)
-            except queue.Empty:
-                clock[0] += timeout or 0.0
-                raise
+    def wait(futures: list[Future[object]], timeout: float) -> object:
+        slow_waits.wait(60)
+        concurrent.futures.wait(futures[1:], timeout=60)  # boom's and quick's slots are done
+        clock[0] += timeout
+        if clock[0] >= (waited["primer-slow"] or 0.0) - 1e-9:
+            given_up.set()
+        return concurrent.futures.wait(futures, timeout=60 if given_up.is_set() else 0)
 
     monkeypatch.setattr(run_module, "time", types.SimpleNamespace(monotonic=lambda: clock[0]))
-    monkeypatch.setattr(run_module, "queue", types.SimpleNamespace(Queue=Finished, Empty=queue.Empty))
+    monkeypatch.setattr(run_module, "threading", types.SimpleNamespace(Thread=Thread))
+    monkeypatch.setattr(run_module, "wait", wait)
     progress: list[str] = []
 
     def boom() -> str:
@@ -511,8 +516,8 @@ def test_the_pool_gives_up_slow_jobs_reports_errors_and_progress(monkeypatch: py
     assert isinstance(boomed, ValueError)
     assert str(boomed) == "bad"
     assert quick == "ok"
+    assert waited == dict.fromkeys(["primer-slow", "primer-boom", "primer-quick"], 0.4), "each within its limit"
     assert clock[0] == pytest.approx(0.4), "given up at its limit"
-    assert progress, "a pool running longer than `every` reports"
     assert progress == ["2 of 3 done after 0s; running slow"] * 3, "at 0.1, 0.2 and 0.3 s"
 
 

@@ -19,17 +19,19 @@ from functools import cached_property
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, NamedTuple
 
+from primer.book import _assets as assets
 from primer.book import _cache
 from primer.book import _prose as prose
 from primer.book._chapters import Chapters
 from primer.book._links import CACHE_DIR, PUBLISHED_DIR
 from primer.book._logs import book_logger
 from primer.book._markers import broken_rules, check, scan
+from primer.book._prices import PriceTable, default_prices
 from primer.book._source import Shown
+from primer.errors import ConfigError, NotFound
 from primer.variables import VARIABLES, book_chapters, chapters_package, traces_off, unknown_variables
 
 if TYPE_CHECKING:
-    from primer.book._prices import PriceTable
     from primer.book._run import LiveRunner
     from primer.book._source import ChapterTraces
     from primer.book._steps import Work
@@ -43,10 +45,7 @@ LOGGER_NAME = "mkdocs.plugins.primer"
 
 
 class Stopwatch(dict[str, float]):
-    """Seconds the machinery spends per named part of a build: ``with clock("prepare"): ...``.
-
-    ``run`` is the chapters' own code (importing and running their scenarios, replays): not the machinery's.
-    """
+    """Seconds per named part of a build (``with clock("prepare"): ...``); ``run`` is the chapters' own code."""
 
     @contextmanager
     def __call__(self, part: str) -> Iterator[None]:
@@ -118,8 +117,6 @@ class Prepared:
         if found is not None and found.traces is not None:
             return found.traces
         if found is None or self.cache is None:
-            from primer.errors import NotFound
-
             chapters = ", ".join(self.chapters()) or "none"
             raise NotFound(f"There are no traces for chapter {chapter!r}. The chapters are: {chapters}.")
         if chapter not in self._read:
@@ -141,9 +138,8 @@ class Prepared:
 class Book:
     """One book: its chapters, its cache, and how its runs go.
 
-    ``settings`` None reads ``environ`` (by default the process's) at every ``prepare``;
-    ``live_runner`` None runs live scenarios over one shared SDK client (tests stand in for the
-    network), each within ``time_limit`` seconds. ``cache_dir`` holds the one cache.
+    ``settings`` None reads ``environ`` (by default the process's) at every ``prepare``; ``live_runner``
+    None runs live scenarios over one shared SDK client (tests stand in for the network).
     """
 
     def __init__(
@@ -171,7 +167,6 @@ class Book:
         self._built: tuple[object, Prepared] | None = None  # ``prepared_for``'s build and what it made
 
     def settings_now(self) -> Settings:
-        from primer.errors import ConfigError
         from primer.settings import Settings
 
         if self.settings is not None:
@@ -183,19 +178,13 @@ class Book:
             return Settings.without_live(self.environ)
 
     def prepare(self, prices: PriceTable | None = None) -> Prepared:
-        """What every page shows: each chapter from its entry in the cache, or made the full way and kept.
-
-        Logs ``Report.line``; every failed scenario shown is a warning on every build (``--strict`` fails).
-        """
+        """What every page shows: each chapter from its entry in the cache, or made the full way and kept."""
         clock, log = Stopwatch(), self.log
         with clock("prepare"):
             environ = self.environ if self.environ is not None else os.environ
             self.cache.enabled = environ.get(_cache.CACHE_VARIABLE, "").strip().lower() != "off"
             self.cache.reset()
-            if prices is None:
-                from primer.book._prices import default_prices
-
-                prices = default_prices()
+            prices = default_prices() if prices is None else prices
             # Settings (and pydantic) only when they decide more than the key: a given one, or a secret to validate.
             given = self.settings is not None or any(environ.get(VARIABLES[s]) for s in ("api_key", "service_key"))
             settings = self.settings_now() if given else None
@@ -252,15 +241,12 @@ class Book:
         return Prepared(report, found, self.cache, prices, clock)
 
     def prepared_for(self, build: object, prices: PriceTable, site_dir: Path) -> Prepared:
-        """The ``Prepared`` of ``build`` (new each build), made by its first page, its files published (Zensical).
+        """The ``Prepared`` of ``build`` (Zensical's), made by its first page; pages of other threads wait.
 
-        Pages may render in several threads: one prepares, the others wait. The files go into the
-        site too: Zensical lists the docs' files before its first page, and would miss them.
+        The files go into the site too: Zensical lists the docs' files before its first page, and would miss them.
         """
         with self._lock:
             if self._built is None or self._built[0] is not build:
-                from primer.book import _assets as assets
-
                 prepared = self.prepare(prices)
                 for root in (self.docs_dir, site_dir):
                     self.publish(root, prepared)
@@ -278,9 +264,9 @@ class Book:
     def check(
         self, prepared: Prepared, name: str, markdown: str, urls: dict[str, str] | None = None, url: str = ""
     ) -> None:
-        """Warn about a page's markers and prose; put each chapter it shows into ``urls`` with the page's ``url``.
+        """Warn about a page's markers and prose; note in ``urls`` the page a chapter's payload page links back to.
 
-        That is the page a chapter's payload page links back to: the first showing it, or its own (named after it).
+        That is the chapter's own page (named after it), else the first showing it.
         """
         with prepared.clock("pages"):
             if not prepared.enabled:
@@ -304,10 +290,7 @@ class Book:
                     self.log.warning(f"traces: {problem}")
 
     def publish(self, root: Path, prepared: Prepared, urls: Mapping[str, str] | None = None) -> list[Path]:
-        """Write each chapter's published files into ``root/traces/`` (the site, or the docs folder).
-
-        A payload page links back to its chapter's page in ``urls``, else to its own in the docs (``ch09/``).
-        """
+        """Write the published files into ``root/traces/``; a payload page links to its ``urls`` page (or ``ch09/``)."""
         from primer.book._publish import publish
 
         with prepared.clock("publish"):
@@ -340,8 +323,7 @@ def open_book(
 ) -> Book:
     """The book of ``docs_dir`` with its caches under ``root``; ``keep``: one per docs folder for the process.
 
-    ``chapters`` is the package the configuration names (``PRIMER_CHAPTERS`` wins); ``environ`` the
-    ``PRIMER_*`` settings (the options under the environment).
+    ``chapters`` is the package the configuration names (``PRIMER_CHAPTERS`` wins).
     """
     with _OPENING:
         if (book := _BOOKS.get(str(docs_dir.resolve())) if keep else None) is None:

@@ -178,9 +178,6 @@ class CodeGraph:
             self._closures[key] = closure, frozenset(f"{m[1]} {m[3]}\n" for m in closure.values())
         return self._closures[key]
 
-    def files(self, *modules: str) -> list[Path]:
-        return sorted(found[0] for found in self.modules(*modules).values())
-
     def fingerprint(self, *modules: str) -> str:
         """One hash of the normalised code of the modules' dependencies, by name, and of the trace schema version."""
         with self.snapshot():

@@ -22,10 +22,12 @@ from typing import TYPE_CHECKING, Any
 
 from mkdocs.config import base
 from mkdocs.config import config_options as c
-from mkdocs.config.base import ValidationError
+from mkdocs.exceptions import PluginError
 
+from primer.book import _assets as assets
 from primer.book._links import CACHE_DIR, PUBLISHED_DIR
 from primer.book._logs import book_logger
+from primer.book._markers import check
 from primer.errors import ConfigError
 from primer.inert import inert
 from primer.variables import BOOK_VARIABLES, VARIABLES, enable_with
@@ -76,18 +78,6 @@ def environ(config: TraceBookConfig) -> Mapping[str, str]:
     return {**{variable: said for variable, said in given if said is not None}, **os.environ}
 
 
-def unknown_as_errors(
-    options: list[str], errors: base.ConfigErrors, warnings: base.ConfigWarnings
-) -> tuple[base.ConfigErrors, base.ConfigWarnings]:
-    """MkDocs' warnings about names none of ``options`` reads, as errors naming the name and listing the options."""
-    unknown = [(key, said) for key, said in warnings if str(said).startswith("Unrecognised configuration name")]
-    for key, _said in unknown:
-        errors.append(
-            (key, ValidationError(f"trace-book has no option {key!r}. Its options are: {', '.join(options)}."))
-        )
-    return errors, [warning for warning in warnings if warning not in unknown]
-
-
 def read_config(path: Path) -> tuple[MkDocsConfig, TraceBookPlugin | None]:
     """A book's configuration through MkDocs' loader, and its plugin (None: it enables no traces).
 
@@ -122,11 +112,7 @@ def read_config(path: Path) -> tuple[MkDocsConfig, TraceBookPlugin | None]:
 
 
 def _build(path: Path, *, stamp: bool) -> None:
-    from mkdocs.exceptions import PluginError
-
-    from primer.book import _assets as assets
     from primer.book._book import LOGGER_NAME
-    from primer.book._markers import check
 
     config, plugin = read_config(path)
     if plugin is None:
@@ -155,10 +141,9 @@ def _build(path: Path, *, stamp: bool) -> None:
                 book.log.info(f"traces: stamped {book.cache.path(chapter)} (replay verified {run.verified_at})")
         for name, text in sorted(pages.items()):
             book.check(prepared, name, text)
-        if prepared.enabled:
-            book.check_rules(prepared, pages, rules=plugin.rules)
-            book.publish(docs, prepared)
-            assets.install(docs)
+        book.check_rules(prepared, pages, rules=plugin.rules)
+        book.publish(docs, prepared)
+        assets.install(docs)
     finally:
         plugin.on_shutdown()
 

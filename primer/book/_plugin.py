@@ -14,11 +14,13 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from mkdocs.config.base import ValidationError
 from mkdocs.config.config_options import ExtraScriptValue
 from mkdocs.exceptions import PluginError
 from mkdocs.plugins import BasePlugin, event_priority
 from mkdocs.structure.files import File, InclusionLevel
 
+from primer.book import _assets as assets
 from primer.book import _configuration as plugin_options
 from primer.book._cache import BuildLock
 from primer.book._configuration import EXTENSION, TraceBookConfig
@@ -53,12 +55,10 @@ class TraceBookPlugin(BasePlugin[TraceBookConfig]):  # type: ignore[no-untyped-c
         #: The book, kept across serve rebuilds, and what this build shows of it (None with traces off).
         self.book: Book | None = None
         self.prepared: Prepared | None = None
-        #: This build's extension, rendering from ``prepared``.
         self.extension: TraceExtension | None = None
-        #: The cache's build lock, held from on_config to on_post_build (``primer.book._cache``).
+        #: The cache's build lock, held from on_config to on_post_build.
         self.lock: BuildLock | None = None
-        #: Whether this serve rebuilds only the pages whose source changed (``--dirty``).
-        self.dirty = False
+        self.dirty = False  # ``--dirty``: this serve rebuilds only the pages whose source changed
         #: Page -> the chapters its markers and live blocks name, as last rendered (for ``--dirty``).
         self.page_chapters: dict[str, set[str]] = {}
         #: This build's pages read (name -> Markdown), each chapter's page (its URL), the chapters changed.
@@ -76,7 +76,11 @@ class TraceBookPlugin(BasePlugin[TraceBookConfig]):  # type: ignore[no-untyped-c
     ) -> tuple[base.ConfigErrors, base.ConfigWarnings]:
         """Validate the options; one no option reads is an error naming it (MkDocs only warns)."""
         errors, warnings = super().load_config(options, config_file_path)
-        return plugin_options.unknown_as_errors([name for name, _ in self.config_scheme], errors, warnings)
+        names = ", ".join(name for name, _ in self.config_scheme)
+        unknown = [(key, said) for key, said in warnings if str(said).startswith("Unrecognised configuration name")]
+        for key, _said in unknown:
+            errors.append((key, ValidationError(f"trace-book has no option {key!r}. Its options are: {names}.")))
+        return errors, [warning for warning in warnings if warning not in unknown]
 
     def on_startup(self, *, command: str, dirty: bool) -> None:
         self.dirty = dirty
@@ -128,13 +132,11 @@ class TraceBookPlugin(BasePlugin[TraceBookConfig]):  # type: ignore[no-untyped-c
         self.extension = TraceExtension(source=self.prepared, warn_missing=False, traces_off=off, **given)
         config.markdown_extensions = [name for name in config.markdown_extensions if name != EXTENSION]
         config.markdown_extensions.append(self.extension)  # type: ignore[arg-type]  # MkDocs takes instances
-        if self.prepared is None or self.prepared.enabled:  # traces off: the stylesheet sets the placeholders apart
-            from primer.book import _assets as assets
-
-            config.extra_css += [path for path in assets.STYLESHEETS if path not in config.extra_css]
-            linked = [str(script) for script in config.extra_javascript]
-            scripts = assets.SCRIPTS if self.prepared is not None else ()
-            config.extra_javascript += [ExtraScriptValue(path) for path in scripts if path not in linked]
+        # Traces off too: the stylesheet sets the placeholders apart.
+        config.extra_css += [path for path in assets.STYLESHEETS if path not in config.extra_css]
+        linked = [str(script) for script in config.extra_javascript]
+        scripts = assets.SCRIPTS if self.prepared is not None else ()
+        config.extra_javascript += [ExtraScriptValue(path) for path in scripts if path not in linked]
         return config
 
     def on_files(self, files: Files, *, config: MkDocsConfig) -> Files:
@@ -151,8 +153,6 @@ class TraceBookPlugin(BasePlugin[TraceBookConfig]):  # type: ignore[no-untyped-c
                 )
                 files.remove(file)
         # What the pages link: what on_config added, and what the configuration names itself (Zensical's too).
-        from primer.book import _assets as assets
-
         named = {*config.extra_css, *(str(script) for script in config.extra_javascript)}
         for path, source in assets.SOURCES.items():
             if path in named:
@@ -256,8 +256,6 @@ class TraceBookPlugin(BasePlugin[TraceBookConfig]):  # type: ignore[no-untyped-c
         ]
         # The machinery's templates and assets too: an edit to them changes every page
         # (the cache key holds their bytes), so it must start a rebuild like a chapter's.
-        from primer.book import _assets as assets
-
         for folder in (*folders, assets.FOLDER, assets.FOLDER.parent / "templates"):
             server.watch(str(folder), recursive=False)
         return server

@@ -7,14 +7,15 @@ re-import library code changed on disk (``importlib.reload`` would leave two ver
 from __future__ import annotations
 
 import os
-import queue
 import subprocess
 import sys
 import threading
 import time
 import traceback
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor, wait
 from contextlib import contextmanager
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -66,7 +67,8 @@ def run_mock(chapter: str, scenarios: Sequence[Scenario], settings: Settings) ->
     return ChapterRun(chapter=chapter, mode="mock", model="mock", scenarios=runs)
 
 
-def _worker(arguments: Sequence[str], time_limit: float) -> WorkerOutput | str:
+def in_worker(arguments: Sequence[str], chapters: Sequence[str], time_limit: float) -> WorkerOutput:
+    """Run the worker (``main``) in a new interpreter; one that fails is every chapter's error."""
     command = [sys.executable, "-B", "-m", "primer.book._run", *arguments]
     # The same import path as here: the chapters' package may live beside the book.
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
@@ -76,22 +78,15 @@ def _worker(arguments: Sequence[str], time_limit: float) -> WorkerOutput | str:
         )
         return WorkerOutput.model_validate_json(done.stdout)
     except (subprocess.SubprocessError, ValueError, OSError) as error:
-        return (getattr(error, "stderr", None) or str(error)).strip()[-2000:]
-
-
-def in_worker(package: str, chapters: Sequence[str], time_limit: float) -> WorkerOutput:
-    """Run chapters' mock scenarios in a new interpreter; a failed worker is every chapter's error."""
-    output = _worker([package, *chapters], time_limit)
-    return output if isinstance(output, WorkerOutput) else WorkerOutput(errors=dict.fromkeys(chapters, output))
+        why = (getattr(error, "stderr", None) or str(error)).strip()[-2000:]
+        return WorkerOutput(errors=dict.fromkeys(chapters, f"the worker in a new interpreter failed: {why}"))
 
 
 def verify_in_worker(path: Path, package: str, chapter: str, time_limit: float) -> ChapterCheck:
     """Replay a frozen live trace in a new interpreter; raises ``IncompleteRecording`` saying why not."""
     from primer.replay import ChapterCheck, IncompleteRecording
 
-    output = _worker(["--verify", str(path), package, chapter], time_limit)
-    if isinstance(output, str):
-        raise IncompleteRecording(f"the replay in a new interpreter failed: {output}")
+    output = in_worker(["--verify", str(path), package, chapter], [chapter], time_limit)
     if chapter not in output.checks:
         raise IncompleteRecording(output.errors.get(chapter, "the replay gave no result"))
     return ChapterCheck.model_validate(output.checks[chapter])
@@ -140,43 +135,32 @@ def run_bounded(
     A job that raises gives its exception; one past its limit None, its slot given to the next (a thread
     cannot be killed: a daemon, its result ignored). ``progress`` gets a line every ``every`` seconds.
     """
-    results: dict[int, T | Exception | None] = {}
-    outcomes: dict[int, T | Exception] = {}
-    finished: queue.Queue[int] = queue.Queue()
-    pending, running = list(reversed(range(len(jobs)))), dict[int, float]()
+    running = [False] * len(jobs)
+
+    def slot(index: int) -> T | Exception | None:
+        outcome: list[T | Exception] = []
+
+        def work() -> None:
+            try:
+                outcome.append(jobs[index][1]())
+            except Exception as error:  # noqa: BLE001 - one failed job is that job's result
+                outcome.append(error)
+
+        running[index] = True
+        job = threading.Thread(target=work, name=f"primer-{jobs[index][0]}", daemon=True)
+        job.start()
+        job.join(limit)
+        running[index] = False
+        return outcome[0] if outcome else None
+
     start = time.monotonic()
-    next_report = start + every
-
-    def work(index: int) -> None:
-        try:
-            outcomes[index] = jobs[index][1]()
-        except Exception as error:  # noqa: BLE001 - one failed job is that job's result
-            outcomes[index] = error
-        finished.put(index)
-
-    while pending or running:
-        while pending and len(running) < max(workers, 1):
-            index = pending.pop()
-            running[index] = time.monotonic()
-            threading.Thread(target=work, args=(index,), name=f"primer-{jobs[index][0]}", daemon=True).start()
-        first_deadline = min(started + limit for started in running.values())
-        try:
-            wait = min(first_deadline, next_report if progress else first_deadline) - time.monotonic()
-            index = finished.get(timeout=max(wait, 0.0))
-            if running.pop(index, None) is not None:  # a job given up on may still finish: ignored
-                results[index] = outcomes[index]
-        except queue.Empty:
-            pass
-        now = time.monotonic()
-        for index in [index for index, started in running.items() if now - started >= limit]:
-            del running[index]
-            results[index] = None
-        if progress and now >= next_report and (pending or running):
-            names = ", ".join(jobs[i][0] for i in sorted(running))
-            said = f"{len(results)} of {len(jobs)} done after {now - start:.0f}s"
+    with ThreadPoolExecutor(max(workers, 1)) as pool:
+        futures = [pool.submit(slot, index) for index in range(len(jobs))]
+        while progress is not None and wait(futures, timeout=every).not_done:
+            names = ", ".join(label for (label, _), on in zip(jobs, running, strict=True) if on)
+            said = f"{sum(f.done() for f in futures)} of {len(jobs)} done after {time.monotonic() - start:.0f}s"
             progress(f"{said}; running {names}" if names else said)
-            next_report += every * (1 + int((now - next_report) // every))
-    return [results[index] for index in range(len(jobs))]
+    return [future.result() for future in futures]
 
 
 @contextmanager
@@ -221,19 +205,13 @@ def run_live_jobs(
     time_limit: float,
     progress: Callable[[str], None],
 ) -> list[ScenarioRun]:
-    """Run ``(chapter, scenario)`` jobs live, 4 at a time, in order (``runner`` None: ``shared_live``'s).
-
-    Each within ``time_limit`` seconds; a failure is an error run.
-    """
+    """Run ``(chapter, scenario)`` jobs live, 4 at a time, each within ``time_limit`` (``runner`` None: shared)."""
     if runner is None:
         with shared_live() as shared:
             return run_live_jobs(jobs, settings, shared, time_limit=time_limit, progress=progress)
 
-    def job(scenario: Scenario) -> Callable[[], ScenarioRun]:
-        return lambda: runner(scenario, settings)
-
     # A label is for progress lines only: an outcome is matched to its scenario by position.
-    labelled = [(f"{chapter}/{scenario.name}", job(scenario)) for chapter, scenario in jobs]
+    labelled = [(f"{chapter}/{scenario.name}", partial(runner, scenario, settings)) for chapter, scenario in jobs]
     outcomes = run_bounded(labelled, limit=time_limit, progress=progress)
     timed_out = f"no result within the {time_limit:g}s wall-clock limit"
     return [

@@ -93,12 +93,6 @@ class Shown:
         except (ValueError, TypeError):
             return None  # made again, and the file replaced
 
-    @classmethod
-    def of(cls, traces: ChapterTraces, key: str = "", code: str = "") -> Shown:
-        mock = tuple(s.name for s in traces.mock.scenarios) if traces.mock is not None else ()
-        live = tuple(s.name for s in traces.live.scenarios) if traces.live is not None else None
-        return cls(traces.chapter, key, code, mock, live, traces.live_status, traces=traces)
-
 
 class TraceSource(Protocol):
     """Gives the renderer a chapter's traces."""

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from markdown import Markdown
 
+from primer.book import _assets as assets
 from primer.errors import ConfigError
 from primer.locator import ChapterLocator, no_scenario
 from primer.variables import chapters_package
@@ -92,8 +93,6 @@ def book_for_page(md: Markdown | None, chapters: str, prices: Callable[[], Price
 def assets_for_page(md: Markdown | None) -> None:
     """With traces off under Zensical: write the assets (which style the placeholder) into the docs and site."""
     if (context := _context(md)) is not None:  # each marker's: a file that holds them already is not written
-        from primer.book import _assets as assets
-
         for folder in (context.config["docs_dir"], context.config["site_dir"]):
             assets.install(Path(context.config["root_dir"]) / folder)
 

@@ -1,7 +1,7 @@
 """The full way of ``Book.prepare`` for each chapter not shown from its entry.
 
 ``Run`` takes each chapter's ``Work`` through ``mock``, ``verify``, ``plan``, ``record`` (one live pool),
-``settle`` and ``show``: what is current, what to verify by replay, what to record live, what to keep.
+``settle`` and ``show``.
 """
 
 from __future__ import annotations
@@ -12,15 +12,18 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from primer.book._cache import CorruptTrace, traces_of
+from primer.book._run import error_run, in_worker, run_live_jobs, run_mock, verify_in_worker
 from primer.book._source import LiveStatus, Shown
-from primer.errors import quoted
+from primer.errors import ChapterError, quoted
+from primer.script_check import unused_warnings
+from primer.trace import ChapterRun, ErrorInfo
 
 if TYPE_CHECKING:
     from primer.book._book import Book, Stopwatch
     from primer.replay import ChapterCheck
     from primer.scenario import Scenario
     from primer.settings import Settings
-    from primer.trace import ChapterRun, Mode, ScenarioRun
+    from primer.trace import Mode, ScenarioRun
 
 __all__ = ["LIBRARY_CHANGED", "NEVER_RECORDED", "Run", "Work", "anomalies"]
 
@@ -101,6 +104,13 @@ class Run:
         self.book.log.warning(message)
         work.warnings.append(message)
 
+    def note(self, work: Work, said: str) -> None:
+        # Recorded again now (live runs on), the trace will be current: a note, not a failed --strict build.
+        if self.settings.live_enabled:
+            self.book.log.info(said)
+        else:
+            self.warn(work, said)
+
     def failures(self, work: Work, runs: list[ScenarioRun]) -> None:
         for run in runs:
             line = f"traces: {work.name} / {run.name} ({run.mode}) failed: {run.ending.label}"
@@ -123,9 +133,6 @@ class Run:
         """The chapter's scenarios, imported once (None: it could not be, and ``work.import_error`` says why)."""
         if work.scenarios is not None or work.import_error is not None:
             return work.scenarios
-        from primer.book._run import error_run
-        from primer.errors import ChapterError
-
         try:
             with self.clock("run"):
                 work.scenarios = tuple(self.book.chapters.scenarios(work.name))
@@ -148,8 +155,6 @@ class Run:
         elif self.book.chapters.stale_library(work.name):
             work.stale_library = True
         elif (scenarios := self.load(work)) is not None:
-            from primer.book._run import run_mock
-
             with self.clock("run"):
                 run = run_mock(work.name, scenarios, self.settings)
             self.ran(work, run)
@@ -159,11 +164,10 @@ class Run:
         fresh = [work for work in works if work.stale_library and work.mock is None]
         if not fresh:
             return
-        from primer.book._run import error_run, in_worker
-
         self.book.log.info(f"traces: library code changed under this process; running {len(fresh)} chapter(s) anew")
+        names = [work.name for work in fresh]
         with self.clock("run"):
-            output = in_worker(self.book.chapters.package, [work.name for work in fresh], self.book.time_limit)
+            output = in_worker([self.book.chapters.package, *names], names, self.book.time_limit)
         runs = {run.chapter: run for run in output.runs}
         for work in fresh:
             if work.name in runs:
@@ -200,11 +204,8 @@ class Run:
                 why = str(error) if isinstance(error, IncompleteRecording) else f"{type(error).__name__}: {error}"
                 said = f"traces: the live trace {cache.path(work.name)} could not be verified by replay: "
                 said += settings.redactor().text(why)
-                if settings.live_enabled:  # recorded again now: a note, not a failed --strict build
-                    self.book.log.info(said)
-                else:
-                    advice = "It is shown as recorded from earlier code; record it again with PRIMER_API_KEY set."
-                    self.warn(work, f"{said} {advice}")
+                advice = "It is shown as recorded from earlier code; record it again with PRIMER_API_KEY set."
+                self.note(work, said if settings.live_enabled else f"{said} {advice}")
                 return
             day = datetime.now(UTC).date().isoformat()
             cache.keep_verdict(work.name, work.code, check, day)  # a cache: never fails
@@ -218,8 +219,6 @@ class Run:
     def replay(self, work: Work, frozen: ChapterRun, scenarios: tuple[Scenario, ...]) -> ChapterCheck:
         """The replay of the frozen trace, here or (library code changed under this process) in a new interpreter."""
         if work.stale_library or self.book.chapters.stale_library(work.name):
-            from primer.book._run import verify_in_worker
-
             self.book.log.info(f"traces: library code changed since this process started; verifying {work.name} anew")
             path = self.book.cache.path(work.name)
             return verify_in_worker(path, self.book.chapters.package, work.name, self.book.time_limit)
@@ -246,12 +245,7 @@ class Run:
         if divergence is not None:
             action = "it is recorded again now" if settings.live_enabled else "it is shown stale"
             said = f"traces: the live trace {self.book.cache.path(work.name)} no longer matches the code: replayed, "
-            said += f"{divergence.line()}; {action}"
-            # Recorded again at once, it will be current: worth a note, not a failed --strict build.
-            if settings.live_enabled:
-                self.book.log.info(said)
-            else:
-                self.warn(work, said)
+            self.note(work, f"{said}{divergence.line()}; {action}")
         record = settings.live_enabled and (frozen is None or changed or settings.live == "refresh" or _failed(frozen))
         if not record and frozen is not None and not (check is not None and check.verified):
             work.reused += len(frozen.scenarios)  # a trace verified now counts as verified
@@ -267,8 +261,6 @@ class Run:
         jobs = [(work, scenario) for work in works if work.record for scenario in work.scenarios or ()]
         if not jobs:
             return
-        from primer.book._run import run_live_jobs
-
         book = self.book
         with self.clock("run"):
             runs = run_live_jobs(
@@ -284,12 +276,7 @@ class Run:
                 self.settle(work, mine, recorded)
 
     def settle(self, work: Work, mine: list[ScenarioRun], recorded: str) -> None:
-        """Keep the chapter's refresh, or its frozen trace: all or nothing.
-
-        Replaced when every scenario succeeded, or the one it replaces had nothing better (every one failed).
-        """
-        from primer.trace import ChapterRun, ErrorInfo
-
+        """Keep the refresh whole if every scenario succeeded or every frozen one failed; else the frozen trace."""
         model, frozen = self.settings.model, work.frozen
         new = ChapterRun(
             chapter=work.name, mode="live", source_hash=work.code, recorded_at=recorded, model=model, scenarios=mine
@@ -321,9 +308,6 @@ class Run:
                 )
 
     def show(self, work: Work) -> Shown:
-        from primer.script_check import unused_warnings
-        from primer.trace import ChapterRun
-
         mock = work.mock
         if mock is None and work.import_error is not None:
             # Not stored: the import is tried again next build, and the trace must not outlive the broken file.

@@ -31,7 +31,7 @@ from primer.book._prose import LiveProse, opening_html, select
 from primer.book._sources import NO_KEY, MockRunSource, collect
 from primer.errors import ConfigError, NotFound, PrimerError
 from primer.locator import ChapterLocator
-from primer.variables import enable_with, traces_off
+from primer.variables import chapters_package, enable_with, traces_off
 
 if TYPE_CHECKING:  # loaded on first use: MkDocs loads the extension with traces off too
     from collections.abc import Callable
@@ -117,12 +117,7 @@ class TraceExtension(Extension):
                     f"but not the plugin that runs the scenarios and keeps their traces: "
                     f"{enable_with(self.getConfig('chapters') or None)}."
                 )
-            if book is None:
-                from primer.settings import Settings
-
-                package = Settings.without_live().chapters_package(self.getConfig("chapters") or None)
-                book = MockRunSource(ChapterLocator(package))
-            self._source = book
+            self._source = book or MockRunSource(ChapterLocator(chapters_package(self.getConfig("chapters") or None)))
         return self._source
 
     def extendMarkdown(self, md: Markdown) -> None:
