@@ -7,6 +7,7 @@ descriptions tools declare to the model) must change them.
 
 from __future__ import annotations
 
+import ast
 import os
 import subprocess
 import sys
@@ -15,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from primer.book._chapters import CodeGraph, code_digest
+from primer.book._chapters import CodeGraph, _imports, code_digest
 from primer.grocery import PriceOf
 from primer.tools import tool
 from tests.books import copy_library, edit, make_book
@@ -68,6 +69,61 @@ def test_what_can_change_a_run_changes_the_digest(old: str, new: str) -> None:
 def test_a_class_docstring_is_what_a_tool_declares() -> None:
     # Why class docstrings count: this is the description the model is sent.
     assert tool(PriceOf)(lambda args, ctx: "").description == PriceOf.__doc__
+
+
+NESTED = """
+import os
+
+if os.name:
+    try:
+        from json import dumps
+    except ImportError:
+        from pickle import dumps
+    else:
+        import csv
+    finally:
+        import abc
+
+
+def outer():
+    \"\"\"Outer.\"\"\"
+
+    async def inner(x):
+        \"\"\"Inner.\"\"\"
+        async with x as f:
+            import glob
+        match f:
+            case 1:
+                import heapq
+        return [lambda: dumps]
+
+    return inner
+
+
+class K:
+    \"\"\"Kept: a class docstring.\"\"\"
+
+    def method(self):
+        \"\"\"A method.\"\"\"
+        while False:
+            pass
+        else:
+            from . import sibling
+"""
+
+
+def test_imports_and_docstrings_are_found_however_deeply_statements_nest() -> None:
+    # Only statements are walked (never expressions): every place a statement can sit must be reached.
+    tree = ast.parse(NESTED)
+    found = set(_imports("pkg.mod", Path("pkg/mod.py"), tree))
+    assert found >= {"os", "json", "json.dumps", "pickle", "csv", "abc", "glob", "heapq", "pkg", "pkg.sibling"}
+    for docstring in ('"""Outer."""', '"""Inner."""', '"""A method."""'):
+        assert code_digest(NESTED.replace(docstring, '"""Said otherwise."""').encode()) == code_digest(NESTED.encode())
+    kept = NESTED.replace("Kept: a class docstring.", "Another description.")
+    assert code_digest(kept.encode()) != code_digest(NESTED.encode())
+    assert code_digest(NESTED.replace("return [lambda: dumps]", "return [lambda: abc]").encode()) != code_digest(
+        NESTED.encode()
+    )
 
 
 def test_source_that_does_not_parse_is_hashed_as_bytes() -> None:
