@@ -11,6 +11,7 @@ import pytest
 from pydantic import SecretStr
 
 from primer.book._book import Book, Stopwatch
+from primer.book._chapters import Chapters
 from primer.book._steps import LIBRARY_CHANGED, NEVER_RECORDED, Run, Work
 from primer.replay import ChapterCheck, Divergence, ScenarioCheck
 from primer.settings import Settings
@@ -157,6 +158,25 @@ def test_with_a_key_what_changed_or_failed_is_recorded_unless_the_library_is_sta
     off = plan(make, chapter(OLD), KEYED.model_copy(update={"live": "off"}))
     assert not off.record
     assert off.status.reason.endswith("; PRIMER_LIVE=off")
+
+
+def test_no_live_run_is_recorded_with_library_code_older_than_the_files_though_the_mock_was_current(
+    make: Make, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The mock trace of the code now was made by another process (reused here, so nothing imported it
+    # again): this one's library is still the old code, and a live run would be stamped with the new.
+    asked: list[str] = []
+
+    def stale(self: object, chapter: str) -> list[Path]:
+        asked.append(chapter)
+        return [Path("primer/loop.py")]
+
+    monkeypatch.setattr(Chapters, "stale_library", stale)
+    waits = plan(make, chapter(OLD), KEYED)
+    assert (waits.record, waits.status.reason, asked) == (False, LIBRARY_CHANGED, ["ch"])
+    asked.clear()
+    assert not plan(make, chapter(KEY), KEYED).record
+    assert asked == [], "nothing to record: the library is not looked at"
 
 
 def test_a_refresh_is_all_or_nothing(make: Make) -> None:

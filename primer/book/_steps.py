@@ -252,7 +252,8 @@ class Run:
         if settings.api_key is not None and not settings.live_enabled and changed:
             earlier = status.reason if divergence is not None else f"recorded from earlier code{when}"
             status = LiveStatus("stale", f"{earlier}; PRIMER_LIVE=off")
-        if record and work.stale_library:  # this process runs library code older than the files: the next build
+        # This process runs library code older than the files (its mock, if another process made it, is current).
+        if record and (work.stale_library or self.book.chapters.stale_library(work.name)):
             status, record = LiveStatus(status.state, LIBRARY_CHANGED), False
         work.status = status
         work.record = record and self.load(work) is not None
