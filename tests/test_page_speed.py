@@ -7,8 +7,10 @@ every task at ``DOMContentLoaded`` delays it:
 
 * a timeline turn is one element, its stretches background layers that tile it
   in the order its time was spent, each at least 0.4 % wide;
-* at ``DOMContentLoaded`` traces.js applies the remembered view (before the first
-  frame) and leaves its buttons, colours and anchors to a task after it;
+* at ``DOMContentLoaded`` traces.js applies a remembered view (before the first
+  frame) and leaves its buttons, colours and anchors to a task after it; with every
+  run shown (nothing remembered, a chapter with both modes), it writes nothing
+  then, its switches and view waiting a task too;
 * a payload block not filled in yet is its link alone;
 * a scenario below the first screen is not drawn until ``DOMContentLoaded`` is
   over (templates/later.html.j2), though the browser would draw it within one
@@ -127,7 +129,8 @@ WATCH = """
 window.addEventListener("DOMContentLoaded", () => {
   const chapter = document.querySelector(".tr-chapter");
   window.__atDcl = {show: chapter.getAttribute("data-show"), print: !!document.querySelector(".tr-print"),
-                    all: !!document.querySelector(".tr-all")};
+                    all: !!document.querySelector(".tr-all"),
+                    switches: document.querySelectorAll(".tr-switch:not([hidden])").length};
   requestAnimationFrame(() => { window.__firstFrame = chapter.getAttribute("data-show"); });
 });
 """
@@ -139,11 +142,27 @@ def test_the_view_applies_at_domcontentloaded_and_the_buttons_come_a_task_later(
         page.wait_for_selector(".tr-print")
         page.wait_for_selector(".tr-all", state="attached")  # the first is a mock run's, hidden
         at_dcl = page.evaluate("window.__atDcl")
-        assert at_dcl == {"show": "live", "print": False, "all": False}
+        assert at_dcl == {"show": "live", "print": False, "all": False, "switches": 5}
         page.wait_for_function("window.__firstFrame !== undefined")
         assert page.evaluate("window.__firstFrame") == "live"
         # The remembered view is drawn: no mock run of the chapter shows.
         assert page.locator(".tr-run[data-mode='mock']:visible").count() == 0
+
+
+def test_with_every_run_shown_nothing_is_written_at_domcontentloaded(browser: Any, url: str) -> None:
+    with opened(browser, url, before=WATCH) as page:
+        page.wait_for_selector(".tr-print")
+        assert page.evaluate("window.__atDcl") == {"show": None, "print": False, "all": False, "switches": 0}
+        # A task later, as with a view remembered: the switches shown, pressed for both modes.
+        assert page.locator(".tr-chapter").first.get_attribute("data-show") == "mock live"
+        switch = page.locator(".tr-head .tr-switch")
+        assert switch.is_visible()
+        assert switch.locator(".tr-mode").evaluate_all("bs => bs.map(b => b.getAttribute('aria-pressed'))") == [
+            "true",
+            "true",
+        ]
+        assert page.locator(".tr-run[data-mode='mock']:visible").count() > 0
+        assert page.locator(".tr-run[data-mode='live']:visible").count() > 0
 
 
 def test_a_payload_block_is_its_link_alone_until_its_fold_opens(browser: Any, url: str) -> None:

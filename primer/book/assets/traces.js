@@ -111,15 +111,21 @@
 
   // The modes a chapter has runs of on this page (its traces may sit in several boxes).
   function available(name) {
-    var modes = [];
-    document.querySelectorAll(".tr-chapter").forEach(function (chapter) {
-      if (chapter.getAttribute("data-tr-chapter") !== name) return;
-      chapter.querySelectorAll(".tr-run[data-mode]:not(.tr-missing)").forEach(function (run) {
-        var mode = run.getAttribute("data-mode");
-        if (modes.indexOf(mode) < 0) modes.push(mode);
-      });
+    return modesOf()[name] || [];
+  }
+
+  // Every chapter's modes on this page, by name, from one pass over its runs.
+  function modesOf() {
+    var found = {};
+    document.querySelectorAll(".tr-chapter .tr-run[data-mode]:not(.tr-missing)").forEach(function (run) {
+      var name = run.closest(".tr-chapter").getAttribute("data-tr-chapter");
+      var modes = found[name] || (found[name] = []);
+      if (modes.indexOf(run.getAttribute("data-mode")) < 0) modes.push(run.getAttribute("data-mode"));
     });
-    return MODES.filter(function (mode) { return modes.indexOf(mode) >= 0; });
+    Object.keys(found).forEach(function (name) {
+      found[name] = MODES.filter(function (mode) { return found[name].indexOf(mode) >= 0; });
+    });
+    return found;
   }
 
   // What a chapter shows of the reader's choice: the modes chosen that it has
@@ -696,11 +702,24 @@
 
   // -- setup ------------------------------------------------------------------
 
-  // What must hold before the page is first drawn: the switches, the view
-  // they show and the folds a link opens. The rest waits a task, out of the
-  // page's load (Material sets itself up at DOMContentLoaded too).
+  // At DOMContentLoaded (Material's too, whose setup over the page is most of
+  // it), only what changes what the page shows: a view other than every run
+  // (one remembered, or a chapter without one mode's runs) and the folds a link
+  // opens. When there is none of that, the switches and the view wait a task
+  // too, out of the page's load; the rest (buttons, colours, anchors) always does.
   function setup() {
     var value = remembered();
+    var modes = modesOf();
+    var every = MODES.join(" ");
+    var changes = location.hash || Object.keys(modes).some(function (name) {
+      return applicable(value, modes[name]) !== every;
+    });
+    if (changes) view(value);
+    else setTimeout(function () { view(remembered()); }, 0);
+  }
+
+  // The switches shown, the view applied, the folds a link names opened; the rest a task later.
+  function view(value) {
     document.querySelectorAll(".tr-chapter").forEach(function (chapter) {
       chapter.querySelectorAll(".tr-switch").forEach(function (node) {
         node.hidden = false;
