@@ -11,6 +11,7 @@ loopback provider and httpbin, with keys, is exported and searched for every for
 from __future__ import annotations
 
 import base64
+import builtins
 import gzip
 import json
 import logging
@@ -495,6 +496,13 @@ def test_the_store_says_it_once_and_publishes_the_rest(
     monkeypatch.setitem(sys.modules, "opentelemetry", None)  # import opentelemetry... raises ImportError
     monkeypatch.delitem(sys.modules, "primer.export.otlp", raising=False)
     store = TraceCache(tmp_path / "cache", tmp_path / "live")
+    tried, importing = [], builtins.__import__
+
+    def counting(name: str, *args: Any, **kwargs: Any) -> Any:
+        tried.extend([name] if name == "primer.export.otlp" else [])
+        return importing(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", counting)
     shown = {}
     for chapter in ("ch_a", "ch_b"):
         run = ChapterRun(chapter=chapter, mode="mock")
@@ -505,6 +513,7 @@ def test_the_store_says_it_once_and_publishes_the_rest(
     assert [path.name for path in written] == ["ch_a.json", "ch_a.payloads.html", "ch_b.json", "ch_b.payloads.html"]
     said = [r.getMessage() for r in caplog.records if "OTLP" in r.getMessage()]
     assert len(said) == 1
+    assert tried == ["primer.export.otlp"], "a missing export is looked for once a build, not once a chapter"
     with pytest.raises(MissingExtra, match=r"trace-book\[otel\]"):
         import primer.export.otlp  # noqa: F401
 

@@ -70,6 +70,8 @@ def _digest(page: str | None) -> str:
 
 
 def _otlp(shown: Prepared, chapter: str, said: list[str]) -> str | None:
+    if said:  # the export is missing: a failed import is tried again each time (9 ms), so once a build
+        return None
     try:
         from primer.export.otlp import chapter_json  # optional, and slow to import: only on a miss
     except MissingExtra as missing:
