@@ -111,6 +111,11 @@ class Run:
         else:
             self.warn(work, said)
 
+    def stale(self, work: Work) -> bool:
+        # This process runs library code older than the files: seen when it ran the mocks, or looked at now
+        # (a mock trace of the code now, made by another process, is reused without a look).
+        return work.stale_library or bool(self.book.chapters.stale_library(work.name))
+
     def failures(self, work: Work, runs: list[ScenarioRun]) -> None:
         for run in runs:
             line = f"traces: {work.name} / {run.name} ({run.mode}) failed: {run.ending.label}"
@@ -218,7 +223,7 @@ class Run:
 
     def replay(self, work: Work, frozen: ChapterRun, scenarios: tuple[Scenario, ...]) -> ChapterCheck:
         """The replay of the frozen trace, here or (library code changed under this process) in a new interpreter."""
-        if work.stale_library or self.book.chapters.stale_library(work.name):
+        if self.stale(work):
             self.book.log.info(f"traces: library code changed since this process started; verifying {work.name} anew")
             path = self.book.cache.path(work.name)
             return verify_in_worker(path, self.book.chapters.package, work.name, self.book.time_limit)
@@ -252,8 +257,7 @@ class Run:
         if settings.api_key is not None and not settings.live_enabled and changed:
             earlier = status.reason if divergence is not None else f"recorded from earlier code{when}"
             status = LiveStatus("stale", f"{earlier}; PRIMER_LIVE=off")
-        # This process runs library code older than the files (its mock, if another process made it, is current).
-        if record and (work.stale_library or self.book.chapters.stale_library(work.name)):
+        if record and self.stale(work):
             status, record = LiveStatus(status.state, LIBRARY_CHANGED), False
         work.status = status
         work.record = record and self.load(work) is not None
