@@ -122,8 +122,11 @@ class PriceTable(NamedTuple):
 
     @property
     def key(self) -> str:
-        """A digest of the table, so a changed price renders the pages again (the package's by its file's bytes)."""
-        return hashlib.sha256(repr((self.own, self.package and _FILE.read_bytes())).encode()).hexdigest()[:16]
+        """A digest of the table, so a changed price renders the pages again.
+
+        The package's own table is named, not read: ``prices.toml`` is one of the files ``renderer_version`` hashes.
+        """
+        return hashlib.sha256(repr((self.own, self.package)).encode()).hexdigest()[:16]
 
     def extended(self, entries: Mapping[str, Any] | None, *, where: str) -> PriceTable:
         """The table with ``entries`` (model → figures) over its own (``ConfigError`` naming ``where``: not prices)."""
