@@ -109,12 +109,7 @@
     });
   }
 
-  // The modes a chapter has runs of on this page (its traces may sit in several boxes).
-  function available(name) {
-    return modesOf()[name] || [];
-  }
-
-  // Every chapter's modes on this page, by name, from one pass over its runs.
+  // Every chapter's modes on this page, by name (its traces may sit in several boxes), from one pass over its runs.
   function modesOf() {
     var found = {};
     document.querySelectorAll(".tr-chapter .tr-run[data-mode]:not(.tr-missing)").forEach(function (run) {
@@ -168,8 +163,9 @@
       lacking.join(" or ") + " run (you chose " + parse(chosen).join(" and ") + ").";
   }
 
-  function showChapter(chapter, value) {
-    var shown = applicable(value, available(chapter.getAttribute("data-tr-chapter")));
+  // ``modes``: every chapter's, from modesOf() once for all the chapters shown.
+  function showChapter(chapter, value, modes) {
+    var shown = applicable(value, modes[chapter.getAttribute("data-tr-chapter")] || []);
     show(chapter, shown);
     chapter.querySelectorAll(".tr-scenario").forEach(function (scenario) {
       show(scenario, shown);
@@ -184,9 +180,10 @@
     var value = toggled(box.getAttribute("data-show") || "mock live", button.getAttribute("data-tr-mode"));
     if (box.classList.contains("tr-chapter")) {
       // Remembered only from a chapter that has both: elsewhere there is no choice to make.
-      if (available(box.getAttribute("data-tr-chapter")).length === MODES.length) remember(value);
+      var modes = modesOf();
+      if ((modes[box.getAttribute("data-tr-chapter")] || []).length === MODES.length) remember(value);
       document.querySelectorAll(".tr-chapter").forEach(function (chapter) {
-        showChapter(chapter, value);
+        showChapter(chapter, value, modes);
       });
     } else {
       show(box, value);
@@ -714,17 +711,17 @@
     var changes = location.hash || Object.keys(modes).some(function (name) {
       return applicable(value, modes[name]) !== every;
     });
-    if (changes) view(value);
-    else setTimeout(function () { view(remembered()); }, 0);
+    if (changes) view(value, modes);
+    else setTimeout(function () { view(remembered(), modes); }, 0);
   }
 
   // The switches shown, the view applied, the folds a link names opened; the rest a task later.
-  function view(value) {
+  function view(value, modes) {
     document.querySelectorAll(".tr-chapter").forEach(function (chapter) {
       chapter.querySelectorAll(".tr-switch").forEach(function (node) {
         node.hidden = false;
       });
-      showChapter(chapter, value);
+      showChapter(chapter, value, modes);
     });
     revealHash();
     setTimeout(finish, 0);
