@@ -41,7 +41,10 @@ cold build with ``--verbose`` (target <= 0.8 s for this book, issue 21).
 
 **Serve** (``mkdocs serve`` without ``-v``, which would log every event of
 every page, and with ``--dirty``): ``--saves`` saves each of a chapter
-module (a reply text), of prose and of the template, rotating. Before each
+module (a reply text), of prose and of the template, rotating; after each
+prose save, the same save under a second serve of the book's other copy
+with traces off (MkDocs' own floor), and the pairs' ratio (target: the
+save with traces no slower than MkDocs' floor, issue 21). Before each
 save the server is idle (no log line for a second); the time is from the
 save to the page being served with the edit's probe where the trace
 changes (the chapter edit's probe cannot match the page's source listing),
@@ -105,6 +108,8 @@ from serving import Saves, Serve, missed, timed_save
 COMMENT_TARGET, DIVERGED_TARGET, COLD_SHARE_TARGET = 1.05, 1.05, 800
 SERVED_KINDS = ("chapter", "prose", "template")
 SERVES = ("", "--dirty --no-strict")
+#: The prose saves under a serve with traces off: MkDocs' own floor (issue 21: save-to-page no slower than it).
+OFF_PROSE = "prose, traces off"
 #: The kind built from the book's diverged copy.
 DIVERGED_KIND = "with a diverged live trace"
 #: Seconds without a log line that count as a server at rest (and in --quick).
@@ -257,10 +262,14 @@ def rounds(books: list[Book], repeat: int) -> None:
 def serve(book: Book, args: str, saves: int, wait: float, quiet: float) -> None:
     """``saves`` saves of each served kind under one ``mkdocs serve``; each timed to the page that shows it."""
     server = Serve(book.path, *args.split())  # the cache is full: the server starts warm, as an author's does
+    # MkDocs' own floor beside it: the same prose save under a serve with traces off, of the book's other
+    # copy (its own folder: one server's saves must not wake the other), right after each save of the one on.
+    off, off_editor = Serve(book.diverged, *args.split(), PRIMER_TRACES="off"), Editor(book.diverged)
     by_kind = {e.kind: e for e in book.edits}
     gave_up: set[str] = set()
     try:
         server.get(by_kind["prose"].page + "/")
+        off.get(by_kind["prose"].page + "/")
         for round_ in range(saves):
             for kind in turns(list(SERVED_KINDS), round_):
                 record = book.saves.setdefault((args, kind), Saves())
@@ -270,9 +279,13 @@ def serve(book: Book, args: str, saves: int, wait: float, quiet: float) -> None:
                 edit, n = by_kind[kind], book.next_edit()
                 if not timed_save(server, book.editor, edit, n, wait=wait, record=record, quiet=quiet):
                     gave_up.add(kind)
+                if kind == "prose":
+                    floor = book.saves.setdefault((args, OFF_PROSE), Saves())
+                    timed_save(off, off_editor, edit, n, wait=wait, record=floor, quiet=quiet)
         print(f"  serve {args or '(plain)'}: {book.label} done", file=sys.stderr)
     finally:
         server.stop()
+        off.stop()
 
 
 # -- the report --------------------------------------------------------------
@@ -328,6 +341,9 @@ def report(book: Book) -> None:
             f"   its rebuild {rebuild:5.2f} s   shown {shown}/{len(record.seconds)}   rebuilds per save <= {extra}"
             f"{missed(record)}"
         )
+        if kind == OFF_PROSE and len(on := book.saves[args, "prose"].seconds) == len(record.seconds):
+            # Paired: each save with traces on, then the same save with them off, in one round.
+            print(f"    {name + ': prose on / off':28} {ratios(on, record.seconds).text()}")
 
 
 def main() -> None:

@@ -41,12 +41,12 @@ def stop(process: subprocess.Popen[str]) -> None:
 class Serve:
     """A ``mkdocs serve`` of a book (no ``-v``), with its log."""
 
-    def __init__(self, book: Path, *args: str) -> None:
+    def __init__(self, book: Path, *args: str, **env: str) -> None:
         port = free_port()
         self.process = subprocess.Popen(
             [sys.executable, "-m", "mkdocs", "serve", "--dev-addr", f"127.0.0.1:{port}", *args],
             cwd=book,
-            env=environment(book),
+            env=environment(book, **env),
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             text=True,

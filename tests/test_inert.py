@@ -25,6 +25,7 @@ import pytest
 
 from primer.book._book import Book
 from primer.book._logs import InertRecords, book_logger
+from primer.book._plugin import TraceBookPlugin  # noqa: F401 - it logs on mkdocs.plugins.primer once imported
 from primer.book.markdown import TraceExtension
 from primer.inert import _UNSAFE, inert
 from tests.books import REPO, make_book

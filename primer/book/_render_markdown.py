@@ -9,9 +9,11 @@ shows the raw text instead.
 
 from __future__ import annotations
 
+import functools
 import html
 import itertools
 import re
+import threading
 import xml.etree.ElementTree as etree
 from urllib.parse import urlsplit
 
@@ -104,30 +106,45 @@ class _Inert(Treeprocessor):
                 del element.attrib[name]
 
 
+_THREAD = threading.local()  # one Python-Markdown instance a thread: it holds state while it converts (Zensical's pages)
+
+
+def _markdown() -> Markdown:
+    md: Markdown | None = getattr(_THREAD, "md", None)
+    if md is None:
+        md = _THREAD.md = Markdown(extensions=["fenced_code", "tables", "sane_lists"])
+        md.preprocessors.deregister("html_block")  # no raw HTML: an HTML block or tag is text
+        md.inlinePatterns.deregister("html")
+        md.inlinePatterns.deregister("automail")  # a mailto: link hidden in character references
+        md.treeprocessors.register(_Inert(md), "primer_inert", 0)  # after the links are made
+    return md
+
+
+# By text and the keys a reader must not see: a reply is worded in its folded lines, its payload,
+# the payload page and the prose check (made a Markdown instance and converted each, 0.2 s of a cold build).
+@functools.lru_cache(maxsize=4096)
+def _convert(text: str, keys: tuple[str, ...]) -> str | None:
+    # The reply's safe HTML; None when a reader would see a key, or markup could join one.
+    md = _markdown()
+    try:
+        # Python-Markdown marks its own placeholders with STX and ETX: clean, so a reply cannot forge one.
+        rendered = md.reset().convert(clean(text))
+    finally:
+        md.reset()
+    if _JOINS.search(rendered):
+        return None
+    seen = html.unescape(_TAG.sub("", rendered))
+    return None if Redactor(keys).text(seen) != seen else rendered
+
+
 class ReplyMarkdown:
-    """Renders replies, one Python-Markdown instance per renderer call (it holds state while it converts)."""
+    """Renders replies, redacting the keys the environment sets as it is made."""
 
     def __init__(self) -> None:
-        self._md: Markdown | None = None
-        self._redactor = Redactor(Settings.keys_from_env().values())
+        self._keys = tuple(Settings.keys_from_env().values())
 
     def _convert(self, text: str) -> str | None:
-        # The reply's safe HTML; None when a reader would see a key, or markup could join one.
-        if self._md is None:
-            self._md = Markdown(extensions=["fenced_code", "tables", "sane_lists"])
-            self._md.preprocessors.deregister("html_block")  # no raw HTML: an HTML block or tag is text
-            self._md.inlinePatterns.deregister("html")
-            self._md.inlinePatterns.deregister("automail")  # a mailto: link hidden in character references
-            self._md.treeprocessors.register(_Inert(self._md), "primer_inert", 0)  # after the links are made
-        try:
-            # Python-Markdown marks its own placeholders with STX and ETX: clean, so a reply cannot forge one.
-            rendered = self._md.reset().convert(clean(text))
-        finally:
-            self._md.reset()
-        if _JOINS.search(rendered):
-            return None
-        seen = html.unescape(_TAG.sub("", rendered))
-        return None if self._redactor.text(seen) != seen else rendered
+        return _convert(text, self._keys)
 
     def __call__(self, text: str | None, anchor: str) -> Markup | None:
         """The reply's Markdown as safe HTML; None when there is none, it renders as the text itself, or it is unsafe.
