@@ -238,3 +238,22 @@ def test_a_fingerprint_is_the_same_wherever_the_library_is_installed(tmp_path: P
         assert int(roots) >= 2, "the chapter's files and the library's are both hashed"
         printed[venv] = fingerprint
     assert printed["a_venv"] == printed["z_venv"]
+
+
+def test_a_digest_is_the_same_under_a_python_that_adds_an_empty_field() -> None:
+    # Python 3.12 gave FunctionDef a `type_params` field that ast.dump prints empty (`type_params=[]`),
+    # and 3.13's ast.dump leaves every empty field out: a fingerprint hashing ast.dump's text differed
+    # from one Python to the next, and every frozen live trace read as recorded from other code.
+    newer = type("FunctionDef", (ast.FunctionDef,), {"_fields": (*ast.FunctionDef._fields, "type_params")})
+    tree = ast.parse(LIB)
+    digest = code_digest(LIB.encode())
+    for index, node in enumerate(tree.body):
+        if isinstance(node, ast.FunctionDef):
+            tree.body[index] = newer(**{name: getattr(node, name) for name in ast.FunctionDef._fields}, type_params=[])
+    assert "type_params=[]" in ast.dump(tree)  # as 3.12 prints it
+    from primer.book._chapters import _tree_digest
+
+    assert _tree_digest(tree) == digest
+    # A field that holds something still counts.
+    next(node for node in tree.body if isinstance(node, newer)).type_params = [ast.Name(id="T")]
+    assert _tree_digest(tree) != digest

@@ -32,7 +32,8 @@ if TYPE_CHECKING:
 __all__ = ["DEFAULT_PACKAGE", "Chapters", "CodeGraph", "code_digest"]
 
 #: Bump when what ``code_digest`` hashes changes (and the layout of ``imports_cache``).
-_FORMAT, _FILE_FORMAT = 2, 4
+_FORMAT, _FILE_FORMAT = 3, 5
+_EMPTY: tuple[object, ...] = (None, [])
 _SCHEMA = re.compile(rb"^SCHEMA_VERSION = (\d+)$", re.MULTILINE)
 # How much earlier than a look a file must have been saved for its bytes to be those
 # executed after it: file systems stamp coarsely (FAT: 2 s).
@@ -58,7 +59,19 @@ def _tree_digest(tree: ast.AST) -> str:
             first = node.body[0]
             if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and type(first.value.value) is str:
                 node.body = node.body[1:] or [ast.Pass()]
-    return hashlib.sha256(ast.dump(tree).encode()).hexdigest()  # no line numbers or columns
+    return hashlib.sha256(_dump(tree).encode()).hexdigest()
+
+
+def _dump(node: object) -> str:
+    # ast.dump's text without line numbers and without the fields left empty (None, []): a newer Python adds
+    # fields (3.12's type_params) and prints empty ones or not (3.13 does not), and a fingerprint must be the
+    # same under any Python the book is built with. A third faster than ast.dump, too.
+    if isinstance(node, ast.AST):
+        fields = [f"{name}={_dump(value)}" for name in node._fields if (value := getattr(node, name, None)) not in _EMPTY]
+        return f"{type(node).__name__}({','.join(fields)})"
+    if isinstance(node, list):
+        return f"[{','.join(map(_dump, node))}]"
+    return repr(node)
 
 
 def code_digest(source: bytes) -> str:
