@@ -8,12 +8,13 @@ the rendered reply holds, and what it must never hold.
 from __future__ import annotations
 
 import re
+import sys
 
 import pytest
 
 from primer import summary
 from primer.book._render import render_payloads, render_traces
-from primer.book._render_markdown import ReplyMarkdown
+from primer.book._render_markdown import _CONTROLS, ReplyMarkdown, clean
 from primer.book._source import ChapterTraces, LiveStatus
 from primer.redact import Redactor
 from primer.trace import ChapterRun
@@ -146,7 +147,7 @@ def test_a_key_in_a_reply_stays_redacted_rendered_and_raw() -> None:
 
 
 def test_the_converter_is_reused_within_a_render_and_holds_nothing_over() -> None:
-    # One Python-Markdown instance per render: a reference defined in one reply is not known in the next.
+    # One Python-Markdown instance a thread, reset for each reply: a reference defined in one is not known in the next.
     shown = ReplyMarkdown()
     first = shown("[a][r] **x**\n\n[r]: https://one.example/", "a")
     second = shown("[a][r] **y**", "b")
@@ -213,3 +214,12 @@ def test_a_folded_line_shows_a_reply_as_a_reader_reads_it_and_the_terminal_as_wr
     # The terminal (primer run, primer.summary) keeps the text as the model wrote it.
     assert traces.live is not None
     assert f"responded with: {said}" in summary.turn_line(traces.live.scenarios[0].turns[-1])
+
+
+@pytest.mark.parametrize("beyond_ascii", [False, True], ids=["ascii text", "text beyond ascii"])
+def test_clean_replaces_every_character_its_table_names_and_no_other(beyond_ascii: bool) -> None:
+    # ASCII text is translated, any other searched for the table's characters (as ranges): the same result.
+    last = 0x7F if not beyond_ascii else sys.maxunicode
+    every = "".join(chr(code) for code in range(last + 1) if not 0xD800 <= code <= 0xDFFF)
+    assert clean(every) == "".join(_CONTROLS.get(ord(char), char) for char in every)
+    assert clean("tab\there, → kept") == "tab\there, → kept"

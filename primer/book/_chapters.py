@@ -67,7 +67,8 @@ def _dump(node: object) -> str:
     # fields (3.12's type_params) and prints empty ones or not (3.13 does not), and a fingerprint must be the
     # same under any Python the book is built with. A third faster than ast.dump, too.
     if isinstance(node, ast.AST):
-        fields = [f"{name}={_dump(value)}" for name in node._fields if (value := getattr(node, name, None)) not in _EMPTY]
+        values = ((name, getattr(node, name, None)) for name in node._fields)
+        fields = [f"{name}={_dump(value)}" for name, value in values if value not in _EMPTY]
         return f"{type(node).__name__}({','.join(fields)})"
     if isinstance(node, list):
         return f"[{','.join(map(_dump, node))}]"
