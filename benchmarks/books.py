@@ -271,7 +271,7 @@ def has_markdown_exec() -> bool:
 def environment(book: Path, **extra: str) -> dict[str, str]:
     """The builds' environment: no ``PRIMER_*`` of the caller's (no key: no live run), the book first on the path."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("PRIMER_")}
-    env.update(PYTHONPATH=str(book), NO_MKDOCS_2_WARNING="1", PYTHONDONTWRITEBYTECODE="1", **extra)
+    env.update({"PYTHONPATH": str(book), "NO_MKDOCS_2_WARNING": "1", "PYTHONDONTWRITEBYTECODE": "1", **extra})
     return env
 
 
