@@ -105,3 +105,24 @@ def test_a_warm_build_serves_every_page_from_the_entries_and_a_build_without_the
     # (Its OTLP span ids are made from the runs' times: left out.)
     again = {name: data for name, data in _site(book.root, numbers=False).items() if "otlp" not in name}
     assert again == {name: _numbers(data, False) for name, data in made.items() if "otlp" not in name}
+
+
+def test_changed_code_names_the_renderers_modules_this_process_runs_as_they_were() -> None:
+    import primer.book._render
+    import primer.summary  # noqa: F401 - imported: this process runs them
+    from primer.book._cache import changed_code, renderer_files
+
+    first = renderer_files()
+    assert "book/_render.py" in first
+    assert "summary.py" in first
+    assert "book/templates/chapter.html.j2" in first
+    assert changed_code(first, first) == []
+    edited = dict.fromkeys(("book/_render.py", "book/__init__.py", "summary.py"), "other")
+    # A template is read again at every render; a module not imported yet will be imported as it is now.
+    edited |= {"book/templates/chapter.html.j2": "other", "book/not_imported_yet.py": "other"}
+    later = {**first, **edited}
+    assert changed_code({**first, "book/not_imported_yet.py": "x"}, later) == [
+        "primer/book/__init__.py",
+        "primer/book/_render.py",
+        "primer/summary.py",
+    ]

@@ -312,3 +312,27 @@ def test_a_template_saved_while_serving_shows_at_the_next_rebuild_and_in_later_b
     template.write_text(original)
     assert book.build().returncode == 0
     assert probe not in book.page()
+
+
+@pytest.mark.slow
+def test_library_code_saved_while_serving_draws_nothing_that_is_kept(tmp_path: Path) -> None:
+    # A server cannot re-import the library code its renderer runs (primer.summary words the folded lines):
+    # what it draws after such a save is drawn with the code it started with. It says so and keeps none
+    # of it, so a later build, a fresh process, draws with the code as it is (it reused the server's HTML).
+    book = make_book(tmp_path)
+    summary = copy_library(book.root) / "summary.py"
+    original = summary.read_text()
+    probe = "library-probe-9c2e"
+    assert 'f"scenario {run.name}",' in original
+    with serving(book) as server:
+        assert probe not in server.get()
+        start = len(server.lines)
+        _rebuilt(server, lambda: summary.write_text(original.replace('f"scenario {run.name}",', f'f"{probe}",')))
+        said = "\n".join(server.lines[start:])
+        assert "(primer/summary.py), and it cannot import it again: what it draws now is kept nowhere" in said, said
+    done = book.build()
+    assert done.returncode == 0, done.log
+    assert probe in book.page()
+    summary.write_text(original)
+    assert book.build().returncode == 0
+    assert probe not in book.page()

@@ -165,6 +165,7 @@ class Book:
         self.log = book_logger(logger or LOGGER_NAME)
         self._lock = threading.Lock()
         self._built: tuple[object, Prepared] | None = None  # ``prepared_for``'s build and what it made
+        self._first_files: dict[str, str] = {}  # the renderer's files as this process's first build found them
 
     def settings_now(self) -> Settings:
         from primer.settings import Settings
@@ -200,8 +201,17 @@ class Book:
                 why = (settings or self.settings_now()).redactor().text(str(error))
                 log.warning(f"traces: the chapters' package {self.chapters.package} could not be imported: {why}")
                 names = []
+            files = _cache.renderer_files()
+            self._first_files = self._first_files or files
+            if changed := _cache.changed_code(self._first_files, files):
+                log.warning(
+                    f"traces: library code this process runs changed since it started ({', '.join(changed)}), and "
+                    "it cannot import it again: what it draws now is kept nowhere (a later build draws it anew); "
+                    "restart the server to see every change"
+                )
+            self.cache.keeps_drawn = not changed
             mine = _cache.settings_options(self.settings) if self.settings else _cache.environ_options(environ)
-            options, renderer = {**mine, "prices": prices.key}, _cache.renderer_version()
+            options, renderer = {**mine, "prices": prices.key}, _cache.renderer_version(files)
 
             def key(chapter: str, code: str) -> str:
                 return _cache.chapter_key(chapter, code, self.cache.frozen_bytes(chapter), options, renderer)

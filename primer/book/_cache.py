@@ -6,7 +6,8 @@ trace's bytes, the options that matter (a secret only as set) and ``renderer_ver
 What depends on less is kept by its own inputs: a mock run by the code (``mock-CODE/``), a replay's
 verdict by the frozen file and the code (``verdict-DIGEST/``). Entries unused by a full build are
 pruned but the last ``KEEP``. Off (``PRIMER_CACHE=off``) nothing is read or kept; a file not read or
-written is a miss. Frozen live traces are ``docs/traces/CHAPTER.live.json`` (committed); one that
+written is a miss; a process whose renderer code changed since it started keeps nothing it draws
+(``changed_code``). Frozen live traces are ``docs/traces/CHAPTER.live.json`` (committed); one that
 does not read as a ``ChapterRun`` raises ``CorruptTrace`` naming it.
 """
 
@@ -44,7 +45,18 @@ if TYPE_CHECKING:
     from primer.settings import Settings
     from primer.trace import ChapterRun, Mode
 
-__all__ = ["KEEP", "BuildLock", "CorruptTrace", "Entry", "TraceCache", "chapter_key", "renderer_version", "traces_of"]
+__all__ = [
+    "KEEP",
+    "BuildLock",
+    "CorruptTrace",
+    "Entry",
+    "TraceCache",
+    "changed_code",
+    "chapter_key",
+    "renderer_files",
+    "renderer_version",
+    "traces_of",
+]
 
 log = book_logger("mkdocs.plugins.primer.book")
 
@@ -79,20 +91,40 @@ def _installed() -> str:
 @functools.lru_cache(maxsize=1024)
 def _digest(name: str, size: int, mtime_ns: int) -> str:
     with open(os.path.join(_LIBRARY, name), "rb") as file:
-        return f"{name.replace(os.sep, '/')} {hashlib.blake2b(file.read(), digest_size=32).hexdigest()}"
+        return hashlib.blake2b(file.read(), digest_size=32).hexdigest()
 
 
-def renderer_version() -> str:
-    """A digest of the versions and files (named relative to the library) that turn traces into pages and files.
+def renderer_files() -> dict[str, str]:
+    """The files that turn traces into pages and files, named relative to the library (``book/_render.py``), by digest.
 
     A file is hashed again when its size or modification time changes (a template saved under ``mkdocs serve``).
     """
-    lines = [_installed()]  # the files by name, as strings: pathlib's glob and sort took more than the hashing
+    files = {}  # the files by name, as strings: pathlib's glob and sort took more than the hashing
     for name in sorted({name for pattern in _RENDERER for name in glob.glob(pattern, root_dir=_LIBRARY)}):
         with contextlib.suppress(OSError):  # gone since
             if stat.S_ISREG((found := os.stat(os.path.join(_LIBRARY, name))).st_mode):
-                lines.append(_digest(name, found.st_size, found.st_mtime_ns))
+                files[name.replace(os.sep, "/")] = _digest(name, found.st_size, found.st_mtime_ns)
+    return files
+
+
+def renderer_version(files: Mapping[str, str] | None = None) -> str:
+    """A digest of the installed versions and the ``renderer_files``: what every chapter's key holds of the renderer."""
+    lines = [_installed(), *(f"{name} {digest}" for name, digest in (files or renderer_files()).items())]
     return hashlib.sha256("\n".join(lines).encode()).hexdigest()
+
+
+def changed_code(first: Mapping[str, str], now: Mapping[str, str]) -> list[str]:
+    """The renderer's modules changed since ``first`` that this process imported, so runs as they were (``primer/…``).
+
+    A long-lived process (``mkdocs serve``) cannot import them again: what it draws with them must be kept nowhere.
+    """
+    changed = [name for name, digest in now.items() if name.endswith(".py") and first.get(name, digest) != digest]
+    return [f"primer/{name}" for name in changed if _module(name) in sys.modules]
+
+
+def _module(name: str) -> str:  # book/_render.py: primer.book._render; book/__init__.py: primer.book
+    parts = ["primer", *name.removesuffix(".py").split("/")]
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
 def environ_options(environ: Mapping[str, str]) -> dict[str, str]:
@@ -172,6 +204,8 @@ class TraceCache:
     ) -> None:
         self.folder, self.live_dir = folder, live_dir or folder
         self.enabled = enabled
+        #: False: this process draws with renderer code changed since it started, so what it draws is kept nowhere.
+        self.keeps_drawn = True
         self.key_of = key_of or (lambda chapter: None)
         self.reset()
 
@@ -184,7 +218,10 @@ class TraceCache:
 
     def entry(self, chapter: str, key: str) -> Entry:
         self._used.add((chapter, key))
-        return Entry(chapter, key, os.path.join(self.folder, chapter, key) if self.enabled else None)
+        # Drawn by code changed since this process started (``changed_code``): kept nowhere. Runs and verdicts are
+        # kept by the code they ran, in a new interpreter if it changed.
+        kept = self.enabled and (self.keeps_drawn or key.startswith(("mock-", "verdict-")))
+        return Entry(chapter, key, os.path.join(self.folder, chapter, key) if kept else None)
 
     def _entries(self, chapter: str, used: set[str]) -> list[Path]:
         try:
