@@ -257,3 +257,61 @@ def test_a_digest_is_the_same_under_a_python_that_adds_an_empty_field() -> None:
     # A field that holds something still counts.
     next(node for node in tree.body if isinstance(node, newer)).type_params = [ast.Name(id="T")]
     assert _tree_digest(tree) != digest
+
+
+AGENT_CHAPTER = '''"""A chapter whose agent is the author's own package, beside the book."""
+
+from {agent} import REPLY
+
+from primer.models.mock import say
+from primer.scenario import Scenario
+
+answers = Scenario(name="answers", prompt="Say it.", tools=[], mock=[say(REPLY)])
+'''
+
+
+@pytest.mark.slow
+def test_an_edit_to_the_authors_own_agent_package_runs_its_chapters_again(tmp_path: Path) -> None:
+    # The author's agent code lives in a package of its own (beside mkdocs.yml, or installed editable): a
+    # fingerprint that followed only the chapters' package and primer missed it, and a build after an edit
+    # there showed the trace of the code before.
+    agent = f"agent_{os.getpid()}_{time.monotonic_ns()}"
+    (tmp_path / agent).mkdir()
+    (tmp_path / agent / "__init__.py").write_text('"""The author\'s agent."""\n\nREPLY = "The first reply."\n')
+    book = make_book(tmp_path, {"ch_alpha": AGENT_CHAPTER.format(agent=agent)})
+    assert book.build().returncode == 0
+    assert "The first reply." in book.page()
+    (tmp_path / agent / "__init__.py").write_text('"""The author\'s agent."""\n\nREPLY = "The second reply."\n')
+    done = book.build()
+    assert done.returncode == 0, done.log
+    assert "traces: ran 1, reused 0" in done.log
+    assert "The second reply." in book.page()
+    # A comment there changes nothing a run does: the trace is reused.
+    edit(tmp_path / agent / "__init__.py", "REPLY =", "# said once\nREPLY =")
+    assert "traces: ran 0, reused 1" in book.build().log
+
+
+def test_the_graph_follows_the_authors_own_packages_and_no_installed_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    stamp = f"{os.getpid()}_{time.monotonic_ns()}"
+    agent, chapters = f"agentpkg_{stamp}", f"chpkg_{stamp}"
+    for package, body in ((agent, 'REPLY = "one"\n'), (chapters, "")):
+        (tmp_path / package).mkdir()
+        (tmp_path / package / "__init__.py").write_text(body)
+    (tmp_path / f"helper_{stamp}.py").write_text("SIZE = 1\n")  # a module of its own, beside the book
+    (tmp_path / chapters / "ch_x.py").write_text(
+        f"import json\nimport pydantic\nfrom {agent} import REPLY\nimport helper_{stamp}\n\nSAID = REPLY\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    from primer.book._chapters import Chapters
+
+    book = Chapters(chapters)
+    first = book.fingerprint("ch_x")
+    assert {agent, chapters, f"helper_{stamp}", "primer"} <= set(book.graph.roots)
+    assert not {"json", "pydantic"} & set(book.graph.roots)
+    assert tmp_path / agent in book.watched_dirs()
+    edit(tmp_path / agent / "__init__.py", '"one"', '"two"')
+    second = book.fingerprint("ch_x")
+    edit(tmp_path / f"helper_{stamp}.py", "1", "2")
+    assert len({first, second, book.fingerprint("ch_x")}) == 3

@@ -1,7 +1,8 @@
 """The book's code: its chapters, imported fresh when their source changed, and the fingerprint of what they use.
 
 A fingerprint hashes the normalised code (``code_digest``) of the chapter, the runner and all they
-import, followed through the imports as written (``ast``, never imported), ``primer.book`` left out;
+import of the author's own code (``CodeGraph``), followed through the imports as written (``ast``, never
+imported), ``primer.book`` left out;
 files are named by module, so it is the same in any checkout and venv. A module's imports and digest
 are kept by its bytes' digest (in ``imports_cache`` too): a new process parses only what was edited.
 Under ``mkdocs serve`` an edited chapter or helper is re-imported; a library module cannot be.
@@ -16,6 +17,7 @@ import json
 import os
 import re
 import sys
+import sysconfig
 import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager, suppress
@@ -35,6 +37,7 @@ __all__ = ["DEFAULT_PACKAGE", "Chapters", "CodeGraph", "code_digest"]
 _FORMAT, _FILE_FORMAT = 3, 5
 _EMPTY: tuple[object, ...] = (None, [])
 _SCHEMA = re.compile(rb"^SCHEMA_VERSION = (\d+)$", re.MULTILINE)
+_STDLIB = Path(sysconfig.get_path("stdlib")).resolve()
 # How much earlier than a look a file must have been saved for its bytes to be those
 # executed after it: file systems stamp coarsely (FAT: 2 s).
 _MARGIN_NS = 2_000_000_000
@@ -108,17 +111,35 @@ def _imports(name: str, path: Path, tree: ast.AST) -> list[str]:
     return found
 
 
+def _found(top: str) -> Path | None:
+    # A top-level package's folder, or a module's path less ``.py``: found, not imported.
+    with suppress(ImportError, ValueError):
+        spec = importlib.util.find_spec(top)
+        if spec is not None and spec.submodule_search_locations:
+            return Path(next(iter(spec.submodule_search_locations))).resolve()
+        if spec is not None and spec.origin and spec.origin.endswith(".py"):
+            return Path(spec.origin).resolve().with_suffix("")
+    return None
+
+
+def _installed(path: Path) -> bool:
+    # The interpreter's own library, or an installed distribution (its version is in every chapter's key).
+    return "site-packages" in path.parts or "dist-packages" in path.parts or path.is_relative_to(_STDLIB)
+
+
 class CodeGraph:
-    """The import graph of the packages that make a book, read from source."""
+    """The import graph of the packages that make a book, read from source.
+
+    It follows the packages given and any other an import names that is the author's own: not the
+    interpreter's library nor installed (an agent package beside the book, or installed editable).
+    """
 
     def __init__(
         self, packages: Iterable[str], exclude: Iterable[str] = ("primer.book",), *, imports_cache: Path | None = None
     ) -> None:
-        self.roots: dict[str, Path] = {}
-        for top in sorted({name.split(".")[0] for name in packages}):
-            spec = importlib.util.find_spec(top)  # found, not imported
-            if spec is not None and spec.submodule_search_locations:
-                self.roots[top] = Path(next(iter(spec.submodule_search_locations))).resolve()
+        given = {top: _found(top) for top in sorted({name.split(".")[0] for name in packages})}
+        self.roots: dict[str, Path] = {top: path for top, path in given.items() if path is not None}
+        self._looked_up = set(given)  # the top-level names looked for (once a process)
         self.exclude = tuple(exclude)
         self.imports_cache = imports_cache
         # "name blake2b-of-bytes" -> (imports, code digest): the name too, as relative imports resolve from it.
@@ -150,6 +171,10 @@ class CodeGraph:
 
     def _where(self, name: str) -> tuple[Path, str] | None:
         top, *rest = name.split(".")
+        if top not in self._looked_up:
+            self._looked_up.add(top)
+            if (found := _found(top)) is not None and not _installed(found):
+                self.roots[top] = found
         if top not in self.roots or any(name == ex or name.startswith(ex + ".") for ex in self.exclude):
             return None
         base = os.path.join(self.roots[top], *rest)
