@@ -6,9 +6,11 @@ import os
 import re
 from pathlib import Path
 
+import pytest
+
 from primer.book._cache import KEEP, TraceCache, chapter_key, environ_options
 
-from .books import make_book
+from .books import REPO, make_book
 
 
 def _site(root: Path, *, numbers: bool = True) -> dict[str, bytes]:
@@ -126,3 +128,40 @@ def test_changed_code_names_the_renderers_modules_this_process_runs_as_they_were
         "primer/book/_render.py",
         "primer/summary.py",
     ]
+
+
+NEEDS_AN_EXTRA = '''"""A chapter whose loop needs an optional package, as a framework's scenario does."""
+
+from primer.loop import until_no_tool_calls
+from primer.models.mock import say
+from primer.scenario import Scenario
+
+
+def framed(agent, context, max_turns):
+    import {extra}  # noqa: F401 - installed with the book's extra, or not
+
+    return until_no_tool_calls(agent, context, max_turns)
+
+
+answers = Scenario(name="answers", prompt="Go.", tools=[], loop=framed, mock=[say("Framed and answered.")])
+'''
+
+
+@pytest.mark.slow
+def test_a_mock_run_is_made_again_once_the_packages_it_ran_with_change(tmp_path: Path) -> None:
+    # A mock run depends on the installed packages as well as the code: one that failed for want of
+    # an extra was shown failed still after the extra was installed (kept by the code alone).
+    extra = f"an_extra_{os.getpid()}"
+    site = tmp_path / "venv" / "lib" / "site-packages"  # as an installed distribution lies
+    site.mkdir(parents=True)
+    book = make_book(tmp_path, {"ch_alpha": NEEDS_AN_EXTRA.format(extra=extra)})
+    path = os.pathsep.join([str(book.root), str(REPO), str(site)])
+    first = book.build(PYTHONPATH=path)
+    assert "No module named" in first.log
+    (site / f"{extra}.py").write_text("")
+    (site / f"{extra}-1.0.dist-info").mkdir()
+    (site / f"{extra}-1.0.dist-info" / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {extra}\nVersion: 1.0\n")
+    second = book.build(PYTHONPATH=path)
+    assert "traces: ran 1, reused 0" in second.log, second.log
+    assert "Framed and answered." in book.page()
+    assert "traces: ran 0, reused 1" in book.build(PYTHONPATH=path).log

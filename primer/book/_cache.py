@@ -3,12 +3,12 @@
 ``chapter_key`` hashes a chapter's code fingerprint (``primer.book._chapters``), its frozen live
 trace's bytes, the options that matter (a secret only as set) and ``renderer_version``:
 ``entries/CHAPTER/KEY/`` keeps what the pages show, the markers' HTML and the published files.
-What depends on less is kept by its own inputs: a mock run by the code (``mock-CODE/``), a replay's
-verdict by the frozen file and the code (``verdict-DIGEST/``). Entries unused by a full build are
-pruned but the last ``KEEP``. Off (``PRIMER_CACHE=off``) nothing is read or kept; a file not read or
-written is a miss; a process whose renderer code changed since it started keeps nothing it draws
-(``changed_code``). Frozen live traces are ``docs/traces/CHAPTER.live.json`` (committed); one that
-does not read as a ``ChapterRun`` raises ``CorruptTrace`` naming it.
+What depends on less is kept by its own inputs: a mock run by the code and the installed distributions
+(``mock-CODE-RAN/``), a replay's verdict by those and the frozen file (``verdict-DIGEST/``). Entries
+unused by a full build are pruned but the last ``KEEP``. Off (``PRIMER_CACHE=off``) nothing is read
+or kept; a file not read or written is a miss; a process whose renderer code changed since it started
+keeps nothing it draws (``changed_code``). Frozen live traces are ``docs/traces/CHAPTER.live.json``
+(committed); one that does not read as a ``ChapterRun`` raises ``CorruptTrace`` naming it.
 """
 
 from __future__ import annotations
@@ -53,6 +53,7 @@ __all__ = [
     "TraceCache",
     "changed_code",
     "chapter_key",
+    "mock_name",
     "renderer_files",
     "renderer_version",
     "traces_of",
@@ -92,6 +93,17 @@ def _installed() -> str:
 def _digest(name: str, size: int, mtime_ns: int) -> str:
     with open(os.path.join(_LIBRARY, name), "rb") as file:
         return hashlib.blake2b(file.read(), digest_size=32).hexdigest()
+
+
+@functools.cache
+def _ran_with() -> str:
+    # The installed distributions, for what a run depends on besides the code (a framework an extra installs).
+    return hashlib.sha256(_installed().encode()).hexdigest()[:12]
+
+
+def mock_name(code: str) -> str:
+    """The entry of the mock run of the code ``code`` (a fingerprint) made with the distributions installed now."""
+    return f"mock-{code}-{_ran_with()}"
 
 
 def renderer_files() -> dict[str, str]:
@@ -248,7 +260,7 @@ class TraceCache:
     def path(self, chapter: str, mode: Mode = "live", code: str = "") -> Path:
         if mode == "live":
             return self.live_dir / f"{chapter}.live.json"
-        return self.folder / chapter / f"mock-{code}" / "mock.json"
+        return self.folder / chapter / mock_name(code) / "mock.json"
 
     def frozen_bytes(self, chapter: str) -> bytes | None:
         """The bytes of the chapter's frozen live trace (part of its key), or None if it has none."""
@@ -277,14 +289,15 @@ class TraceCache:
     def save(self, run: ChapterRun) -> bool:
         """Keep a run (a mock one by its code, compact); write a file only if its content changed."""
         if run.mode == "mock":
-            self.entry(run.chapter, f"mock-{run.source_hash}").write("mock.json", run.model_dump_json())
+            self.entry(run.chapter, mock_name(run.source_hash or "")).write("mock.json", run.model_dump_json())
             return True
         # Committed: indented, so a refresh reads well in a diff.
         return write_if_changed(self.path(run.chapter), run.model_dump_json(indent=2) + "\n")
 
     def _verdict(self, chapter: str, code: str) -> Entry:
         frozen = hashlib.sha256(self.frozen_bytes(chapter) or b"").hexdigest()
-        return self.entry(chapter, "verdict-" + hashlib.sha256(f"{frozen} {code}".encode()).hexdigest()[:32])
+        said = f"{frozen} {code} {_ran_with()}"
+        return self.entry(chapter, "verdict-" + hashlib.sha256(said.encode()).hexdigest()[:32])
 
     def verdict(self, chapter: str, code: str) -> tuple[ChapterCheck, str] | None:
         from primer.replay import ChapterCheck
