@@ -73,7 +73,9 @@ def test_every_trace_block_is_set_aside_as_its_summary_text_and_comes_back(name:
     (paragraph,) = parse(marked).find("p")
     # ...holding every summary line outside the payloads, and nothing of a payload.
     summaries = [
-        s.text for s in parse(html).find("summary") if not any("data-search-exclude" in a.attrs for a in s.ancestors())
+        s.text
+        for s in parse(html).elements()
+        if s.is_summary() and not any("data-search-exclude" in a.attrs for a in s.ancestors())
     ]
     squeezed = " ".join(paragraph.text.split())
     for line in summaries:

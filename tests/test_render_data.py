@@ -388,10 +388,14 @@ class Node:
         assert len(matches) == 1, f"{len(matches)} elements with id {anchor!r}"
         return matches[0]
 
+    def is_summary(self) -> bool:
+        """A <summary>, or a run's fold's line (div.tr-sum), which traces.js makes one when the run opens."""
+        return self.tag == "summary" or (self.tag == "div" and "tr-sum" in (self.attrs.get("class") or "").split())
+
     def summary(self) -> str:
-        """The text of a <details>' own <summary>."""
+        """The text of a <details>' own <summary> (a fold's: its line)."""
         for child in self.children:
-            if isinstance(child, Node) and child.tag == "summary":
+            if isinstance(child, Node) and child.is_summary():
                 return child.text
         raise AssertionError(f"<{self.tag}> has no summary")
 

@@ -40,6 +40,6 @@ def test_weight_is_linear_in_turns() -> None:
 def test_the_long_run_is_all_there() -> None:
     md = markdown.Markdown(extensions=[TraceExtension(source=_One(40))])
     tree = parse(md.convert("::: trace long\n"))
-    assert len(tree.find("details", class_="tr-turn")) == 40
+    assert len(tree.find("div", class_="tr-turn")) == 40
     assert len(tree.find("details", class_="tr-tools")) == 1
     assert len(tree.find("details", class_="tr-whole")) == 39

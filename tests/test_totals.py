@@ -36,7 +36,7 @@ def test_an_evaluations_trials_are_grouped_with_their_verdicts_and_its_pass_rate
     assert "· 3 of 5 trials passed (60%) · ended:" in scenario_line(flaky)
     html = render_traces(ChapterTraces("ch16_evaluation", run, None, LiveStatus("missing")))
     trials = re.findall(
-        r'<details class="tr-d tr-trial" id="ch16_evaluation-a_flaky_model-mock-trial-\d"><summary>([^<]+)', html
+        r'<div class="tr-d tr-trial" id="ch16_evaluation-a_flaky_model-mock-trial-\d"><div class="tr-sum">([^<]+)', html
     )
     assert trials[1] == "trial 2 of 5 · failed: price_of was not called; the answer does not say 1.20 · 1 turn"
     assert [t.split(" · ")[1].split(":")[0] for t in trials] == ["passed", "failed", "passed", "failed", "passed"]

@@ -103,6 +103,43 @@ def test_a_scenario_switch_changes_that_scenario_only(browser: Any, site: str) -
     page.context.close()
 
 
+def test_a_runs_folds_become_details_when_it_first_opens(browser: Any, site: str) -> None:
+    # Material sets up every <details> of the page at DOMContentLoaded: a closed run's
+    # folds are divs until then (parts.html.j2), for every run of the page.
+    page = open_page(browser, site, "/ch09/").page
+    assert page.locator(".tr details.tr-scn details").count() == 0
+    assert page.locator(".tr details.tr-scn div.tr-d").count() > 0
+    run = "ch09_who_retries-service_is_busy-mock"
+    # Opened by the reader: folded, as a <details> of the browser's.
+    page.locator(f"#{run} > summary").click()
+    assert page.locator(f"#{run} div.tr-d, #{run} .tr-sum").count() == 0
+    folds = page.locator(f"#{run} details")
+    assert folds.count() == page.locator(f"#{run} details:not([open])").count() > 0
+    assert page.locator(f"#{run}-turn-1 > summary").is_visible()
+    assert not page.locator(f"#{run}-turn-1-model > summary").is_visible()
+    assert page.locator("details.tr-scn:not([open]) div.tr-d").count() > 0  # the other runs wait
+    # Opened otherwise (find in page opens a run to show a match inside): all stays shown.
+    other = "ch09_who_retries-order_may_have_landed-mock"
+    page.evaluate(f"document.getElementById('{other}').open = true")
+    page.wait_for_function(f"!document.querySelector('#{other} div.tr-d')")
+    assert page.locator(f"#{other} details:not([open])").count() == 0
+    assert page.locator(f"#{other}-turn-1-tool-1 > summary").is_visible()
+    page.context.close()
+
+
+def test_a_runs_folds_read_as_open_without_javascript(browser: Any, site: str) -> None:
+    page = open_page(browser, site, "/ch09/", javascript=False).page
+    run = "ch09_who_retries-order_may_have_landed-mock"
+    line = page.locator(f"#{run}-turn-1-tool-1 > .tr-sum")
+    assert not line.is_visible()
+    page.locator(f"#{run} > summary").click()
+    assert page.locator(f"#{run}-turn-1 > .tr-sum").is_visible()
+    assert page.locator(f"#{run}-turn-1-model > .tr-sum").is_visible()
+    assert line.is_visible()
+    assert page.locator(f"#{run}-turn-1-tool-1 > a.tr-body").is_visible()  # its payloads' link
+    page.context.close()
+
+
 def test_a_deep_link_opens_every_details_around_its_target(browser: Any, site: str) -> None:
     target = "ch09_who_retries-service_is_busy-live-turn-2"
     page = open_page(browser, site, f"/ch09/#{target}").page
@@ -324,7 +361,7 @@ def test_open_all_and_fold_all(browser: Any, site: str) -> None:
     assert page.locator(f"{run}, {run} details").evaluate_all("ds => ds.every(d => !d.open)")
     # A turn: its own button, once it is open.
     turn = "#ch09_who_retries-service_is_busy-mock-turn-1"
-    page.locator(f"{turn} > summary").evaluate("s => { s.closest('.tr-scn').open = true; }")
+    page.locator("#ch09_who_retries-service_is_busy-mock > summary").click()
     page.locator(f"{turn} > summary").click()
     page.get_by_role("button", name="open all of turn 1 of the mock run of service_is_busy").click()
     assert page.locator(f"{turn}, {turn} details").evaluate_all("ds => ds.every(d => d.open)")

@@ -8,6 +8,10 @@
  *   (this page only); prose about one mode's runs shows and hides with them;
  * - a link to a turn or tool call opens the <details> around it, on load, on
  *   hashchange and after Material's instant navigation;
+ * - the folds inside a run come as <div class="tr-d"> (parts.html.j2 says
+ *   why) and become <details> when the run is first opened: folded when the
+ *   reader opens it, open when something else does (find in page opens it
+ *   to show a match inside, which must stay in view);
  * - payloads are not on the page: each payload block links to its element
  *   in the chapter's payload page (traces/CHAPTER.payloads.html, which a
  *   reader without JavaScript lands on). When the first <details> holding
@@ -190,6 +194,38 @@
     }
   }
 
+  // -- the folds inside a run, made when it first opens ------------------------
+
+  // Each `div.tr-d` in `run` (a details.tr-scn) becomes a <details>
+  // with the same attributes, its `div.tr-sum` line the <summary>; `open`:
+  // opened, as the divs showed. Outer folds first (document order): an
+  // inner one moves along with its fold's content and is made after it.
+  function unfold(run, open) {
+    run.querySelectorAll("div.tr-d").forEach(function (div) {
+      var details = document.createElement("details");
+      Array.prototype.forEach.call(div.attributes, function (attribute) {
+        details.setAttribute(attribute.name, attribute.value);
+      });
+      var line = div.firstElementChild;
+      var summary = document.createElement("summary");
+      while (line.firstChild) summary.appendChild(line.firstChild);
+      line.remove();
+      details.appendChild(summary);
+      while (div.firstChild) details.appendChild(div.firstChild);
+      details.open = open;
+      div.replaceWith(details);
+    });
+  }
+
+  // A click on a closed run's summary (the keyboard's Enter and Space click
+  // too) comes before the browser opens the run: its folds are made folded
+  // then, so the run opens as it always has.
+  function onRunClick(event) {
+    var summary = event.target.closest && event.target.closest("summary");
+    var run = summary && summary.parentElement;
+    if (run && run.matches(".tr details.tr-scn:not([open])")) unfold(run, false);
+  }
+
   // -- links --------------------------------------------------------------
 
   // Open every <details> around the element the URL's hash names, and make
@@ -200,6 +236,11 @@
     var box = run && run.parentElement && run.parentElement.closest("[data-show]");
     if (box && parse(box.getAttribute("data-show")).indexOf(run.getAttribute("data-mode")) < 0) {
       show(box, toggled(box.getAttribute("data-show"), run.getAttribute("data-mode")));
+    }
+    var outer = target.closest("details.tr-scn");
+    if (outer) {
+      unfold(outer, false);
+      target = document.getElementById(target.id) || target; // a fold is a new element now
     }
     for (var node = target; node; node = node.parentElement) {
       if (node.tagName === "DETAILS") node.open = true;
@@ -572,6 +613,9 @@
   function onToggle(event) {
     var details = event.target;
     if (details.tagName !== "DETAILS" || !details.open || !details.closest(".tr")) return;
+    // Opened by other than a click (find in page, a script): what it showed stays shown.
+    // Not one opened only to print, folded on paper (beforePrint marks it).
+    if (details.classList.contains("tr-scn") && !details.hasAttribute("data-tr-folded")) unfold(details, true);
     // Not what the print opens to leave folded on paper.
     if (details.querySelector(":scope > .tr-body[data-tr-payload]") && !details.hasAttribute("data-tr-folded")) {
       fillPayloads(details).catch(function () {});
@@ -635,6 +679,7 @@
     if (!button) return;
     var target = document.getElementById(button.getAttribute("aria-controls"));
     if (!target) return;
+    if (target.classList.contains("tr-scn")) unfold(target, false);
     var all = within(target);
     var open = all.some(function (d) { return !d.open; });
     all.forEach(function (d) { d.open = open; });
@@ -688,6 +733,7 @@
   function printEverything() {
     printAll = true;
     document.documentElement.classList.add("tr-print-all");
+    document.querySelectorAll(".tr details.tr-scn").forEach(function (run) { unfold(run, false); });
     // Not the views that repeat what is printed anyway: the whole context
     // (the transcript's rows) and the whole body as sent.
     printedOpen = Array.prototype.slice.call(
@@ -750,6 +796,7 @@
   }
 
   // Bound once on the document, so they survive instant navigation.
+  document.addEventListener("click", onRunClick);
   document.addEventListener("click", onSwitch);
   document.addEventListener("click", onAnchor);
   document.addEventListener("click", onLink);
