@@ -186,7 +186,7 @@ def test_properdocs_builds_the_plugin_form(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_a_second_build_of_one_cache_waits_for_the_first_and_says_so(tmp_path: Path) -> None:
-    from primer.book._cache import BuildLock
+    from primer.book._lock import BuildLock
 
     book = make_book(tmp_path / "book", plugin="")
     held = BuildLock(book.root / ".cache" / "trace-book")

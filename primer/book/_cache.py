@@ -1,4 +1,4 @@
-"""The one cache and the frozen live traces: what a build made of each chapter, by one key, and its build lock.
+"""The one cache and the frozen live traces: what a build made of each chapter, by one key.
 
 ``chapter_key`` hashes a chapter's code fingerprint (``primer.book._chapters``), its frozen live
 trace's bytes, the options that matter (a secret only as set) and ``renderer_version``:
@@ -25,7 +25,7 @@ import sys
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import IO, TYPE_CHECKING
+from typing import TYPE_CHECKING
 
 from primer.book._atomic import write_if_changed
 from primer.book._links import PAYLOADS_SUFFIX, PUBLISHED_DIR
@@ -35,19 +35,13 @@ from primer.trace_file import UnreadableTrace as CorruptTrace
 from primer.trace_file import parse, read
 from primer.variables import VARIABLES
 
-if sys.platform != "win32":  # there, builds are not kept apart
-    import fcntl
-
 if TYPE_CHECKING:
-    import logging
-
     from primer.replay import ChapterCheck
     from primer.settings import Settings
     from primer.trace import ChapterRun, Mode
 
 __all__ = [
     "KEEP",
-    "BuildLock",
     "CorruptTrace",
     "Entry",
     "TraceCache",
@@ -374,36 +368,3 @@ class TraceCache:
             self.entry(chapter, key).write(MARKERS, "\n".join([index, "".join(kept for _, kept in markers.values())]))
         self.seconds += time.perf_counter() - started
         return html
-
-
-class BuildLock:
-    """One build at a time per cache folder (a serve's rebuild and a build would race): a dead build holds none."""
-
-    def __init__(self, folder: Path) -> None:
-        self.path = folder / "build.lock"
-        self._file: IO[str] | None = None
-
-    def acquire(self, log: logging.Logger) -> None:
-        """Take the lock, waiting for another build that holds it (said once, naming its process)."""
-        if sys.platform == "win32" or self._file is not None:
-            return
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        file = self._file = self.path.open("a+", encoding="utf-8")
-        try:
-            fcntl.flock(file, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            file.seek(0)
-            log.info(
-                f"traces: another build (process {file.read().strip() or 'unknown'}) is using the cache "
-                f"{self.path.parent}; waiting for it to finish (one build at a time per cache)"
-            )
-            fcntl.flock(file, fcntl.LOCK_EX)
-        file.truncate(0)
-        file.write(f"{os.getpid()}\n")
-        file.flush()
-
-    def release(self) -> None:
-        """Let the next build in (nothing if not held): closing the file frees its lock."""
-        if self._file is not None:
-            self._file.close()
-            self._file = None

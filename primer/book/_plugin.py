@@ -22,8 +22,8 @@ from mkdocs.structure.files import File, InclusionLevel
 
 from primer.book import _assets as assets
 from primer.book import _configuration as plugin_options
-from primer.book._cache import BuildLock
 from primer.book._configuration import EXTENSION, TraceBookConfig
+from primer.book._lock import BuildLock
 from primer.book._logs import book_logger
 from primer.book._markers import check, scan
 from primer.errors import ConfigError
