@@ -82,8 +82,8 @@ def test_every_trace_block_is_set_aside_as_its_summary_text_and_comes_back(name:
         assert " ".join(line.split()) in squeezed
     # ...nothing of a payload block's link (search leaves it out: data-search-exclude)...
     if name == "ch09 linked":
-        assert "show the payloads" in html
-    assert "show the payloads" not in squeezed
+        assert "payloads (on their own page)" in html
+    assert "payloads (on their own page)" not in squeezed
     # ...and nothing of the renderer's script.
     assert "<script>" in block
     assert "requestAnimationFrame" not in squeezed

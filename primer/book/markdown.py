@@ -46,7 +46,7 @@ __all__ = ["NO_KEY", "MockRunSource", "TraceExtension", "collect", "makeExtensio
 log = book_logger("mkdocs.plugins.primer.book")
 #: One payload block (it holds no ``div``, the templates promise it), or its link to the payload page (``a``):
 #: opening tag, its name, content, closing tag.
-PAYLOAD = re.compile(r'(<(div|a) class="tr-(?:body|timeline)[^"]*" data-search-exclude[^>]*>)(.*?)(</\2>)', re.S)
+PAYLOAD = re.compile(r'(<(div|a) class="tr-(?:body|timeline|load)[^"]*" data-search-exclude[^>]*>)(.*?)(</\2>)', re.S)
 #: The renderer's one script (templates/later.html.j2): its source is no text to search.
 _SCRIPT = re.compile(r"<script>.*?</script>", re.S)
 _TAG = re.compile(r"<[^>]*>")

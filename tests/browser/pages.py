@@ -165,7 +165,7 @@ def open_everything(page: Any) -> None:
     """Open every <details> of the traces, as a reader who clicked them all would."""
     page.evaluate(OPEN_ALL)
     # The payloads are filled in from the chapter's payload page: then open what they hold.
-    page.wait_for_function("!document.querySelector('.tr-body[data-tr-payload]')")
+    page.wait_for_function("!document.querySelector('a.tr-load')")
     page.evaluate(OPEN_ALL)
 
 

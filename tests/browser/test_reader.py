@@ -139,7 +139,7 @@ def test_a_runs_folds_read_as_open_without_javascript(browser: Any, site: str) -
     assert page.locator(f"#{run}-turn-1 > .tr-sum").is_visible()
     assert page.locator(f"#{run}-turn-1-model > .tr-sum").is_visible()
     assert line.is_visible()
-    assert page.locator(f"#{run}-turn-1-tool-1 > a.tr-body").is_visible()  # its payloads' link
+    assert page.locator(f"#{run}-turn-1-tool-1 > a.tr-load").is_visible()  # its payloads' link
     page.context.close()
 
 
@@ -258,7 +258,7 @@ def test_print_all_prints_every_run_with_everything_open(browser: Any, site: str
     button.click()
     # Once every payload is filled in from the chapter's payload page.
     page.wait_for_function("window.__printed === true")
-    assert page.locator(".tr-body[data-tr-payload]").count() == 0
+    assert page.locator("a.tr-load").count() == 0
     page.evaluate("window.dispatchEvent(new Event('beforeprint'))")
     page.emulate_media(media="print")
     # Everything, but the views that repeat what is printed anyway.
@@ -429,12 +429,12 @@ def test_a_hand_edited_payload_page_runs_nothing_when_filled_in(browser: Any, si
     )
 
     def edited(route: Any) -> None:
-        stub_ids = page.evaluate("[...document.querySelectorAll('.tr-body[data-tr-payload]')].map(s => s.id)")
+        stub_ids = page.evaluate("[...document.querySelectorAll('a.tr-load')].map(s => s.hash.slice(1))")
         route.fulfill(status=200, content_type="text/html", body="".join(hostile.format(id=i) for i in stub_ids))
 
     page.route("**/*.payloads.html", edited)
     page.evaluate("document.querySelectorAll('.tr details').forEach(d => d.open = true)")
-    page.wait_for_function("!document.querySelector('.tr-body[data-tr-payload]')")
+    page.wait_for_function("!document.querySelector('a.tr-load')")
     note = page.locator(".tr-body .tr-note").first
     note.hover()
     note.click()

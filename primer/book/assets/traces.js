@@ -258,7 +258,7 @@
     }
     var target = byId(id);
     if (target) reveal(target);
-    else if (document.querySelector(".tr-body[data-tr-payload]")) {
+    else if (document.querySelector("a.tr-load")) {
       // Maybe in a payload not filled in yet.
       fillAll().then(function () { reveal(byId(id)); });
     }
@@ -318,10 +318,12 @@
 
   var payloadPages = {}; // URL without its hash -> a promise of the parsed page
 
-  // A payload block not filled in yet is its link (a.tr-body[data-tr-payload]):
-  // the page, from the root-relative path it keeps (see rootRelative).
+  // A payload block not filled in yet is its link (a.tr-load), the block's
+  // id its fragment: the page, from the root-relative path its chapter's div
+  // keeps (see rootRelative).
   function payloadUrl(stub) {
-    var path = stub.getAttribute("data-tr-root-relative");
+    var chapter = stub.closest("[data-tr-payloads]");
+    var path = chapter && chapter.getAttribute("data-tr-payloads");
     return (path ? new URL(path, ROOT) : new URL(stub.href)).href.split("#")[0];
   }
 
@@ -389,17 +391,20 @@
     }
   }
 
-  // `stubs`: the payload blocks' links too, which a page has one of per call;
-  // at load they are left for when their block is opened (fillPayloads).
+  // `stubs`: the payload blocks' links too, which a page has one of per call
+  // (named from their chapter's div: payloadUrl); at load they are left for
+  // when their block is opened (fillPayloads).
   function rootRelative(scope, stubs) {
     // The path is kept in its own attribute: Material may already have made
     // the href absolute against the page's URL.
-    var links = ".tr a[data-tr-root-relative]" + (stubs ? "" : ":not(.tr-load)");
-    scope.querySelectorAll(links).forEach(function (link) {
+    scope.querySelectorAll(".tr a[data-tr-root-relative]").forEach(function (link) {
       var path = link.getAttribute("data-tr-root-relative");
-      // The fragment kept: a payload block's link names its block.
       if (!/^([a-z]+:)?\/\//i.test(path) && path.charAt(0) !== "/") link.href = new URL(path, ROOT).href + link.hash;
       link.removeAttribute("data-tr-root-relative");
+    });
+    if (!stubs) return;
+    scope.querySelectorAll("a.tr-load").forEach(function (stub) {
+      stub.href = payloadUrl(stub) + stub.hash; // the fragment names the block
     });
   }
 
@@ -434,9 +439,10 @@
   // Fill every block of the page that links to the payload page at `url`.
   function fillFrom(url) {
     return payloadPage(url).then(function (page) {
-      document.querySelectorAll(".tr-body[data-tr-payload]").forEach(function (stub) {
+      document.querySelectorAll("a.tr-load").forEach(function (stub) {
         if (payloadUrl(stub) !== url) return;
-        var source = page.getElementById(stub.id);
+        var id = stub.hash.slice(1);
+        var source = id && page.getElementById(id);
         if (!source) return; // not in the payload page: the link stays
         var content = document.createDocumentFragment();
         Array.prototype.forEach.call(source.childNodes, function (node) {
@@ -445,7 +451,7 @@
           if (copy) content.appendChild(copy);
         });
         var body = element("div", "tr-body");
-        body.id = stub.id;
+        body.id = id;
         body.setAttribute("data-search-exclude", "");
         body.appendChild(content);
         stub.replaceWith(body);
@@ -467,7 +473,7 @@
   function fillPayloads(details) {
     var urls = [];
     rootRelative(details, true); // the link stays if the page cannot be fetched: it must land
-    details.querySelectorAll(":scope > .tr-body[data-tr-payload]").forEach(function (stub) {
+    details.querySelectorAll(":scope > a.tr-load").forEach(function (stub) {
       var url = payloadUrl(stub);
       if (url && urls.indexOf(url) < 0) urls.push(url);
     });
@@ -477,7 +483,7 @@
   // Fill every payload block of the page.
   function fillAll() {
     var urls = [];
-    document.querySelectorAll(".tr-body[data-tr-payload]").forEach(function (stub) {
+    document.querySelectorAll("a.tr-load").forEach(function (stub) {
       var url = payloadUrl(stub);
       if (url && urls.indexOf(url) < 0) urls.push(url);
     });
@@ -617,7 +623,7 @@
     // Not one opened only to print, folded on paper (beforePrint marks it).
     if (details.classList.contains("tr-scn") && !details.hasAttribute("data-tr-folded")) unfold(details, true);
     // Not what the print opens to leave folded on paper.
-    if (details.querySelector(":scope > .tr-body[data-tr-payload]") && !details.hasAttribute("data-tr-folded")) {
+    if (details.querySelector(":scope > a.tr-load") && !details.hasAttribute("data-tr-folded")) {
       fillPayloads(details).catch(function () {});
     }
     if (details.classList.contains("tr-whole")) fillContext(details);
@@ -687,7 +693,7 @@
     if (!open) return;
     // What the payloads bring in opens too, unless folded meanwhile.
     var urls = [];
-    target.querySelectorAll(".tr-body[data-tr-payload]").forEach(function (stub) {
+    target.querySelectorAll("a.tr-load").forEach(function (stub) {
       var url = payloadUrl(stub);
       if (url && urls.indexOf(url) < 0) urls.push(url);
     });
@@ -791,7 +797,7 @@
       .forEach(addAnchors);
     rootRelative(document);
     document.querySelectorAll(".tr details[open]").forEach(function (details) {
-      if (details.querySelector(":scope > .tr-body[data-tr-payload]")) fillPayloads(details).catch(function () {});
+      if (details.querySelector(":scope > a.tr-load")) fillPayloads(details).catch(function () {});
     });
   }
 
