@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from primer.book import _prices
 from primer.book._prices import PriceTable, default_prices, dollars
 from primer.book._prose import corpora, problems
 from primer.book._render import render_traces
@@ -52,6 +53,22 @@ def test_the_package_prices_exactly_the_models_the_books_live_traces_ran() -> No
         datetime.date.fromisoformat(price.read)
         assert (price.source or "").startswith("https://")
         assert min(price.input, price.output) > 0
+
+
+def test_an_edit_to_the_package_prices_is_read_by_the_process_that_read_them_before(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Under `mkdocs serve` the process lives on: an edited price is a new key, and must be a new price too.
+    table = tmp_path / "prices.toml"
+    shutil.copyfile(_prices._FILE, table)
+    monkeypatch.setattr(_prices, "_FILE", table)
+    before = default_prices().get("deepseek-flash")
+    assert before is not None
+    assert before.input != 9.5
+    edit(table, "[deepseek-flash]\ninput = 0.30\n", "[deepseek-flash]\ninput = 9.5\n")
+    after = default_prices().get("deepseek-flash")
+    assert after is not None
+    assert after.input == 9.5
 
 
 def test_a_live_scenario_and_its_chapter_show_what_their_tokens_cost() -> None:

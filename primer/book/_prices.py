@@ -12,7 +12,7 @@ import datetime
 import hashlib
 import math
 from collections.abc import Iterable, Mapping
-from functools import cache
+from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -156,8 +156,14 @@ def default_prices() -> PriceTable:
     return PriceTable(package=True)
 
 
-@cache
 def _package_prices() -> tuple[Price, ...]:
+    # Read again once edited: under ``mkdocs serve`` the edit is a new key (``renderer_files``), so a new page.
+    found = _FILE.stat()
+    return _read_package(_FILE, found.st_size, found.st_mtime_ns)
+
+
+@lru_cache(maxsize=1)
+def _read_package(path: Path, size: int, mtime_ns: int) -> tuple[Price, ...]:
     import tomllib  # a warm build renders nothing, and reads no price
 
-    return PriceTable().extended(tomllib.loads(_FILE.read_text("utf-8")), where="primer/book/prices.toml").own
+    return PriceTable().extended(tomllib.loads(path.read_text("utf-8")), where="primer/book/prices.toml").own
