@@ -47,11 +47,12 @@ prose save, the same save under a second serve of the book's other copy
 with traces off (MkDocs' own floor), and the pairs' ratio (target: the
 save with traces no slower than MkDocs' floor, issue 21). Before each
 save the server is idle (no log line for a second); the time is from the
-save to the page being served with the edit's probe where the trace
-changes (the chapter edit's probe cannot match the page's source listing),
-polled every 20 ms. MkDocs holds a request until its rebuild ends, so the
-page comes at the end of the rebuild the save started; its rebuild time is
-read from the log lines after that save, which also count how many
+save (made at a random point of MkDocs' poll: ``serving.py``) to the page
+being served with the edit's probe where the trace changes (the chapter
+edit's probe cannot match the page's source listing), polled every 20 ms.
+MkDocs holds a request until its rebuild ends, so the page comes at the
+end of the rebuild the save started; its rebuild time is read from the
+log lines after that save, which also count how many
 rebuilds it set off (more than one: the build's own writes woke the
 watcher). A save whose page does not show the edit counts as not a
 number (``shown 0/7``), with why, from the log (``serving.timed_save``): no
@@ -283,7 +284,8 @@ def serve(book: Book, args: str, saves: int, wait: float, quiet: float) -> None:
             for kind in turns(list(SERVED_KINDS), round_):
                 record = book.saves.setdefault((args, kind), Saves())
                 if kind in gave_up:  # it never showed: waiting again says nothing new
-                    record.seconds.append(math.nan)
+                    for figures in (record.seconds, record.seen, record.after):
+                        figures.append(math.nan)
                     continue
                 edit, n = by_kind[kind], book.next_edit()
                 if not timed_save(server, book.editor, edit, n, wait=wait, record=record, quiet=quiet):
@@ -352,9 +354,12 @@ def report(book: Book) -> None:
             f"   its rebuild {rebuild:5.2f} s   shown {shown}/{len(record.seconds)}   rebuilds per save <= {extra}"
             f"{missed(record)}"
         )
-        if kind == OFF_PROSE and len(on := book.saves[args, "prose"].seconds) == len(record.seconds):
+        seen, after = median(record.seen), median(record.after)
+        print(f"    {'':28} of which: seen by MkDocs' poll {seen:5.2f} s, then {after:5.2f} s")
+        if kind == OFF_PROSE and len((on := book.saves[args, "prose"]).seconds) == len(record.seconds):
             # Paired: each save with traces on, then the same save with them off, in one round.
-            print(f"    {name + ': prose on / off':28} {ratios(on, record.seconds).text()}")
+            print(f"    {name + ': prose on / off':28} {ratios(on.seconds, record.seconds).text()}")
+            print(f"    {'  from the poll that saw it':28} {ratios(on.after, record.after).text()}")
 
 
 def main() -> None:

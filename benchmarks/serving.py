@@ -2,6 +2,15 @@
 
 MkDocs holds a request until the rebuild in progress ends, so polling the
 page after a save gives the moment the rebuild the save set off was served.
+
+MkDocs 1.6 watches by polling (``POLL``): a save is seen at the next poll, up
+to half a second later. Each save waits for the server to be idle and then
+a random part of a poll (the same sequence for every book), as an author's
+save comes at any moment: waited for a fixed time instead, the save fell at
+a fixed point of the poll, set by the previous rebuild's length, so a
+faster rebuild waited longer to be seen (reproduced: markdown-exec's book,
+24 ms slower to rebuild, was seen 51 ms sooner). Recorded apart: the save
+to the moment MkDocs saw it, and from there to the page served.
 Used by ``build.py`` (each kind of save, plain and ``--dirty``) and
 ``dirty_serve.py`` (``--dirty`` against markdown-exec's).
 """
@@ -9,6 +18,7 @@ Used by ``build.py`` (each kind of save, plain and ``--dirty``) and
 from __future__ import annotations
 
 import math
+import random
 import socket
 import subprocess
 import sys
@@ -19,6 +29,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from books import BUILT, Edit, Editor, environment
+
+#: MkDocs' polling interval (``LiveReloadServer``'s default, which ``mkdocs serve`` keeps).
+POLL = 0.5
+_PHASE = random.Random(21)
 
 
 def free_port() -> int:
@@ -104,6 +118,9 @@ class Saves:
     """One kind of save in one serve mode: seconds to the page, the same rebuild's figure, rebuilds set off."""
 
     seconds: list[float] = field(default_factory=list)
+    #: Of each: to MkDocs seeing the save (its poll), and from there to the page served.
+    seen: list[float] = field(default_factory=list)
+    after: list[float] = field(default_factory=list)
     rebuild: list[float] = field(default_factory=list)
     rebuilds: list[int] = field(default_factory=list)
     #: Why a save did not show: ``no rebuild`` (none began within the wait), ``rebuilt without it``, ``timed out``.
@@ -121,17 +138,18 @@ def timed_save(server: Serve, editor: Editor, edit: Edit, n: int, *, wait: float
     ended in ``wait`` seconds more.
     """
     server.idle(quiet)
+    time.sleep(_PHASE.uniform(0, POLL))
     start, probe, page = len(server.lines), edit.probe(n), edit.page + "/"
-    started = time.perf_counter()
+    started = time.monotonic()  # the clock the log lines are stamped with
     editor.apply(edit, n)
     seconds, missed = math.nan, "timed out"
     while True:
         began = any("Building documentation" in line for _, line in server.lines[start:])
         ended = bool(server.built(start))  # read before the page: the page then comes from that rebuild or a later one
         if probe in server.get(page):
-            seconds = time.perf_counter() - started
+            seconds = time.monotonic() - started
             break
-        elapsed = time.perf_counter() - started
+        elapsed = time.monotonic() - started
         if ended:
             missed = "rebuilt without it"
             break
@@ -141,6 +159,9 @@ def timed_save(server: Serve, editor: Editor, edit: Edit, n: int, *, wait: float
         time.sleep(0.02)
     server.idle(quiet)
     figures = server.built(start)
+    seen = next((at - started for at, line in server.lines[start:] if "Detected file changes" in line), math.nan)
+    record.seen.append(seen)
+    record.after.append(seconds - seen)
     record.seconds.append(seconds)
     record.rebuild.extend(figures[:1])
     record.rebuilds.append(len(figures))
