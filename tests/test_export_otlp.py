@@ -814,19 +814,22 @@ def test_an_endpoint_that_wants_a_key_gets_it_from_the_environment_as_openteleme
 
 def test_the_exports_version_is_in_every_chapters_key(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     # A new export (its code, its packages) is a new key: a warm cache never publishes the old file.
-    # The packages are read once a process (a new package is a new process): the test reads them again.
     # (Its code is in the key as every module the pages are drawn with: tests/test_fingerprints.py.)
-    from primer.book import _cache
-    from primer.book._cache import renderer_version
+    # Installed while a process runs (`mkdocs serve`), it is a new key, and a new mock run, in that process.
+    from primer.book._cache import TraceCache, renderer_version
 
-    before = renderer_version()
-    (tmp_path / "opentelemetry_sdk-99.0.dist-info").mkdir()
+    cache = TraceCache(tmp_path / "cache")
+    before, ran = renderer_version(), cache.mock_name("code")
     monkeypatch.syspath_prepend(str(tmp_path))
-    _cache._installed.cache_clear()
+    cache.reset()  # as a build begins
+    assert (renderer_version(), cache.mock_name("code")) == (before, ran)  # a folder of no distribution
+    (tmp_path / "opentelemetry_sdk-99.0.dist-info").mkdir()
+    cache.reset()
     assert renderer_version() != before
+    assert cache.mock_name("code") != ran
     monkeypatch.undo()
-    _cache._installed.cache_clear()
-    assert renderer_version() == before
+    cache.reset()
+    assert (renderer_version(), cache.mock_name("code")) == (before, ran)
 
 
 def test_what_a_viewer_lists_reaches_a_loopback_receiver_as_protobuf(

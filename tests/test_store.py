@@ -20,7 +20,7 @@ from primer.book import _cache as cache_module
 from primer.book import _run as run_module
 from primer.book._atomic import TEMP_SUFFIX, write_if_changed
 from primer.book._book import Book, Prepared, Report
-from primer.book._cache import CorruptTrace, TraceCache, mock_name
+from primer.book._cache import CorruptTrace, TraceCache
 from primer.book._chapters import Chapters, CodeGraph
 from primer.book._markers import Marker, check, scan
 from primer.book._publish import publish
@@ -108,8 +108,8 @@ def test_the_store_round_trips_and_keeps_modes_apart(tmp_path):
     assert store.save(_run("ch", "live")) is True
     assert store.path("ch", "live").parent == tmp_path / "docs" / "traces"
     # The mock run, by its code and the distributions installed.
-    assert (tmp_path / ".cache" / "ch" / mock_name("abc") / "mock.json").is_file()
-    assert mock_name("abc").startswith("mock-abc-")
+    assert (tmp_path / ".cache" / "ch" / store.mock_name("abc") / "mock.json").is_file()
+    assert store.mock_name("abc").startswith("mock-abc-")
     # A new cache reads what the first wrote; a mock run by its own code only.
     again = TraceCache(tmp_path / ".cache", tmp_path / "docs" / "traces")
     assert again.load("ch", "live") == _run("ch", "live")
@@ -129,7 +129,7 @@ def test_the_store_round_trips_and_keeps_modes_apart(tmp_path):
 )
 def test_a_corrupt_file_is_an_error_naming_it(tmp_path, content, reason):
     store = TraceCache(tmp_path / "cache", tmp_path / "live")
-    path = tmp_path / "cache" / "ch" / mock_name("k") / "mock.json"
+    path = tmp_path / "cache" / "ch" / store.mock_name("k") / "mock.json"
     path.parent.mkdir(parents=True)
     path.write_text(content)
     with pytest.raises(CorruptTrace) as caught:

@@ -227,7 +227,7 @@ class Book:
                     continue
                 for warning in shown.warnings:
                     log.warning(warning)
-                self.cache.entry(name, _cache.mock_name(shown.code))  # used: read when a page misses its HTML
+                self.cache.entry(name, self.cache.mock_name(shown.code))  # used: read when a page misses its HTML
                 found[name] = shown
             if works:
                 from primer.book._steps import Run

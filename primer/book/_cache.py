@@ -47,7 +47,6 @@ __all__ = [
     "TraceCache",
     "changed_code",
     "chapter_key",
-    "mock_name",
     "renderer_files",
     "renderer_version",
     "traces_of",
@@ -71,15 +70,24 @@ _RENDERER = ["book/templates/*", "book/assets/*", "book/*.py", "book/*.toml", "*
 _SECRETS = (VARIABLES["api_key"], VARIABLES["service_key"])
 
 
-@functools.cache
 def _installed() -> str:
     # Every distribution this process imports from, by its metadata folder's name (name and version): the
     # renderer's, the export's and this package's among them. Listed, not looked up in importlib.metadata,
-    # which would cost a warm build more than its pages do; once a process (an upgrade is a new one).
-    found = []
+    # which would cost a warm build more than its pages do; listed again when a folder's time changes (a
+    # pip install under ``mkdocs serve``, which the process can import from as the import system sees it too).
+    stamps = []
     for folder in sys.path:
         with contextlib.suppress(OSError):
-            found += [name for name in os.listdir(folder or ".") if name.endswith((".dist-info", ".egg-info"))]
+            stamps.append((folder or ".", os.stat(folder or ".").st_mtime_ns))
+    return _listed(tuple(stamps))
+
+
+@functools.lru_cache(maxsize=4)
+def _listed(folders: tuple[tuple[str, int], ...]) -> str:
+    found = []
+    for folder, _ in folders:
+        with contextlib.suppress(OSError):
+            found += [name for name in os.listdir(folder) if name.endswith((".dist-info", ".egg-info"))]
     return "\n".join([f"renderer {FORMAT}", *sorted(found)])
 
 
@@ -89,15 +97,14 @@ def _digest(name: str, size: int, mtime_ns: int) -> str:
         return hashlib.blake2b(file.read(), digest_size=32).hexdigest()
 
 
-@functools.cache
 def _ran_with() -> str:
     # The installed distributions, for what a run depends on besides the code (a framework an extra installs).
-    return hashlib.sha256(_installed().encode()).hexdigest()[:12]
+    return _short(_installed())
 
 
-def mock_name(code: str) -> str:
-    """The entry of the mock run of the code ``code`` (a fingerprint) made with the distributions installed now."""
-    return f"mock-{code}-{_ran_with()}"
+@functools.lru_cache(maxsize=4)
+def _short(installed: str) -> str:
+    return hashlib.sha256(installed.encode()).hexdigest()[:12]
 
 
 def renderer_files() -> dict[str, str]:
@@ -221,6 +228,11 @@ class TraceCache:
         self._markers: dict[tuple[str, str], dict[str, tuple[list[str], str]]] = {}  # read once a build
         self.rendered = self.reused = 0
         self.seconds = 0.0
+        self._ran = _ran_with()  # the distributions installed now, listed once a build
+
+    def mock_name(self, code: str) -> str:
+        """The entry of the mock run of the code ``code`` (a fingerprint) made with the distributions installed now."""
+        return f"mock-{code}-{self._ran}"
 
     def entry(self, chapter: str, key: str) -> Entry:
         self._used.add((chapter, key))
@@ -254,7 +266,7 @@ class TraceCache:
     def path(self, chapter: str, mode: Mode = "live", code: str = "") -> Path:
         if mode == "live":
             return self.live_dir / f"{chapter}.live.json"
-        return self.folder / chapter / mock_name(code) / "mock.json"
+        return self.folder / chapter / self.mock_name(code) / "mock.json"
 
     def frozen_bytes(self, chapter: str) -> bytes | None:
         """The bytes of the chapter's frozen live trace (part of its key), or None if it has none."""
@@ -283,14 +295,14 @@ class TraceCache:
     def save(self, run: ChapterRun) -> bool:
         """Keep a run (a mock one by its code, compact); write a file only if its content changed."""
         if run.mode == "mock":
-            self.entry(run.chapter, mock_name(run.source_hash or "")).write("mock.json", run.model_dump_json())
+            self.entry(run.chapter, self.mock_name(run.source_hash or "")).write("mock.json", run.model_dump_json())
             return True
         # Committed: indented, so a refresh reads well in a diff.
         return write_if_changed(self.path(run.chapter), run.model_dump_json(indent=2) + "\n")
 
     def _verdict(self, chapter: str, code: str) -> Entry:
         frozen = hashlib.sha256(self.frozen_bytes(chapter) or b"").hexdigest()
-        said = f"{frozen} {code} {_ran_with()}"
+        said = f"{frozen} {code} {self._ran}"
         return self.entry(chapter, "verdict-" + hashlib.sha256(said.encode()).hexdigest()[:32])
 
     def verdict(self, chapter: str, code: str) -> tuple[ChapterCheck, str] | None:
