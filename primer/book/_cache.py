@@ -97,13 +97,9 @@ def _digest(name: str, size: int, mtime_ns: int) -> str:
         return hashlib.blake2b(file.read(), digest_size=32).hexdigest()
 
 
-def _ran_with() -> str:
-    # The installed distributions, for what a run depends on besides the code (a framework an extra installs).
-    return _short(_installed())
-
-
 @functools.lru_cache(maxsize=4)
-def _short(installed: str) -> str:
+def _ran_with(installed: str) -> str:
+    # The installed distributions, for what a run depends on besides the code (a framework an extra installs).
     return hashlib.sha256(installed.encode()).hexdigest()[:12]
 
 
@@ -228,7 +224,7 @@ class TraceCache:
         self._markers: dict[tuple[str, str], dict[str, tuple[list[str], str]]] = {}  # read once a build
         self.rendered = self.reused = 0
         self.seconds = 0.0
-        self._ran = _ran_with()  # the distributions installed now, listed once a build
+        self._ran = _ran_with(_installed())  # the distributions installed now, listed once a build
 
     def mock_name(self, code: str) -> str:
         """The entry of the mock run of the code ``code`` (a fingerprint) made with the distributions installed now."""

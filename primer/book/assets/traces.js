@@ -469,25 +469,25 @@
     });
   }
 
-  // Fill the payload blocks directly in `details` (and so every block of its chapter).
-  function fillPayloads(details) {
+  // The payload pages the links `stubs` name, each once.
+  function payloadUrls(stubs) {
     var urls = [];
-    rootRelative(details, true); // the link stays if the page cannot be fetched: it must land
-    details.querySelectorAll(":scope > a.tr-load").forEach(function (stub) {
+    stubs.forEach(function (stub) {
       var url = payloadUrl(stub);
       if (url && urls.indexOf(url) < 0) urls.push(url);
     });
-    return Promise.all(urls.map(fillFrom));
+    return urls;
+  }
+
+  // Fill the payload blocks directly in `details` (and so every block of its chapter).
+  function fillPayloads(details) {
+    rootRelative(details, true); // the link stays if the page cannot be fetched: it must land
+    return Promise.all(payloadUrls(details.querySelectorAll(":scope > a.tr-load")).map(fillFrom));
   }
 
   // Fill every payload block of the page.
   function fillAll() {
-    var urls = [];
-    document.querySelectorAll("a.tr-load").forEach(function (stub) {
-      var url = payloadUrl(stub);
-      if (url && urls.indexOf(url) < 0) urls.push(url);
-    });
-    return Promise.all(urls.map(function (url) {
+    return Promise.all(payloadUrls(document.querySelectorAll("a.tr-load")).map(function (url) {
       return fillFrom(url).catch(function () {});
     }));
   }
@@ -692,11 +692,7 @@
     labelAll(button);
     if (!open) return;
     // What the payloads bring in opens too, unless folded meanwhile.
-    var urls = [];
-    target.querySelectorAll("a.tr-load").forEach(function (stub) {
-      var url = payloadUrl(stub);
-      if (url && urls.indexOf(url) < 0) urls.push(url);
-    });
+    var urls = payloadUrls(target.querySelectorAll("a.tr-load"));
     if (!urls.length) return;
     Promise.all(urls.map(fillFrom)).then(function () {
       if (!target.open) return;
