@@ -33,7 +33,7 @@ def shown_of(traces: ChapterTraces, key: str = "", code: str = "") -> Shown:
 
     mock = tuple(s.name for s in traces.mock.scenarios) if traces.mock is not None else ()
     live = tuple(s.name for s in traces.live.scenarios) if traces.live is not None else None
-    return Shown(traces.chapter, key, code, mock, live, traces.live_status, traces=traces)
+    return Shown(traces.chapter, key, code, mock, live, traces.live_status)
 
 
 #: The renderer is built concurrently; books use it once it can be imported.

@@ -503,13 +503,13 @@ def test_the_store_says_it_once_and_publishes_the_rest(
         return importing(name, *args, **kwargs)
 
     monkeypatch.setattr(builtins, "__import__", counting)
-    shown = {}
+    shown, runs = {}, {}
     for chapter in ("ch_a", "ch_b"):
         run = ChapterRun(chapter=chapter, mode="mock")
-        traces = ChapterTraces(chapter, run, None, LiveStatus("missing"), f"traces/{chapter}.json")
-        shown[chapter] = shown_of(traces)
+        runs[chapter] = ChapterTraces(chapter, run, None, LiveStatus("missing"), f"traces/{chapter}.json")
+        shown[chapter] = shown_of(runs[chapter])
     with caplog.at_level(logging.INFO, logger="mkdocs.plugins.primer.book"):
-        written = publish(tmp_path / "site", Prepared(Report(), shown, store), {})
+        written = publish(tmp_path / "site", Prepared(Report(), shown, store, runs=runs), {})
     assert [path.name for path in written] == ["ch_a.json", "ch_a.payloads.html", "ch_b.json", "ch_b.payloads.html"]
     said = [r.getMessage() for r in caplog.records if "OTLP" in r.getMessage()]
     assert len(said) == 1

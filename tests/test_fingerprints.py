@@ -315,3 +315,19 @@ def test_the_graph_follows_the_authors_own_packages_and_no_installed_one(
     second = book.fingerprint("ch_x")
     edit(tmp_path / f"helper_{stamp}.py", "1", "2")
     assert len({first, second, book.fingerprint("ch_x")}) == 3
+
+
+def test_a_file_saved_again_within_its_time_stamp_is_hashed_again(tmp_path: Path) -> None:
+    # Hashed once a process while size and time stay; a coarse stamp (FAT's 2 s) cannot tell two saves
+    # within it apart, so a file saved in the last two seconds is hashed each time.
+    from primer.book._chapters import file_digest
+
+    path = tmp_path / "helper.py"
+    stamp = time.time_ns()
+    path.write_text("X = 1\n")
+    os.utime(path, ns=(stamp, stamp))
+    first = file_digest(str(path))
+    path.write_text("X = 2\n")  # the same size, and the same time
+    os.utime(path, ns=(stamp, stamp))
+    assert file_digest(str(path)) != first
+    assert file_digest(str(tmp_path / "gone.py")) is None

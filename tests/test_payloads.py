@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from dataclasses import replace
+from html.parser import HTMLParser
 from types import SimpleNamespace
 from typing import Any
 
@@ -41,7 +41,7 @@ class Stash:
 
 def _pages() -> dict[str, str]:
     source = FixtureSource()
-    linked = replace(source.traces("ch09_who_retries"), payloads_url="traces/ch09_who_retries.payloads.html")
+    linked = source.traces("ch09_who_retries")._replace(payloads_url="traces/ch09_who_retries.payloads.html")
     return {
         "ch05": render_traces(source.traces("ch05_loop_endings")),
         "ch09": render_traces(source.traces("ch09_who_retries")),
@@ -134,3 +134,23 @@ def test_blocks_lost_meanwhile_give_the_page_back_whole(caplog: pytest.LogCaptur
     with caplog.at_level(logging.WARNING, logger="mkdocs.plugins.primer"):
         assert stash.give_back(lost) == html
     assert "p.md: a plugin changed the page" in caplog.text
+
+
+def test_search_text_beyond_latin_1_is_a_reference_that_search_reads_as_the_character() -> None:
+    # A page holding one character beyond Latin-1 is two bytes a character for every pass over it.
+    block = "<details><summary>price_of: 429 &#8594; waited 1s &#8594; 200 · 1.20 <b>&lt;x&gt;</b></summary></details>"
+    said = search_text(block)
+    assert said == "price_of: 429 &#8594; waited 1s &#8594; 200 · 1.20 &lt;x&gt;"
+    assert max(map(ord, said)) <= 0xFF
+    parser = _Text()
+    parser.feed(f"<p>{said}</p>")
+    assert "".join(parser.found) == "price_of: 429 → waited 1s → 200 · 1.20 <x>"
+
+
+class _Text(HTMLParser):  # as search reads a page: references decoded
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.found: list[str] = []
+
+    def handle_data(self, data: str) -> None:
+        self.found.append(data)

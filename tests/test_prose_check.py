@@ -125,8 +125,9 @@ def test_a_fact_must_hold_in_every_mode_it_shows_in() -> None:
 
 def test_what_the_runs_show_is_kept_in_the_chapters_entry_by_its_key(tmp_path: Path) -> None:
     def store(key: str, traces: ChapterTraces | None) -> Prepared:
-        shown = Shown("ch_a", key, "code", ("asks",), ("asks",), LiveStatus("current"), traces=traces)
-        return Prepared(Report(), {"ch_a": shown}, TraceCache(tmp_path / "entries", tmp_path / "traces"))
+        shown = Shown("ch_a", key, "code", ("asks",), ("asks",), LiveStatus("current"))
+        entries = TraceCache(tmp_path / "entries", tmp_path / "traces")
+        return Prepared(Report(), {"ch_a": shown}, entries, runs={"ch_a": traces} if traces else None)
 
     shown = kept_corpora(store("k1", _traces(live=True)), "ch_a", None)
     assert shown == corpora(_traces(live=True))

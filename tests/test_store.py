@@ -146,15 +146,15 @@ def test_a_file_holding_another_chapter_is_corrupt(tmp_path):
         TraceCache(tmp_path / "cache", tmp_path / "live").load("ch", "live")
 
 
-def shown(store: TraceCache, *chapters: Shown) -> Prepared:
-    """What a build shows of these chapters, each with its runs (or None: read from its entry)."""
-    return Prepared(Report(), {s.chapter: s for s in chapters}, store)
+def shown(store: TraceCache, chapter: Shown, runs: ChapterTraces | None = None) -> Prepared:
+    """What a build shows of this chapter, with its runs (None: read from its entry)."""
+    return Prepared(Report(), {chapter.chapter: chapter}, store, runs={chapter.chapter: runs} if runs else None)
 
 
 def test_the_prepared_value_is_the_renderers_source_and_the_store_publishes_both_modes(tmp_path):
     store = TraceCache(tmp_path / "cache", tmp_path / "live")
     traces = ChapterTraces("ch", _run(), _run("ch", "live"), LiveStatus("stale", "older code"), "traces/ch.json")
-    prepared = shown(store, shown_of(traces))
+    prepared = shown(store, shown_of(traces), traces)
     assert prepared.traces("ch") is traces
     with pytest.raises(NotFound, match="The chapters are: ch"):
         prepared.traces("nope")
@@ -171,9 +171,7 @@ def test_the_store_publishes_each_chapters_payload_page_and_removes_a_gone_chapt
 
     store = TraceCache(tmp_path / "cache", tmp_path / "live")
     url = "traces/ch.payloads.html"
-    prepared = shown(
-        store, Shown("ch", "k1", "abc", ("one",), None, LiveStatus("missing", "no key"), traces=_traces(url))
-    )
+    prepared = shown(store, Shown("ch", "k1", "abc", ("one",), None, LiveStatus("missing", "no key")), _traces(url))
     folder = tmp_path / "site" / "traces"
     folder.mkdir(parents=True)
     (folder / "gone.payloads.html").write_text(
@@ -199,7 +197,7 @@ def test_the_store_publishes_each_chapters_payload_page_and_removes_a_gone_chapt
 def test_the_otlp_json_is_the_same_in_every_build_and_kept_in_the_entry(tmp_path):
     traces = ChapterTraces("ch", _run(), _run("ch", "live"), LiveStatus("current"), "traces/ch.json")
     first = TraceCache(tmp_path / "cache", tmp_path / "live")
-    (_, otlp, _) = publish(tmp_path / "site1", shown(first, shown_of(traces, "k1")), {})
+    (_, otlp, _) = publish(tmp_path / "site1", shown(first, shown_of(traces, "k1"), traces), {})
     made = otlp.read_bytes()
     assert b'"startTimeUnixNano":"946684800' in made  # the mock scenario, at the fixed MOCK_EPOCH (2000-01-01)
     cached = tmp_path / "cache" / "ch" / "k1" / "otlp.json"
@@ -207,12 +205,12 @@ def test_the_otlp_json_is_the_same_in_every_build_and_kept_in_the_entry(tmp_path
     # A new process (a new store) reads the entry instead of encoding the spans again...
     cached.write_text("from the cache\n", encoding="utf-8")
     second = TraceCache(tmp_path / "cache", tmp_path / "live")
-    published = publish(tmp_path / "site2", shown(second, shown_of(traces, "k1")), {})
+    published = publish(tmp_path / "site2", shown(second, shown_of(traces, "k1"), traces), {})
     assert published[1].read_text(encoding="utf-8") == "from the cache\n"
     # ...and without its entry, made again, byte for byte.
     cached.unlink()
     third = TraceCache(tmp_path / "cache", tmp_path / "live")
-    assert publish(tmp_path / "site3", shown(third, shown_of(traces, "k1")), {})[1].read_bytes() == made
+    assert publish(tmp_path / "site3", shown(third, shown_of(traces, "k1"), traces), {})[1].read_bytes() == made
 
 
 def test_a_chapter_shown_from_its_entry_reads_its_runs_only_when_asked(tmp_path):

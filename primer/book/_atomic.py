@@ -9,7 +9,6 @@ by git) goes at the next write of its target, once its process has ended or it i
 from __future__ import annotations
 
 import contextlib
-import glob
 import os
 import stat
 import time
@@ -53,10 +52,12 @@ def write_if_changed(path: Path, data: bytes | str, *, durable: bool = True) -> 
     except OSError:
         mode = 0o644  # not there yet
     path.parent.mkdir(parents=True, exist_ok=True)
-    for left in path.parent.glob(f".{glob.escape(path.name)}.*{TEMP_SUFFIX}"):
-        with contextlib.suppress(OSError):  # gone already: its writer finished
-            if _stale(left, len(path.name) + 2):
-                left.unlink()
+    prefix = f".{path.name}."  # ``.NAME.*.tmp``: the dot before ``tmp`` is not the prefix's
+    for name in os.listdir(path.parent):
+        if name.startswith(prefix) and name[len(prefix) :].endswith(TEMP_SUFFIX):
+            with contextlib.suppress(OSError):  # gone already: its writer finished
+                if _stale(left := path.with_name(name), len(path.name) + 2):
+                    left.unlink()
     # The writer's pid in the name tells a later write whether it is still under way; the count, which write.
     temp = path.with_name(f".{path.name}.{os.getpid()}-{next(_WRITES)}{TEMP_SUFFIX}")
     try:

@@ -14,8 +14,6 @@ import threading
 import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass, field
-from functools import cached_property
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -78,18 +76,40 @@ class Report(NamedTuple):  # not a dataclass: made at every import, and a datacl
         return f"traces: ran {self.ran}, reused {self.reused}{verified}{live}"
 
 
-@dataclass(frozen=True)
-class Prepared:
-    """What every page of one build shows, each chapter's: the renderer's, the checks' and publishing's source."""
-
+class _Prepared(NamedTuple):
     report: Report
-    by_chapter: Mapping[str, Shown] = field(default_factory=dict)
-    #: The one cache (None with traces off): the runs of a chapter shown from its entry are read from it.
-    cache: _cache.TraceCache | None = None
-    #: The prices the pages' costs are worked out from (part of every key).
-    prices: PriceTable | None = None
-    clock: Stopwatch = field(default_factory=Stopwatch, compare=False)
-    _read: dict[str, ChapterTraces] = field(default_factory=dict, compare=False, repr=False)
+    by_chapter: Mapping[str, Shown]
+    cache: _cache.TraceCache | None
+    prices: PriceTable | None
+    clock: Stopwatch
+    runs: dict[str, ChapterTraces]
+    scenario_names: dict[str, list[str] | None]
+
+
+class Prepared(_Prepared):
+    """What every page of one build shows, each chapter's: the renderer's, the checks' and publishing's source.
+
+    ``cache``: the one cache (None with traces off), which the runs of a chapter shown from its entry are read
+    from on first use (``traces``); ``runs``: those, and the ones this build made. ``prices``: what the pages'
+    costs are worked out from (part of every key). ``scenario_names``: chapter -> the names markers may name
+    (None: the chapter cannot be imported).
+    """
+
+    __slots__ = ()
+
+    def __new__(
+        cls,
+        report: Report,
+        by_chapter: Mapping[str, Shown] | None = None,
+        cache: _cache.TraceCache | None = None,
+        prices: PriceTable | None = None,
+        *,
+        clock: Stopwatch | None = None,
+        runs: dict[str, ChapterTraces] | None = None,
+    ) -> Prepared:
+        by_chapter = by_chapter or {}
+        names = {name: list(c.mock) if c.importable else None for name, c in by_chapter.items()}
+        return super().__new__(cls, report, by_chapter, cache, prices, clock or Stopwatch(), runs or {}, names)
 
     @property
     def enabled(self) -> bool:
@@ -101,11 +121,6 @@ class Prepared:
     def summary(self, chapter: str) -> Shown | None:
         return self.by_chapter.get(chapter)
 
-    @cached_property  # asked by every page's checks
-    def scenario_names(self) -> dict[str, list[str] | None]:
-        """Chapter -> the scenario names markers may name (None if the chapter cannot be imported)."""
-        return {name: list(c.mock) if c.importable else None for name, c in self.by_chapter.items()}
-
     def changed(self, before: Prepared | None) -> set[str]:
         if before is None:
             return set(self.by_chapter)
@@ -113,15 +128,14 @@ class Prepared:
 
     def traces(self, chapter: str) -> ChapterTraces:
         """A chapter's runs (read from its entry on first use); raises ``NotFound`` naming what exists."""
+        if (runs := self.runs.get(chapter)) is not None:
+            return runs
         found = self.by_chapter.get(chapter)
-        if found is not None and found.traces is not None:
-            return found.traces
         if found is None or self.cache is None:
             chapters = ", ".join(self.chapters()) or "none"
             raise NotFound(f"There are no traces for chapter {chapter!r}. The chapters are: {chapters}.")
-        if chapter not in self._read:
-            self._read[chapter] = self.cache.read(found)
-        return self._read[chapter]
+        self.runs[chapter] = runs = self.cache.read(found)
+        return runs
 
     def share(self) -> str:
         """The line logged at DEBUG at the end of a build (benchmarks/build.py reads it)."""
@@ -218,6 +232,7 @@ class Book:
 
             codes = self.chapters.fingerprints(names)
             found: dict[str, Shown] = {}
+            made: dict[str, ChapterTraces] = {}  # the runs of the chapters made the full way
             works: list[Work] = []
             for name in names:
                 if (shown := Shown.read(self.cache.entry(name, key(name, codes[name])))) is None:
@@ -234,11 +249,12 @@ class Book:
 
                 run = Run(self, settings or self.settings_now(), key, clock)
                 run.full_way(works)
-                found |= {work.name: run.show(work) for work in works}
+                for work in works:
+                    found[work.name], made[work.name] = run.show(work)
             verified = [work.verified for work in works if work.verified is not None]
             report = Report(
                 ran=sum(work.ran for work in works),
-                reused=sum(len(s.mock) + len(s.live or ()) for s in found.values() if s.traces is None)
+                reused=sum(len(s.mock) + len(s.live or ()) for n, s in found.items() if n not in made)
                 + sum(work.reused for work in works),
                 verified=sum(verified) if verified else None,
                 live=None if live is None else sum(work.live_runs for work in works),
@@ -248,7 +264,7 @@ class Book:
         self.cache.made = bool(works)
         found = {name: found[name] for name in names}
         self.cache.key_of = lambda chapter: found[chapter].key if chapter in found else None
-        return Prepared(report, found, self.cache, prices, clock)
+        return Prepared(report, found, self.cache, prices, clock=clock, runs=made)
 
     def prepared_for(self, build: object, prices: PriceTable, site_dir: Path) -> Prepared:
         """The ``Prepared`` of ``build`` (Zensical's), made by its first page; pages of other threads wait.

@@ -11,6 +11,7 @@ Under ``mkdocs serve`` an edited chapter or helper is re-imported; a library mod
 from __future__ import annotations
 
 import ast
+import functools
 import hashlib
 import importlib.util
 import json
@@ -188,21 +189,29 @@ class CodeGraph:
         # A name in a module (`from primer.loop import until_no_tool_calls`) is not looked for on disk.
         up = self._module(name.rpartition(".")[0]) if "." in name else None
         found, where = None, None if up and not up[1].endswith("__init__.py") else self._where(name)
-        data = _read(where[0] if where is not None else None)  # None: gone since, not a dependency now
-        if where is not None and data is not None:
-            key = f"{name} {hashlib.blake2b(data, digest_size=32).hexdigest()}"  # twice as fast as sha256
-            kept = self._load().get(key)
-            if kept is None:
-                try:
-                    tree = ast.parse(data, filename=str(where[0]))
-                    kept = (_imports(name, where[0], tree), _tree_digest(tree))
-                except (SyntaxError, ValueError):
-                    kept = ([], code_digest(data))
-                self._load()[key], self._grown = kept, True
-            self._used.add(key)
-            found = (*where, *kept)
+        digest = file_digest(str(where[0])) if where is not None else None  # None: gone since, not a dependency now
+        if where is not None and digest is not None:
+            key = f"{name} {digest}"
+            if (kept := self._load().get(key)) is None:
+                key, kept = self._parse(name, where[0])
+            if kept is not None:
+                self._used.add(key)
+                found = (*where, *kept)
         self._memo[name] = found
         return found
+
+    def _parse(self, name: str, path: Path) -> tuple[str, tuple[list[str], str] | None]:
+        # The module's imports and code digest, kept by the bytes parsed (saved again since its digest: so keyed).
+        if (data := _read(path)) is None:
+            return "", None
+        try:
+            tree = ast.parse(data, filename=str(path))
+            kept = (_imports(name, path, tree), _tree_digest(tree))
+        except (SyntaxError, ValueError):
+            kept = ([], code_digest(data))
+        key = f"{name} {_hash(data)}"
+        self._load()[key], self._grown = kept, True
+        return key, kept
 
     def modules(self, *modules: str) -> dict[str, Module]:
         """The followed modules the given ones import, transitively, themselves included, by name."""
@@ -255,6 +264,31 @@ class CodeGraph:
             with suppress(OSError):  # a cache: the next process parses again
                 write_if_changed(self.imports_cache, json.dumps({"format": _FILE_FORMAT, "modules": kept}))
                 self._grown = False
+
+
+def _hash(data: bytes) -> str:
+    return hashlib.blake2b(data, digest_size=32).hexdigest()
+
+
+@functools.lru_cache(maxsize=4096)
+def _hashed(path: str, size: int, mtime_ns: int) -> str | None:
+    data = _read(path)
+    return None if data is None else _hash(data)
+
+
+def file_digest(path: str, found: os.stat_result | None = None) -> str | None:
+    """A digest of a file's bytes (None: unreadable), hashed once a process while its size and time stay.
+
+    The code graph and the renderer's version ask it of the same library modules. A file saved in the last
+    ``_MARGIN_NS`` is hashed each time: a coarse stamp would not tell its next save.
+    """
+    try:
+        found = found or os.stat(path)
+    except OSError:
+        return None
+    if time.time_ns() - found.st_mtime_ns < _MARGIN_NS:
+        return _hashed.__wrapped__(path, found.st_size, found.st_mtime_ns)
+    return _hashed(path, found.st_size, found.st_mtime_ns)
 
 
 def _read(path: str | Path | None, *, saved_before: int | None = None) -> bytes | None:

@@ -29,6 +29,9 @@ if TYPE_CHECKING:
     from primer.trace import ScenarioRun
 
 
+_OPENING = re.compile(r"^ {0,3}:::[ \t]+(?:live|mock)[ \t]", re.M)  # what ``_markers._OPEN`` reads, at least
+
+
 def opening_html(block: ModeBlock) -> str:
     """The element a shown block's content sits in, opened, with its label: ``</div>`` closes it."""
     scenario = f' data-tr-scenario="{html.escape(block.scenario)}"' if block.scenario else ""
@@ -46,8 +49,8 @@ def select(
 
     A live block is kept when ``has_live(chapter, scenario)``, a mock block when ``mock`` (False: no traces show).
     """
-    found = scan(markdown).blocks
-    if not found:
+    # A page holding no block's opening line is not scanned (again, once the preprocessors changed its text).
+    if not _OPENING.search(markdown) or not (found := scan(markdown).blocks):
         return markdown
     lines = markdown.split("\n")
     for block in found:

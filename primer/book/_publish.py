@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from functools import partial
@@ -101,14 +102,21 @@ def _payloads(shown: Prepared, chapter: str, page: str | None) -> str:
 
 
 def _write(path: Path, data: bytes) -> None:
-    try:
-        with path.open("xb") as out:
-            out.write(data)
+    try:  # os.open, not a file object: 5 M instructions less for the 300 files of a 100-chapter book
+        file = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)  # as open() makes it
     except FileExistsError:
         write_if_changed(path, data, durable=False)
+        return
     except FileNotFoundError:
         path.parent.mkdir(parents=True, exist_ok=True)
         _write(path, data)
+        return
+    try:
+        view = memoryview(data)
+        while view:  # a regular file takes it whole; a short write is not an error
+            view = view[os.write(file, view) :]
+    finally:
+        os.close(file)
 
 
 def _head(path: Path) -> bytes:

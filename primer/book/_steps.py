@@ -20,6 +20,7 @@ from primer.trace import ChapterRun, ErrorInfo
 
 if TYPE_CHECKING:
     from primer.book._book import Book, Stopwatch
+    from primer.book._source import ChapterTraces
     from primer.replay import ChapterCheck
     from primer.scenario import Scenario
     from primer.settings import Settings
@@ -312,7 +313,8 @@ class Run:
                     f"{self.book.cache.path(chapter)}: review the change before committing it."
                 )
 
-    def show(self, work: Work) -> Shown:
+    def show(self, work: Work) -> tuple[Shown, ChapterTraces]:
+        """What the pages show of the chapter, and its runs."""
         mock = work.mock
         if mock is None and work.import_error is not None:
             # Not stored: the import is tried again next build, and the trace must not outlive the broken file.
@@ -333,11 +335,10 @@ class Run:
             work.verified_at,
             work.import_error is None,
             tuple(work.warnings),
-            traces_of(work.name, mock, live, work.status),
         )
         # A live run with a failed scenario is recorded again by the next build with a key
         # (``plan``): with live runs on, it is not kept, so that build takes the full way.
         retry = self.settings.live_enabled and live is not None and _failed(live)
         if work.import_error is None and mock is not None and not retry:
             shown.write(self.book.cache.entry(work.name, key))
-        return shown
+        return shown, traces_of(work.name, mock, live, work.status)
