@@ -320,7 +320,7 @@ def test_the_graph_follows_the_authors_own_packages_and_no_installed_one(
 def test_a_file_saved_again_within_its_time_stamp_is_hashed_again(tmp_path: Path) -> None:
     # Hashed once a process while size and time stay; a coarse stamp (FAT's 2 s) cannot tell two saves
     # within it apart, so a file saved in the last two seconds is hashed each time.
-    from primer.book._chapters import file_digest
+    from primer.book._files import file_digest
 
     path = tmp_path / "helper.py"
     stamp = time.time_ns()

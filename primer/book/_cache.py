@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from primer.book._atomic import write_if_changed
-from primer.book._chapters import file_digest
+from primer.book._files import file_digest
 from primer.book._links import PAYLOADS_SUFFIX, PUBLISHED_DIR
 from primer.book._logs import book_logger
 from primer.book._source import ChapterTraces, LiveStatus, Shown

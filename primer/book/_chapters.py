@@ -11,7 +11,6 @@ Under ``mkdocs serve`` an edited chapter or helper is re-imported; a library mod
 from __future__ import annotations
 
 import ast
-import functools
 import hashlib
 import importlib.util
 import json
@@ -26,6 +25,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING
 
 from primer.book._atomic import write_if_changed
+from primer.book._files import digest_of, file_bytes, file_digest
 from primer.locator import DEFAULT_PACKAGE, ChapterLocator, scenarios_of
 
 if TYPE_CHECKING:
@@ -38,9 +38,6 @@ _FORMAT, _FILE_FORMAT = 3, 5
 _EMPTY: tuple[object, ...] = (None, [])
 _SCHEMA = re.compile(rb"^SCHEMA_VERSION = (\d+)$", re.MULTILINE)
 _STDLIB = Path(os.__file__).resolve().parent  # where ``os`` is: sysconfig's answer took 1 ms a process
-# How much earlier than a look a file must have been saved for its bytes to be those
-# executed after it: file systems stamp coarsely (FAT: 2 s).
-_MARGIN_NS = 2_000_000_000
 
 #: A module found: its file, its name in fingerprints (``primer/agent.py``), its imports, its code's digest.
 Module = tuple[Path, str, list[str], str]
@@ -202,14 +199,14 @@ class CodeGraph:
 
     def _parse(self, name: str, path: Path) -> tuple[str, tuple[list[str], str] | None]:
         # The module's imports and code digest, kept by the bytes parsed (saved again since its digest: so keyed).
-        if (data := _read(path)) is None:
+        if (data := file_bytes(path)) is None:
             return "", None
         try:
             tree = ast.parse(data, filename=str(path))
             kept = (_imports(name, path, tree), _tree_digest(tree))
         except (SyntaxError, ValueError):
             kept = ([], code_digest(data))
-        key = f"{name} {_hash(data)}"
+        key = f"{name} {digest_of(data)}"
         self._load()[key], self._grown = kept, True
         return key, kept
 
@@ -243,7 +240,7 @@ class CodeGraph:
                 lines |= {f"{module[1]} {module[3]}\n", *self._closure(module[2])[1]}
             if self._schema is None:  # read from its source: a warm build does not import the models
                 spec = importlib.util.find_spec("primer.trace")
-                found = _SCHEMA.search(_read(spec.origin if spec else None) or b"")
+                found = _SCHEMA.search(file_bytes(spec.origin if spec else None) or b"")
                 self._schema = found.group(1).decode() if found else "?"
             head = f"schema {self._schema} code {_FORMAT}\n"
             return hashlib.sha256((head + "".join(sorted(lines))).encode()).hexdigest()[:20]
@@ -264,42 +261,6 @@ class CodeGraph:
             with suppress(OSError):  # a cache: the next process parses again
                 write_if_changed(self.imports_cache, json.dumps({"format": _FILE_FORMAT, "modules": kept}))
                 self._grown = False
-
-
-def _hash(data: bytes) -> str:
-    return hashlib.blake2b(data, digest_size=32).hexdigest()
-
-
-@functools.lru_cache(maxsize=4096)
-def _hashed(path: str, size: int, mtime_ns: int) -> str | None:
-    data = _read(path)
-    return None if data is None else _hash(data)
-
-
-def file_digest(path: str, found: os.stat_result | None = None) -> str | None:
-    """A digest of a file's bytes (None: unreadable), hashed once a process while its size and time stay.
-
-    The code graph and the renderer's version ask it of the same library modules. A file saved in the last
-    ``_MARGIN_NS`` is hashed each time: a coarse stamp would not tell its next save.
-    """
-    try:
-        found = found or os.stat(path)
-    except OSError:
-        return None
-    if time.time_ns() - found.st_mtime_ns < _MARGIN_NS:
-        return _hashed.__wrapped__(path, found.st_size, found.st_mtime_ns)
-    return _hashed(path, found.st_size, found.st_mtime_ns)
-
-
-def _read(path: str | Path | None, *, saved_before: int | None = None) -> bytes | None:
-    """A file's bytes; None if unreadable, or saved after ``saved_before`` (ns, less the margin)."""
-    try:
-        if not path or (saved_before is not None and os.stat(path).st_mtime_ns > saved_before - _MARGIN_NS):
-            return None
-        with open(path, "rb") as file:  # not Path(path): parsing it took more than the reading, every file a build
-            return file.read()
-    except OSError:
-        return None
 
 
 class Chapters:
@@ -326,7 +287,7 @@ class Chapters:
         for name in new:
             own = f"{name}.".startswith(f"{self.package}.")
             if name not in self.sources and name.partition(".")[0] in self.graph.roots and not own:
-                self.sources[name] = _read(getattr(sys.modules.get(name), "__file__", None), saved_before=looked)
+                self.sources[name] = file_bytes(getattr(sys.modules.get(name), "__file__", None), saved_before=looked)
 
     def names(self) -> list[str]:
         return self.locator.names()
@@ -354,7 +315,7 @@ class Chapters:
         return [p for n, p, own in dependencies if not own and n in sys.modules and self._changed(n, p)]
 
     def _changed(self, name: str, path: Path) -> bool:
-        loaded, current = self.sources.get(name), _read(path)
+        loaded, current = self.sources.get(name), file_bytes(path)
         if loaded is None or current is None:
             return True
         return loaded != current and code_digest(loaded) != code_digest(current)
@@ -369,7 +330,7 @@ class Chapters:
             if is_own:
                 own.append(module)
             elif module not in sys.modules:  # its import may come now: read it before it executes
-                self.sources[module] = _read(path)
+                self.sources[module] = file_bytes(path)
         # Helpers first, the chapter last; once one is re-imported, so is every one after it
         # (the chapter built its scenarios from the helpers' values when it was imported).
         executed = False
@@ -379,9 +340,9 @@ class Chapters:
 
     def _fresh(self, name: str, *, force: bool = False) -> bool:
         module, path = sys.modules.get(name), self.graph.path_of(name)
-        if module is not None and not force and name in self.sources and self.sources[name] == _read(path):
+        if module is not None and not force and name in self.sources and self.sources[name] == file_bytes(path):
             return False
-        self.sources[name] = _read(path)
+        self.sources[name] = file_bytes(path)
         if module is None:
             importlib.import_module(name)
             return True

@@ -10,7 +10,6 @@ once a worker and served for the session; the browser is one per file.
 
 from __future__ import annotations
 
-import dataclasses
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -37,7 +36,7 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
         def traces(self, chapter: str) -> ChapterTraces:
             traces = super().traces(chapter)
-            return dataclasses.replace(traces, payloads_url=f"{PUBLISHED_DIR}/{chapter}{PAYLOADS_SUFFIX}")
+            return traces._replace(payloads_url=f"{PUBLISHED_DIR}/{chapter}{PAYLOADS_SUFFIX}")
 
     root = tmp_path_factory.mktemp("book")
     docs = root / "docs"
