@@ -86,7 +86,7 @@ def delaying_proxy(upstream: str, delay: float) -> ThreadingHTTPServer:
 
 def child(mode: str) -> None:
     """Run the chapter's scenarios live, as ``mode`` says; print the seconds since this process started."""
-    from primer.book._run import run_live_jobs
+    from primer.live_pool import run_live_jobs
     from primer.locator import ChapterLocator
     from primer.runner import run_scenario
     from primer.settings import Settings

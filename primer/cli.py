@@ -25,6 +25,7 @@ from pathlib import Path
 from primer.errors import NotFound, PrimerError
 from primer.inert import inert
 from primer.locator import ChapterLocator
+from primer.prices import PriceTable, default_prices
 from primer.redact import Redactor
 from primer.script_check import unused_warnings
 from primer.settings import Settings
@@ -43,11 +44,17 @@ from primer.trace import ChapterRun
 __all__ = ["main", "summary_lines"]
 
 
-def summary_lines(run: ChapterRun) -> list[str]:
-    """Every summary line of a chapter run, indented by depth, each scenario's story under its line."""
-    lines = [f"{run.chapter}", chapter_line(run)]
+def summary_lines(run: ChapterRun, prices: PriceTable | None = None) -> list[str]:
+    """Every summary line of a chapter run, indented by depth, each scenario's story under its line.
+
+    A live run's lines end with what its tokens cost where ``prices`` knows the model, as the page's do.
+    """
+    prices = prices or default_prices()
+    total = prices.cost(run.scenarios)  # None for a mock run: only live calls cost anything
+    lines = [f"{run.chapter}", chapter_line(run, cost=total.text if total else None)]
     for scenario in run.scenarios:
-        lines.append(scenario_line(scenario))
+        cost = prices.cost([scenario]) if total else None
+        lines.append(scenario_line(scenario, cost=cost.text if cost else None))
         story = scenario_story(scenario)
         if story:  # what the page shows folded under the scenario's line
             lines.append(f"  story: {story}")
@@ -67,6 +74,9 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--scenario", help="run only this scenario")
     run.add_argument("--mode", choices=["mock", "live"], default="mock")
     run.add_argument("--json", action="store_true", help="print the trace JSON instead")
+    run.add_argument(
+        "--time-limit", type=float, default=300.0, metavar="SECONDS", help="live: end a scenario not done by then"
+    )
     commands.add_parser("list", help="list the chapters and their scenarios")
     verify = commands.add_parser(
         "verify", help="replay the frozen live traces against the code now; exit 1 if what is sent changed"
@@ -114,7 +124,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
         settings = Settings.from_env(warn=_warning)
-        configured, traces = _book_here()
+        configured, traces, prices = _book_here()
         chapters = ChapterLocator(settings.chapters_package(configured))
         if getattr(args, "traces", None) is None:
             args.traces = traces
@@ -127,11 +137,19 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _write(*(f"{name}: {', '.join(s.name for s in chapters.scenarios(name))}" for name in names))
         from primer.runner import run_chapter
 
-        run = run_chapter(args.chapter, args.mode, only=args.scenario, settings=settings, chapters=chapters)
+        run = run_chapter(
+            args.chapter,
+            args.mode,
+            only=args.scenario,
+            settings=settings,
+            chapters=chapters,
+            time_limit=args.time_limit,
+            progress=_progress,
+        )
     except PrimerError as error:
         _error(str(error))
         return 2
-    lines = run.model_dump_json(indent=2).split("\n") if args.json else summary_lines(run)
+    lines = run.model_dump_json(indent=2).split("\n") if args.json else summary_lines(run, prices)
     status = _write(*lines)
     for scenario in run.scenarios:
         for warning in unused_warnings(scenario):
@@ -144,8 +162,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     return status or (1 if broken else 0)
 
 
-def _book_here() -> tuple[str | None, str]:
-    """The chapters' package and frozen traces' folder of the book in this folder, as its ``mkdocs.yml`` names them.
+def _book_here() -> tuple[str | None, str, PriceTable]:
+    """The chapters' package, frozen traces' folder and prices of the book in this folder, as ``mkdocs.yml`` has them.
 
     Read through MkDocs' own loader (``INHERIT``, ``!ENV``), as a build reads
     it (``primer.book._configuration``), and only where there is one: the
@@ -154,13 +172,15 @@ def _book_here() -> tuple[str | None, str]:
     """
     path = Path("mkdocs.yml")
     if not path.is_file():
-        return None, "docs/traces"
-    from primer.book._configuration import read_config  # a front end's: the library's own code never imports it
+        return None, "docs/traces", default_prices()
+    # A front end's: the library's own code never imports it.
+    from primer.book._configuration import book_prices, read_config
 
     config, plugin = read_config(path)
     traces = Path(config.docs_dir) / (plugin.config.traces_dir if plugin else "traces")
-    chapters = plugin.config.chapters if plugin else None
-    return chapters, str(traces.relative_to(Path.cwd()) if traces.is_relative_to(Path.cwd()) else traces)
+    chapters, prices = (plugin.config.chapters, book_prices(config, plugin.config)) if plugin else (None, None)
+    shown = traces.relative_to(Path.cwd()) if traces.is_relative_to(Path.cwd()) else traces
+    return chapters, str(shown), prices or default_prices()
 
 
 def _export(args: argparse.Namespace, chapters: ChapterLocator, settings: Settings) -> int:
@@ -267,6 +287,11 @@ def _write(*lines: str) -> int:
 def _error(message: str) -> None:
     # One line on stderr, whatever the message quotes.
     print(f"error: {inert(message)}", file=sys.stderr)
+
+
+def _progress(line: str) -> None:
+    # Live scenarios run four at a time: where they are, every second, on stderr (stdout is the lines or JSON).
+    print(f"live runs: {line}", file=sys.stderr, flush=True)
 
 
 def _warning(message: str) -> None:

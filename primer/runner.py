@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import dataclasses
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from primer.agent import Agent
 from primer.approval import ScriptedApprover
@@ -36,8 +36,10 @@ if TYPE_CHECKING:
     import httpx
     import httpx2
 
-__all__ = ["Environment", "mock_environment", "run_chapter", "run_scenario"]
+__all__ = ["Environment", "error_run", "mock_environment", "run_chapter", "run_mock", "run_scenario"]
 
+#: What live mode without a key says.
+NEEDS_KEY = "Live mode needs PRIMER_API_KEY: set it to your provider's key and run again."
 #: Where mock runs pretend the service lives (the seeds' httpbin).
 MOCK_SERVICE_URL = "https://httpbin.org"
 
@@ -94,7 +96,7 @@ def live_environment(
     from a recording through them); everything above them runs as live.
     """
     if settings.api_key is None:
-        raise ConfigError("Live mode needs PRIMER_API_KEY: set it to your provider's key and run again.")
+        raise ConfigError(NEEDS_KEY)
     from primer.models.live import LiveModel  # the openai SDK is only needed live
     from primer.wire import RecordingClient
 
@@ -158,13 +160,8 @@ def run_scenario(
     try:
         ending = scenario.loop(agent, context, scenario.max_turns)
     except Exception as exc:  # noqa: BLE001 - a broken scenario is shown, not fatal
-        message = env.redactor.text(f"{type(exc).__name__}: {exc}")
-        ending = Ending(reason="scenario_error", detail=message)
-        error = ErrorInfo(
-            type=type(exc).__name__,
-            message=env.redactor.text(str(exc)),
-            traceback=env.redactor.text(traceback.format_exc()),
-        )
+        error = _error_info(exc, env.redactor)
+        ending = Ending(reason="scenario_error", detail=f"{error.type}: {error.message}")
     finally:
         env.close()
     run = ScenarioRun(
@@ -189,6 +186,32 @@ def run_scenario(
     return run
 
 
+def _error_info(error: BaseException, redactor: Redactor) -> ErrorInfo:
+    trace = redactor.text("".join(traceback.format_exception(error)))
+    return ErrorInfo(type=type(error).__name__, message=redactor.text(str(error)), traceback=trace)
+
+
+def error_run(name: str, mode: Mode, error: BaseException | str, redactor: Redactor) -> ScenarioRun:
+    """A scenario run that ended in ``scenario_error``: an exception, or a sentence saying why (a time limit)."""
+    if isinstance(error, BaseException):
+        info = _error_info(error, redactor)
+    else:
+        info = ErrorInfo(type="TimeoutError", message=redactor.text(error))
+    ending = Ending(reason="scenario_error", detail=f"{info.type}: {info.message}")
+    return ScenarioRun(name=name, mode=mode, ending=ending, error=info)
+
+
+def run_mock(chapter: str, scenarios: Sequence[Scenario], settings: Settings) -> ChapterRun:
+    """The chapter's scenarios in mock mode; one that cannot even start is its ``error_run``."""
+    runs = []
+    for scenario in scenarios:
+        try:
+            runs.append(run_scenario(scenario, "mock", settings))
+        except Exception as error:  # noqa: BLE001 - shown on the page, never fatal
+            runs.append(error_run(scenario.name, "mock", error, settings.redactor()))
+    return ChapterRun(chapter=chapter, mode="mock", model="mock", scenarios=runs)
+
+
 def run_chapter(
     chapter: str,
     mode: Mode = "mock",
@@ -196,21 +219,28 @@ def run_chapter(
     only: str | None = None,
     settings: Settings | None = None,
     chapters: ChapterLocator | None = None,
-    **overrides: Any,
+    time_limit: float = 300.0,
+    progress: Callable[[str], None] | None = None,
 ) -> ChapterRun:
     """Run a chapter's scenarios (or one of them) in one mode.
 
     The chapter is looked for in ``chapters``, by default the package the
-    settings name (``PRIMER_CHAPTERS``, else ``primer.chapters``).
+    settings name (``PRIMER_CHAPTERS``, else ``primer.chapters``). Live, the
+    scenarios run through the book build's pool (``primer.live_pool``), one at
+    a time and in order, each within ``time_limit`` seconds, ``progress`` told
+    how it goes; without a key, ``ConfigError`` says what to set.
     """
     settings = settings or Settings()
     chapters = chapters or ChapterLocator(settings.chapters_package())
     scenarios = [chapters.scenario(chapter, only)] if only is not None else chapters.scenarios(chapter)
-    return ChapterRun(
-        chapter=chapter,
-        mode=mode,
-        # Only live runs are dated: a mock run is the same whenever it runs.
-        recorded_at=datetime.now(UTC).isoformat(timespec="seconds") if mode == "live" else None,
-        model=settings.model if mode == "live" else "mock",
-        scenarios=[run_scenario(s, mode, settings, **overrides) for s in scenarios],
-    )
+    if mode == "mock":
+        return run_mock(chapter, scenarios, settings)
+    if settings.api_key is None:  # every scenario would fail alike: said once, as a usage error
+        raise ConfigError(NEEDS_KEY)
+    from primer.live_pool import run_live_jobs
+
+    # Only live runs are dated: a mock run is the same whenever it runs.
+    recorded = datetime.now(UTC).isoformat(timespec="seconds")
+    jobs = [(chapter, scenario) for scenario in scenarios]
+    runs = run_live_jobs(jobs, settings, time_limit=time_limit, progress=progress, workers=1)
+    return ChapterRun(chapter=chapter, mode=mode, recorded_at=recorded, model=settings.model, scenarios=runs)

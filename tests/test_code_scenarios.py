@@ -298,7 +298,7 @@ def test_several_calls_in_one_reply_keep_their_service_exchanges_under_the_first
 def test_the_books_shared_live_runner_runs_code_scenarios_too(
     replay_provider: ReplayProvider, live_settings: Settings
 ) -> None:
-    from primer.book._run import shared_live
+    from primer.live_pool import shared_live
 
     _script_provider(replay_provider)
     with shared_live() as runner:

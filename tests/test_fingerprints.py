@@ -204,7 +204,7 @@ def test_the_renderers_version_is_the_same_wherever_the_library_is_and_follows_i
     assert version_of(first.parent) != version
     # Any module the pages are drawn with, whatever its name: the search text's, the price table's
     # module, the redactor the reply check uses (each once left out of a list of render modules).
-    for module in ("book/markdown.py", "book/_prices.py", "redact.py"):
+    for module in ("book/markdown.py", "prices.py", "redact.py"):
         before = version_of(second.parent)
         edit(second / module, "\n", "\n# an edit\n")
         assert version_of(second.parent) != before, module

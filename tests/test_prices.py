@@ -1,6 +1,6 @@
 """What a live run cost, where the model's price is known: the package's table, the book's over it.
 
-The package's table (``primer/book/prices.toml``) prices the models whose
+The package's table (``primer/prices.toml``) prices the models whose
 traces this book shows; a book's ``mkdocs.yml`` extends or overrides it; the
 table is a render option, so an edited price is a new page on the next build.
 A mock run's tokens are scripted: no cost is shown for them, whatever the table.
@@ -16,12 +16,13 @@ from pathlib import Path
 
 import pytest
 
-from primer.book import _prices
-from primer.book._prices import PriceTable, default_prices, dollars
+from primer import prices as _prices
 from primer.book._prose import corpora, problems
 from primer.book._render import render_traces
 from primer.book._source import ChapterTraces, LiveStatus
+from primer.cli import _book_here, summary_lines
 from primer.errors import ConfigError
+from primer.prices import PriceTable, default_prices, dollars
 from primer.replay import read_trace
 from primer.runner import run_chapter
 from tests.books import REPO, edit, make_book
@@ -213,3 +214,33 @@ def test_the_prose_check_finds_a_cost_where_the_page_shows_one_and_only_there() 
     # With other prices, the figures the prose quotes are not the page's.
     dearer = default_prices().extended({"deepseek-flash": {"input": 1, "output": 1, "read": "2026-12-01"}}, where="t")
     assert len(check(in_live, dearer)) == 2
+
+
+def test_the_terminal_shows_a_live_runs_cost_as_the_page_does() -> None:
+    table = default_prices()
+    live = read_trace(TRACES / f"{CH09}.live.json")
+    printed = summary_lines(live, table)
+    total, busy = table.cost(live.scenarios), table.cost([live.scenarios[0]])
+    assert total is not None
+    assert busy is not None
+    assert printed[1].endswith(f"· {total.text}")  # the chapter's line
+    [line] = [line for line in printed if line.startswith("scenario service_is_busy ")]
+    assert f"· {busy.text} · ended: no_tool_calls" in line
+    assert line.removeprefix("scenario ") in lines(ch09(table))["service_is_busy-live"]
+    # A mock run's lines show no cost, whatever the table.
+    priced = table.extended({"mock": {"input": 1, "output": 1, "read": "2026-11-01"}}, where="test")
+    assert not [line for line in summary_lines(run_chapter("ch21_reasoning_models"), priced) if "$" in line]
+
+
+def test_the_command_line_reads_the_books_prices_from_its_configuration(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    make_book(tmp_path, plugin="prices:\n  deepseek-flash: {input: 3, output: 12, read: 2026-11-02}")
+    monkeypatch.chdir(tmp_path)
+    _chapters, _traces, table = _book_here()
+    price = table.get("deepseek-flash")
+    assert price is not None
+    assert (price.input, price.output, price.read) == (3, 12, "2026-11-02")
+    # No book here: the package's own table.
+    monkeypatch.chdir(tmp_path / "docs")
+    assert _book_here()[2].get("deepseek-flash") == default_prices().get("deepseek-flash")

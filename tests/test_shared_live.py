@@ -6,10 +6,16 @@ with the seed's recorded traffic, a local httpbin is the service.
 
 from __future__ import annotations
 
+import socket
+import time
+
 import pytest
 
-from primer.book._run import run_live_jobs, shared_live
 from primer.chapters import scenarios_of
+from primer.errors import ConfigError
+from primer.live_pool import run_live_jobs, shared_live
+from primer.runner import run_chapter
+from primer.settings import Settings
 from tests.servers import live_settings
 from tests.servers.provider import ReplayProvider, scenario_file
 from tests.servers.service import LocalHttpbin
@@ -51,3 +57,31 @@ def test_a_scenarios_client_closing_leaves_the_shared_connections_open(
         two = runner(second, settings)  # after the first one's clients were closed
     assert not one.ending.failed, one.ending
     assert not two.ending.failed, two.ending
+
+
+def test_the_terminal_ends_a_live_scenario_past_its_time_limit_and_says_where_it_is(httpbin: LocalHttpbin) -> None:
+    # A provider that takes the connection and never answers: only the time limit ends the run.
+    with socket.create_server(("127.0.0.1", 0)) as silent:
+        settings = Settings(
+            api_key="sk-silent-0123456789",
+            base_url=f"http://127.0.0.1:{silent.getsockname()[1]}/v1",
+            model="deepseek-flash",
+            service_url=httpbin.url,
+            service_key="svc-silent-0123",
+        )
+        said: list[str] = []
+        started = time.monotonic()
+        run = run_chapter(
+            CHAPTER, "live", only="service_is_busy", settings=settings, time_limit=1.5, progress=said.append
+        )
+        waited = time.monotonic() - started
+    [scenario] = run.scenarios
+    assert scenario.ending.reason == "scenario_error"
+    assert scenario.ending.detail == "TimeoutError: no result within the 1.5s wall-clock limit"
+    assert waited < 30  # the SDK's own timeout (and retries) would take minutes
+    assert any(line.endswith(f"running {CHAPTER}/service_is_busy") for line in said)
+
+
+def test_the_terminal_without_a_key_says_what_to_set_once() -> None:
+    with pytest.raises(ConfigError, match="Live mode needs PRIMER_API_KEY"):
+        run_chapter(CHAPTER, "live", settings=Settings(api_key=None))

@@ -24,15 +24,15 @@ from primer.book._chapters import Chapters
 from primer.book._links import CACHE_DIR, PUBLISHED_DIR
 from primer.book._logs import book_logger
 from primer.book._markers import broken_rules, check, scan
-from primer.book._prices import PriceTable, default_prices
 from primer.book._source import Shown
 from primer.errors import ConfigError, NotFound
+from primer.prices import PriceTable, default_prices
 from primer.variables import VARIABLES, book_chapters, chapters_package, traces_off, unknown_variables
 
 if TYPE_CHECKING:
-    from primer.book._run import LiveRunner
     from primer.book._source import ChapterTraces
     from primer.book._steps import Work
+    from primer.live_pool import LiveRunner
     from primer.settings import Settings
     from primer.trace import ChapterRun
 

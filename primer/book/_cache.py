@@ -64,9 +64,9 @@ KEEP = 2
 MARKERS = "markers.txt"
 
 _LIBRARY = Path(__file__).resolve().parent.parent
-#: What can change pages and files: the machinery with its templates, assets and price table, and
-#: the library it renders with. By folder and ending (any: ""): a module added later is in the key without a list.
-_RENDERER = {"book/templates": ("",), "book/assets": ("",), "book": (".py", ".toml"), "": (".py",), "export": (".py",)}
+#: What can change pages and files: the machinery with its templates and assets, and the library it renders
+#: with (its price table too). By folder and ending (any: ""): a module added later is in the key without a list.
+_RENDERER = {"book/templates": ("",), "book/assets": ("",), "book": (".py",), "": (".py", ".toml"), "export": (".py",)}
 _SECRETS = (VARIABLES["api_key"], VARIABLES["service_key"])
 
 

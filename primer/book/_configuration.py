@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from mkdocs.config.defaults import MkDocsConfig
 
     from primer.book._plugin import TraceBookPlugin
+    from primer.prices import PriceTable
 
 #: The trace extension's name in ``markdown_extensions``.
 EXTENSION = "primer.book.markdown"
@@ -59,7 +60,7 @@ class TraceBookConfig(base.Config):  # type: ignore[no-untyped-call]
     live = c.Optional(c.Choice(("auto", "off", "refresh")))
     #: False: the build does not check the book's rules (``primer.book._markers``), nor with the extension's ``rules``.
     rules = c.Type(bool, default=True)
-    #: Prices per model (``primer.book._prices``), over the package's table and the extension's ``prices``.
+    #: Prices per model (``primer.prices``), over the package's table and the extension's ``prices``.
     prices = c.Type(dict, default={})
 
 
@@ -76,6 +77,15 @@ def environ(config: TraceBookConfig) -> Mapping[str, str]:
     """The ``PRIMER_*`` settings of a build: the options as defaults, the environment over them."""
     given = ((variable, value(config[option])) for option, (variable, value) in SETTINGS.items())
     return {**{variable: said for variable, said in given if said is not None}, **os.environ}
+
+
+def book_prices(config: MkDocsConfig, plugin: TraceBookConfig) -> PriceTable:
+    """The book's price table: the package's, the extension's ``prices`` over it, the plugin's over those."""
+    from primer.book.markdown import render_options
+
+    name = Path(config.config_file_path or "mkdocs.yml").name
+    prices = render_options(config.mdx_configs.get(EXTENSION, {}).get("prices") or {}, f"{EXTENSION} in {name}")
+    return prices.extended(plugin.prices, where=f"{name}, the trace-book plugin's prices")
 
 
 def read_config(path: Path) -> tuple[MkDocsConfig, TraceBookPlugin | None]:

@@ -87,7 +87,7 @@ class TraceBookPlugin(BasePlugin[TraceBookConfig]):  # type: ignore[no-untyped-c
 
     def on_config(self, config: MkDocsConfig) -> MkDocsConfig:
         """Prepare the book, put this build's extension in (last, for the one ``mkdocs.yml`` names), link the assets."""
-        from primer.book.markdown import TraceExtension, render_options
+        from primer.book.markdown import TraceExtension
 
         environ = plugin_options.environ(self.config)
         named = dict(config.mdx_configs.get(EXTENSION, {}))  # a hook book's options are the extension's
@@ -107,12 +107,11 @@ class TraceBookPlugin(BasePlugin[TraceBookConfig]):  # type: ignore[no-untyped-c
         else:
             started = time.perf_counter()
             root = Path(config.config_file_path).parent if config.config_file_path else Path.cwd()
-            docs, name = Path(config.docs_dir), Path(config.config_file_path or "mkdocs.yml").name
+            docs = Path(config.docs_dir)
             self.lock = BuildLock(root / self.config.cache_dir)
             self.lock.acquire(log)  # one build at a time per cache: a second one waits, and says so
             try:  # the engine is imported here, on the first build: its share of the time
-                prices = render_options(named.get("prices") or {}, f"{EXTENSION} in {name}")
-                prices = prices.extended(self.config.prices, where=f"{name}, the trace-book plugin's prices")
+                prices = plugin_options.book_prices(config, self.config)
                 if self.book is None or self.book.docs_dir.resolve() != docs.resolve():
                     from primer.book._book import open_book
 

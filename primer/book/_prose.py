@@ -24,8 +24,8 @@ if TYPE_CHECKING:
     from markdown import Markdown
 
     from primer.book._book import Prepared
-    from primer.book._prices import PriceTable
     from primer.book._source import ChapterTraces
+    from primer.prices import PriceTable
     from primer.trace import ScenarioRun
 
 

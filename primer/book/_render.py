@@ -17,11 +17,11 @@ from markupsafe import Markup
 
 from primer import summary
 from primer.book._links import PAYLOADS_HEAD, PAYLOADS_SUFFIX, PUBLISHED_DIR, page_relative
-from primer.book._prices import PriceTable, default_prices
 from primer.book._render_markdown import ReplyMarkdown, clean, escape_text, safe_url
 from primer.book._render_views import Anchors, prepare, stream_view, totals
 from primer.book._source import ChapterTraces
 from primer.export import otlp_available
+from primer.prices import PriceTable, default_prices
 
 __all__ = ["Anchors", "json_block", "render_error", "render_payloads", "render_traces"]
 

@@ -16,8 +16,8 @@ from primer.variables import chapters_package
 
 if TYPE_CHECKING:
     from primer.book._book import Prepared
-    from primer.book._prices import PriceTable
     from primer.book._source import ChapterTraces, TraceSource
+    from primer.prices import PriceTable
 
 #: Why a standalone page has no live run.
 NO_KEY = "no key yet: live runs are recorded by the book build when PRIMER_API_KEY is set"

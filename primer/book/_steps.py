@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from primer.book._cache import CorruptTrace, traces_of
-from primer.book._run import error_run, in_worker, run_live_jobs, run_mock, verify_in_worker
+from primer.book._run import in_worker, verify_in_worker
 from primer.book._source import LiveStatus, Shown
 from primer.errors import ChapterError, quoted
 from primer.script_check import unused_warnings
@@ -143,6 +143,8 @@ class Run:
             with self.clock("run"):
                 work.scenarios = tuple(self.book.chapters.scenarios(work.name))
         except Exception as error:  # noqa: BLE001 - a chapter that fails to import is shown, not fatal
+            from primer.runner import error_run
+
             work.import_error = error_run("import", "mock", error, self.settings.redactor())
             how = "declares its scenarios wrongly" if isinstance(error, ChapterError) else "could not be imported"
             work.import_error.title = f"The chapter module {self.book.chapters.module_name(work.name)} {how}."
@@ -161,6 +163,8 @@ class Run:
         elif self.book.chapters.stale_library(work.name):
             work.stale_library = True
         elif (scenarios := self.load(work)) is not None:
+            from primer.runner import run_mock  # the library's runner: only when something runs
+
             with self.clock("run"):
                 run = run_mock(work.name, scenarios, self.settings)
             self.ran(work, run)
@@ -175,6 +179,8 @@ class Run:
         with self.clock("run"):
             output = in_worker([self.book.chapters.package, *names], names, self.book.time_limit)
         runs = {run.chapter: run for run in output.runs}
+        from primer.runner import error_run
+
         for work in fresh:
             if work.name in runs:
                 self.ran(work, runs[work.name])
@@ -267,6 +273,8 @@ class Run:
         jobs = [(work, scenario) for work in works if work.record for scenario in work.scenarios or ()]
         if not jobs:
             return
+        from primer.live_pool import run_live_jobs
+
         book = self.book
         with self.clock("run"):
             runs = run_live_jobs(

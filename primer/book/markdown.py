@@ -37,8 +37,8 @@ if TYPE_CHECKING:  # loaded on first use: MkDocs loads the extension with traces
     from collections.abc import Callable
 
     from primer.book._cache import TraceCache
-    from primer.book._prices import PriceTable
     from primer.book._source import TraceSource
+    from primer.prices import PriceTable
 
 __all__ = ["NO_KEY", "MockRunSource", "TraceExtension", "collect", "makeExtension"]
 
@@ -73,7 +73,7 @@ class TraceExtension(Extension):
             "warn_missing": [True, "Log markers naming what does not exist, and malformed ones (the plugin does)."],
             "traces_off": [False, "Show a placeholder for each marker, load and run nothing (PRIMER_TRACES=off)."],
             "rules": [True, "Have the book's build check its rules (primer.book._markers); the plugin reads it."],
-            "prices": [{}, "Prices per model over the package's own (primer.book._prices): costs of live runs."],
+            "prices": [{}, "Prices per model over the package's own (primer.prices): costs of live runs."],
         }
         super().__init__(**kwargs)
         #: Whether traces are off: the option, or ``PRIMER_TRACES=off`` where no plugin sets it (Zensical).
@@ -298,7 +298,7 @@ def _error(message: str, marker: str) -> str:
 
 def render_options(prices: Any, where: str) -> PriceTable:
     """The price table of a ``prices`` option (model → price, over the package's table); ``where`` names it."""
-    from primer.book._prices import default_prices
+    from primer.prices import default_prices
 
     return default_prices().extended(prices, where=f"the `prices` option of {where}")
 

@@ -55,7 +55,9 @@ class Price(NamedTuple):  # not a dataclass: made at every import, and a datacla
         return f"{self.model} at {prices} (read {self.read}{f'; {self.note}' if self.note else ''})"
 
 
-class Cost(NamedTuple):  # what some calls cost: ``$0.0012``, ``prices read 2026-12-01``, each price used in words
+class Cost(NamedTuple):
+    """What some calls cost: the dollars, as ``$0.0012``, ``prices read 2026-12-01``, each price used in words."""
+
     dollars: float
     text: str
     read: str
@@ -114,10 +116,12 @@ class PriceTable(NamedTuple):
 
     @property
     def prices(self) -> tuple[Price, ...]:
+        """Every price: the package's (if ``package``) but those ``own`` names again, then ``own``."""
         named = {p.model for p in self.own}
         return (*(p for p in (_package_prices() if self.package else ()) if p.model not in named), *self.own)
 
     def get(self, model: str | None) -> Price | None:
+        """The model's price, or None: it costs what is not known."""
         return next((p for p in self.prices if p.model == model), None)
 
     @property
@@ -166,4 +170,4 @@ def _package_prices() -> tuple[Price, ...]:
 def _read_package(path: Path, size: int, mtime_ns: int) -> tuple[Price, ...]:
     import tomllib  # a warm build renders nothing, and reads no price
 
-    return PriceTable().extended(tomllib.loads(path.read_text("utf-8")), where="primer/book/prices.toml").own
+    return PriceTable().extended(tomllib.loads(path.read_text("utf-8")), where="primer/prices.toml").own
