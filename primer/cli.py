@@ -29,7 +29,10 @@ from primer.prices import PriceTable, default_prices
 from primer.redact import Redactor
 from primer.script_check import unused_warnings
 from primer.settings import Settings
+from primer.spent import spent_line
+from primer.streaming import stream_line
 from primer.summary import (
+    anomalies,
     chapter_line,
     count,
     ending_line,
@@ -45,7 +48,10 @@ __all__ = ["main", "summary_lines"]
 
 
 def summary_lines(run: ChapterRun, prices: PriceTable | None = None) -> list[str]:
-    """Every summary line of a chapter run, indented by depth, each scenario's story under its line.
+    """Every summary line of a chapter run, indented by depth; under each scenario's line, its story and time.
+
+    The time is by party, as the page's timeline legend has it; a ``note`` says what the model did that no
+    tool could act on (a tool it was not given, arguments that are not JSON), as the build warns of it.
 
     A live run's lines end with what its tokens cost where ``prices`` knows the model, as the page's do.
     """
@@ -58,9 +64,12 @@ def summary_lines(run: ChapterRun, prices: PriceTable | None = None) -> list[str
         story = scenario_story(scenario)
         if story:  # what the page shows folded under the scenario's line
             lines.append(f"  story: {story}")
+        lines += [f"  {spent}"] if (spent := spent_line(scenario)) else []  # the timeline's legend
+        lines += [f"  note: the model {what}" for what in anomalies(scenario)]
         for turn in scenario.turns:
             lines.append("  " + turn_line(turn))
             lines.append("    " + model_line(turn.model_call))
+            lines += [f"      stream: {stream}"] if (stream := stream_line(turn.model_call)) else []
             lines += ["    " + tool_line(tool) for tool in turn.tools]
         lines.append("  " + ending_line(scenario.ending))
     return lines

@@ -18,7 +18,7 @@ from __future__ import annotations
 import functools
 import re
 
-__all__ = ["INVISIBLE", "inert", "invisible_characters", "visible_escape"]
+__all__ = ["INVISIBLE", "clean", "inert", "invisible_characters", "visible_escape"]
 
 #: Characters a reader cannot see, though they are there: Unicode's format
 #: characters (category Cf: zero-width spaces and joiners, the soft hyphen,
@@ -115,3 +115,39 @@ def _unsafe() -> re.Pattern[str]:
     # Compiled on first use: about a quarter of a millisecond, which every
     # build would pay as it imports the library, traces off too.
     return re.compile(_UNSAFE)
+
+
+# -- text for a page: lines and tabs are the page's to show; what hides or forges something is not --
+
+
+# C0 controls (but tab, newline, carriage return) mean nothing on a page, and Python-Markdown
+# uses STX/ETX to delimit its own placeholders: untrusted text must not forge one. C1 controls
+# (0x9b is a one-byte CSI) and the invisible and bidirectional format characters hide or reorder
+# what a reader sees: shown as the escapes a terminal shows (\u202e). The zero-width joiners stay:
+# they join emoji and the letters of some scripts, and the redactor sees through them.
+@functools.cache
+def _page_controls() -> tuple[dict[int, str], re.Pattern[str]]:
+    controls: dict[int, str] = dict.fromkeys([*range(0, 9), 11, 12, *range(14, 32), 127], "\ufffd")
+    controls |= {
+        ord(char): visible_escape(char)
+        for char in [*map(chr, range(0x80, 0xA0)), *invisible_characters()]
+        if char not in "\u200c\u200d"
+    }
+    # translate() looks each character of a text beyond ASCII up in the table, four times slower than a
+    # search of the characters as a class of ranges (26 of them for the 230); on ASCII it is the fastest.
+    spans: list[list[int]] = []
+    for code in sorted(controls):
+        if spans and spans[-1][1] == code - 1:
+            spans[-1][1] = code
+        else:
+            spans.append([code, code])
+    ranges = "".join(re.escape(chr(a)) + (f"-{re.escape(chr(b))}" if b > a else "") for a, b in spans)
+    return controls, re.compile(f"[{ranges}]")
+
+
+def clean(text: str) -> str:
+    """``text`` for a page: C0 controls (not tab, newline, carriage return) as U+FFFD, C1 and invisible as escapes."""
+    controls, pattern = _page_controls()
+    if text.isascii():
+        return text.translate(controls)
+    return pattern.sub(lambda found: controls[ord(found[0])], text)

@@ -45,7 +45,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from primer.redact import Redactor
-from primer.trace import Stream, StreamEvent
+from primer.summary import count
+from primer.trace import ModelCall, Stream, StreamEvent
 
 __all__ = [
     "DONE",
@@ -58,6 +59,8 @@ __all__ = [
     "recorded_event",
     "scrub_fragments",
     "sse_text",
+    "stream_line",
+    "stream_timeline",
 ]
 
 #: The data of the event that ends a chat-completions stream.
@@ -464,3 +467,46 @@ def sse_text(stream: Stream) -> str:
         lines += [f"data: {line}" for line in data.split("\n")]
         parts.append("\n".join(lines) + "\n\n")
     return "".join(parts)
+
+
+# -- what a stream brought, as the page and the terminal show it ----------------------------
+
+
+def _brought(event: StreamEvent) -> str:
+    if event.done:
+        return "[DONE]"
+    if event.text is not None:
+        return f"not JSON ({count(len(event.text), 'character')})"
+    pieces = [f"{kind} {size}" if size else kind for kind, size in fragments(event.data)]
+    return ", ".join(pieces) or "nothing of the reply"
+
+
+def stream_line(call: ModelCall) -> str | None:
+    """``12 events · first byte 80.1ms · first token 240.5ms · ... · ended with [DONE]`` (None: not streamed)."""
+    stream = call.streamed
+    if stream is None:
+        return None
+    first, last = stream.first_token_ms, stream.last_token_ms
+    marks = {"first byte": stream.first_byte_ms, "first token": first, "last token": last}
+    parts = [count(len(stream.events), "event")]
+    parts += [f"{n} {ms:.1f}ms" for n, ms in marks.items() if ms is not None]
+    if first is not None and last is not None and last > first:
+        # How fast the reply came once it had begun; without token counts (the mock's), the pieces that came.
+        seconds = (last - first) / 1000
+        if call.usage is not None and call.usage.output_tokens > 1:
+            parts.append(f"{(call.usage.output_tokens - 1) / seconds:.1f} tokens/s")
+        else:
+            parts.append(f"{(stream.fragments - 1) / seconds:.1f} pieces/s")
+    parts.append("ended with [DONE]" if stream.done else "no [DONE]")
+    return " · ".join(parts)
+
+
+def stream_timeline(stream: Stream) -> str:
+    """The events one a line: ``   240.5ms  +40.0  content 4``: when each came, the gap since the one before, what."""
+    lines, before = [], None
+    for event in stream.events:
+        gap = f"+{event.at_ms - before:.1f}" if before is not None else ""
+        name = f"event: {event.event} · " if event.event else ""
+        lines.append(f"{f'{event.at_ms:.1f}ms':>11} {gap:>8}  {name}{_brought(event)}")
+        before = event.at_ms
+    return "\n".join(lines)

@@ -22,6 +22,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from primer.errors import quoted
 from primer.trace import (
     Attempt,
     Backoff,
@@ -38,6 +39,7 @@ from primer.trace import (
 
 __all__ = [
     "SUMMARY_LIMIT",
+    "anomalies",
     "chapter_line",
     "count",
     "cut",
@@ -308,3 +310,18 @@ def scenario_story(run: ScenarioRun) -> str:
 
 def _plain(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+
+
+def anomalies(run: ScenarioRun) -> list[str]:
+    """What the model did that no tool could act on (arguments not a JSON object, a tool not given), one phrase each."""
+    found: list[str] = []
+    for turn in run.turns:
+        call = turn.model_call
+        declared = {tool.name for tool in call.tools} | set(run.tools)
+        for tool_call in call.reply.tool_calls if call.reply is not None else []:
+            name = quoted(tool_call.name)  # the model's text, shown inert in the log
+            if tool_call.name not in declared:
+                found.append(f"asked for {name}, a tool it was not given")
+            if tool_call.raw_arguments is not None:
+                found.append(f"sent {name} arguments that are not a JSON object")
+    return list(dict.fromkeys(found))

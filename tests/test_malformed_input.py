@@ -32,10 +32,10 @@ from primer.book._book import Book
 from primer.book._cache import CorruptTrace, TraceCache
 from primer.book._chapters import Chapters
 from primer.book._markers import MARKER_FORM, Marker, NearMiss, parse_line, scan
-from primer.book._steps import anomalies
 from primer.errors import ChapterError
 from primer.locator import chapter_names_in
 from primer.settings import VARIABLES
+from primer.summary import anomalies
 from primer.trace import ChapterRun, Ending, ScenarioRun
 from primer.trace_file import RESTORE, UPGRADE
 from tests.books import BETA, hook_plugin, make_book
@@ -632,6 +632,12 @@ def test_anomalies_are_what_no_tool_could_act_on() -> None:
         "sent ['price_of'] arguments that are not a JSON object",
         "asked for ['teleport\\x1b[2J'], a tool it was not given",
     ]
+    # The terminal says so under the scenario's line, as the build warns of it.
+    from primer.cli import summary_lines
+    from primer.trace import ChapterRun
+
+    lines = summary_lines(ChapterRun(chapter="ch01_x", mode="live", model="m", scenarios=[run]))
+    assert lines[3:5] == [f"  note: the model {what}" for what in anomalies(run)]
 
 
 @pytest.mark.slow

@@ -550,7 +550,7 @@ def test_anchors_stay_unique_when_a_page_shows_a_run_twice() -> None:
 
 
 def test_the_timeline_agrees_with_the_tool_line_when_attempt_times_are_unknown():
-    from primer.book._render_views import segments as _segments
+    from primer.spent import segments as _segments
     from primer.trace import Attempt, Backoff, ModelCall, Timing, ToolRun, Turn
 
     tool_run = ToolRun(
@@ -663,7 +663,7 @@ def test_a_service_that_did_not_answer_is_service_time_on_the_timeline() -> None
 
 
 def _by_kind(turn: object) -> dict[str, float]:
-    from primer.book._render_views import segments as _segments
+    from primer.spent import segments as _segments
 
     kinds: dict[str, float] = {"provider": 0.0, "service": 0.0, "setup": 0.0, "waited": 0.0, "library": 0.0}
     for segment in _segments(turn):  # type: ignore[arg-type]

@@ -5,9 +5,9 @@ from __future__ import annotations
 import re
 
 from primer.book._render import render_traces
-from primer.book._render_views import segments, totals
 from primer.book._source import ChapterTraces, LiveStatus
 from primer.runner import run_chapter
+from primer.spent import segments, totals
 
 
 def test_a_mock_stream_is_the_mock_models_time_not_the_librarys() -> None:
@@ -24,6 +24,12 @@ def test_a_mock_stream_is_the_mock_models_time_not_the_librarys() -> None:
     text = re.sub(r"<[^>]+>", "", legend[1])
     assert "mock model 1150.0ms" in text
     assert "model provider" not in text
+    # The terminal gives the same parties the same time, under the scenario's line.
+    from primer.cli import summary_lines
+
+    line = summary_lines(run)[3]
+    assert line.startswith("  time: mock model 1150.0ms · library ")
+    assert f"library {spent['library']:.1f}ms" in line
 
 
 def test_a_mock_run_without_a_stream_spends_its_time_in_the_library() -> None:

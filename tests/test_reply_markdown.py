@@ -14,8 +14,9 @@ import pytest
 
 from primer import summary
 from primer.book._render import render_payloads, render_traces
-from primer.book._render_markdown import _CONTROLS, ReplyMarkdown, clean
+from primer.book._render_markdown import ReplyMarkdown
 from primer.book._source import ChapterTraces, LiveStatus
+from primer.inert import _page_controls, clean
 from primer.redact import Redactor
 from primer.trace import ChapterRun
 from tests import secret_forms
@@ -221,5 +222,6 @@ def test_clean_replaces_every_character_its_table_names_and_no_other(beyond_asci
     # ASCII text is translated, any other searched for the table's characters (as ranges): the same result.
     last = 0x7F if not beyond_ascii else sys.maxunicode
     every = "".join(chr(code) for code in range(last + 1) if not 0xD800 <= code <= 0xDFFF)
-    assert clean(every) == "".join(_CONTROLS.get(ord(char), char) for char in every)
+    controls = _page_controls()[0]
+    assert clean(every) == "".join(controls.get(ord(char), char) for char in every)
     assert clean("tab\there, → kept") == "tab\there, → kept"

@@ -23,11 +23,11 @@ import pytest
 import trustme
 
 from primer.book._render import render_traces
-from primer.book._render_views import segments, totals
 from primer.book._source import ChapterTraces, LiveStatus
 from primer.http_record import SetUp
 from primer.runner import run_chapter
 from primer.seam import Seam
+from primer.spent import segments, totals
 from primer.summary import model_line, tool_line
 from primer.trace import ChapterRun, Timing
 from tests.servers import live_settings

@@ -561,6 +561,13 @@ def test_the_chapter_page_quotes_what_its_runs_show() -> None:
     assert view is not None
     assert "`17 events · first token 400.0ms · last token 1100.0ms`" in page
     assert view.line.startswith("17 events · first token 400.0ms · last token 1100.0ms")
+    # The terminal shows the same line under the streamed call's own line.
+    from primer.cli import summary_lines
+    from primer.summary import model_line
+
+    lines = summary_lines(run)
+    at = lines.index("    " + model_line(words))
+    assert lines[at + 1] == f"      stream: {view.line}"
     assert "(1.15s simulated)" in page
     calls = run.scenario("two_calls_in_pieces").turns[0].model_call
     assert calls.stream is not None

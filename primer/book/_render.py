@@ -17,11 +17,13 @@ from markupsafe import Markup
 
 from primer import summary
 from primer.book._links import PAYLOADS_HEAD, PAYLOADS_SUFFIX, PUBLISHED_DIR, page_relative
-from primer.book._render_markdown import ReplyMarkdown, clean, escape_text, safe_url
-from primer.book._render_views import Anchors, prepare, stream_view, totals
+from primer.book._render_markdown import ReplyMarkdown, escape_text, safe_url
+from primer.book._render_views import Anchors, prepare, stream_view
 from primer.book._source import ChapterTraces
 from primer.export import otlp_available
+from primer.inert import clean
 from primer.prices import PriceTable, default_prices
+from primer.spent import totals
 
 __all__ = ["Anchors", "json_block", "render_error", "render_payloads", "render_traces"]
 

@@ -21,44 +21,9 @@ from markdown import Markdown
 from markdown.treeprocessors import Treeprocessor
 from markupsafe import Markup
 
-from primer.inert import invisible_characters, visible_escape
+from primer.inert import clean
 from primer.redact import Redactor
 from primer.settings import Settings
-
-# C0 controls (but tab, newline, carriage return) mean nothing on a page, and Python-Markdown
-# uses STX/ETX to delimit its own placeholders: untrusted text must not forge one. C1 controls
-# (0x9b is a one-byte CSI) and the invisible and bidirectional format characters hide or reorder
-# what a reader sees: shown as the escapes a terminal shows (\u202e). The zero-width joiners stay:
-# they join emoji and the letters of some scripts, and the redactor sees through them.
-_CONTROLS: dict[int, str] = dict.fromkeys([*range(0, 9), 11, 12, *range(14, 32), 127], "\ufffd")
-_CONTROLS |= {
-    ord(char): visible_escape(char)
-    for char in [*map(chr, range(0x80, 0xA0)), *invisible_characters()]
-    if char not in "\u200c\u200d"
-}
-
-
-def _ranges(codes: list[int]) -> str:
-    # The characters as a regular expression's class of ranges (26 of them for the 230 characters).
-    spans: list[list[int]] = []
-    for code in codes:
-        if spans and spans[-1][1] == code - 1:
-            spans[-1][1] = code
-        else:
-            spans.append([code, code])
-    return "[" + "".join(re.escape(chr(a)) + (f"-{re.escape(chr(b))}" if b > a else "") for a, b in spans) + "]"
-
-
-# translate() looks each character of a text beyond ASCII up in the table, four times slower than this
-# search (a cold build's pages and payload pages: 60 ms); on ASCII it is the fastest.
-_ANY_CONTROL = re.compile(_ranges(sorted(_CONTROLS)))
-
-
-def clean(text: str) -> str:
-    """``text`` with C0 controls (but tab, newline, carriage return) as U+FFFD, C1 and invisible ones as escapes."""
-    if text.isascii():
-        return text.translate(_CONTROLS)
-    return _ANY_CONTROL.sub(lambda found: _CONTROLS[ord(found[0])], text)
 
 
 def escape_text(text: str) -> str:

@@ -10,9 +10,9 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal, NamedTuple
+from typing import Any, NamedTuple
 
 from markupsafe import Markup
 
@@ -20,8 +20,9 @@ from primer import summary
 from primer.book._render_markdown import escape_text
 from primer.book._source import ChapterTraces
 from primer.errors import NotFound
-from primer.streaming import fragments, sse_text
-from primer.trace import Backoff, DeclaredTool, Exchange, ModelCall, ScenarioRun, StreamEvent, Turn
+from primer.spent import Segment, segments
+from primer.streaming import sse_text, stream_line, stream_timeline
+from primer.trace import DeclaredTool, Exchange, ModelCall, ScenarioRun, Turn
 
 _UNSAFE_ID = re.compile(r"[^A-Za-z0-9_-]+")
 
@@ -60,11 +61,6 @@ class ToolsView(NamedTuple):  # a call's declared tools: drawn here (``schema_an
     anchor: str
     same_as: str | None
     schema_anchors: list[str]
-
-
-class Segment(NamedTuple):  # a stretch of a turn's time: who it went to (a mock run's provider: the mock model)
-    kind: Literal["provider", "service", "setup", "waited", "library"]
-    ms: float
 
 
 class TurnView(NamedTuple):  # a turn: its ids, the turn its context is new since, its tools, bodies, notes, time
@@ -115,81 +111,14 @@ class StreamView(NamedTuple):  # its events one a line and as SSE, escaped
     sse: Markup
 
 
-def segments(turn: Turn) -> list[Segment]:
-    """The stretches of a turn, in order, by who spent them (none of zero length)."""
-    call, found, simulated = turn.model_call, [], 0.0
-    if call.kind == "mock" and call.stream is not None and call.stream.events:
-        # The mock model's simulated stream took time on the virtual clock: the model's, not the library's.
-        simulated = min(max(event.at_ms for event in call.stream.events), call.timing.library_ms)
-    if call.timing.outside_ms:  # the connection is opened before the request goes: its set-up comes first
-        found += [Segment("setup", call.timing.setup_ms or 0.0), Segment("provider", call.timing.answering_ms or 0.0)]
-    elif simulated:
-        found.append(Segment("provider", simulated))
-    found.append(Segment("library", call.timing.library_ms - simulated))
-    for run in turn.tools:
-        for step in run.steps:
-            if isinstance(step, Backoff):
-                found.append(Segment("waited", step.seconds * 1000))
-            else:
-                spent = step.timing
-                found += [Segment("setup", spent.setup_ms or 0.0), Segment("service", spent.answering_ms or 0.0)]
-        timing, sent = run.timing, [a for a in run.attempts if a.request is not None]
-        if timing.outside_ms is None and sent and not any(a.response for a in sent):
-            # A recording that did not split the tool's time, of a service that never answered:
-            # the time went to waiting for the service, as the mock's virtual clock counts it.
-            found.append(Segment("service", timing.library_ms))
-            continue
-        # A trace may know the tool's service time but not each attempt's (an imported recording).
-        unattributed = (timing.outside_ms or 0.0) - sum(a.timing.outside_ms or 0.0 for a in run.attempts)
-        if unattributed >= 0.05:
-            found.append(Segment("service", unattributed))
-        found.append(Segment("library", timing.library_ms))
-    return [s for s in found if s.ms > 0]
-
-
-def totals(spans: Iterable[Segment]) -> dict[str, float]:
-    """Time by kind, in the legend's order."""
-    spent = dict.fromkeys(("provider", "service", "setup", "waited", "library"), 0.0)
-    for segment in spans:
-        spent[segment.kind] += segment.ms
-    return spent
-
-
-def _brought(event: StreamEvent) -> str:
-    if event.done:
-        return "[DONE]"
-    if event.text is not None:
-        return f"not JSON ({summary.count(len(event.text), 'character')})"
-    pieces = [f"{kind} {size}" if size else kind for kind, size in fragments(event.data)]
-    return ", ".join(pieces) or "nothing of the reply"
-
-
 def stream_view(call: ModelCall) -> StreamView | None:
     """What the page draws of a model call's stream (None: not streamed)."""
-    stream = call.streamed
-    if stream is None:
+    line = stream_line(call)
+    if line is None or call.streamed is None:
         return None
-    first, last = stream.first_token_ms, stream.last_token_ms
-    marks = {"first byte": stream.first_byte_ms, "first token": first, "last token": last}
-    parts = [summary.count(len(stream.events), "event")]
-    parts += [f"{n} {ms:.1f}ms" for n, ms in marks.items() if ms is not None]
-    if first is not None and last is not None and last > first:
-        # How fast the reply came once it had begun; without token counts (the mock's), the pieces that came.
-        seconds = (last - first) / 1000
-        if call.usage is not None and call.usage.output_tokens > 1:
-            parts.append(f"{(call.usage.output_tokens - 1) / seconds:.1f} tokens/s")
-        else:
-            parts.append(f"{(stream.fragments - 1) / seconds:.1f} pieces/s")
-    parts.append("ended with [DONE]" if stream.done else "no [DONE]")
-    lines, before = [], None
-    for event in stream.events:
-        # ``   240.5ms  +40.0  content 4``: when it came, the gap since the one before, what it brought.
-        gap = f"+{event.at_ms - before:.1f}" if before is not None else ""
-        name = f"event: {event.event} · " if event.event else ""
-        lines.append(f"{f'{event.at_ms:.1f}ms':>11} {gap:>8}  {name}{_brought(event)}")
-        before = event.at_ms
-    timeline, sse = (Markup(escape_text(text)) for text in ("\n".join(lines), sse_text(stream)))  # noqa: S704 - escaped
-    return StreamView(" · ".join(parts), timeline, sse)
+    texts = (stream_timeline(call.streamed), sse_text(call.streamed))
+    timeline, sse = (Markup(escape_text(text)) for text in texts)  # noqa: S704 - escaped
+    return StreamView(line, timeline, sse)
 
 
 def _span(count: int) -> str:

@@ -14,8 +14,9 @@ from typing import TYPE_CHECKING
 from primer.book._cache import CorruptTrace, traces_of
 from primer.book._run import in_worker, verify_in_worker
 from primer.book._source import LiveStatus, Shown
-from primer.errors import ChapterError, quoted
+from primer.errors import ChapterError
 from primer.script_check import unused_warnings
+from primer.summary import anomalies
 from primer.trace import ChapterRun, ErrorInfo
 
 if TYPE_CHECKING:
@@ -26,7 +27,7 @@ if TYPE_CHECKING:
     from primer.settings import Settings
     from primer.trace import Mode, ScenarioRun
 
-__all__ = ["LIBRARY_CHANGED", "NEVER_RECORDED", "Run", "Work", "anomalies"]
+__all__ = ["LIBRARY_CHANGED", "NEVER_RECORDED", "Run", "Work"]
 
 #: Why a chapter has no live trace yet.
 NEVER_RECORDED = "no live run has been recorded yet: set PRIMER_API_KEY and build to record one"
@@ -36,21 +37,6 @@ LIBRARY_CHANGED = "library code changed since this server started: the live refr
 
 def _failed(run: ChapterRun) -> bool:
     return any(scenario.ending.failed for scenario in run.scenarios)
-
-
-def anomalies(run: ScenarioRun) -> list[str]:
-    """What the model did that no tool could act on (arguments not a JSON object, a tool not given), one phrase each."""
-    found: list[str] = []
-    for turn in run.turns:
-        call = turn.model_call
-        declared = {tool.name for tool in call.tools} | set(run.tools)
-        for tool_call in call.reply.tool_calls if call.reply is not None else []:
-            name = quoted(tool_call.name)  # the model's text, shown inert in the log
-            if tool_call.name not in declared:
-                found.append(f"asked for {name}, a tool it was not given")
-            if tool_call.raw_arguments is not None:
-                found.append(f"sent {name} arguments that are not a JSON object")
-    return list(dict.fromkeys(found))
 
 
 @dataclass

@@ -1,0 +1,80 @@
+"""Time where it was spent: a turn's time by who spent it, as the page's timeline and the terminal show it.
+
+A mock run's provider is the mock model (a stream it simulates is its time, on the virtual clock), a live
+one's is the model provider; opening a connection is its own part (``setup``), and so is waiting between
+attempts. What is left of a call is the library's own code.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Literal, NamedTuple
+
+from primer.trace import Backoff, Mode, ScenarioRun, Turn
+
+__all__ = ["KINDS", "Segment", "names", "segments", "spent_line", "totals"]
+
+Kind = Literal["provider", "service", "setup", "waited", "library"]
+#: The parties, in the legend's order.
+KINDS: tuple[Kind, ...] = ("provider", "service", "setup", "waited", "library")
+
+
+class Segment(NamedTuple):
+    """A stretch of a turn's time: who it went to, how long."""
+
+    kind: Kind
+    ms: float
+
+
+def names(mode: Mode) -> dict[str, str]:
+    """Each party as a reader reads it in a run of ``mode``."""
+    provider = "mock model" if mode == "mock" else "model provider"
+    return dict(zip(KINDS, (provider, "service", "connection set-up", "waited", "library"), strict=True))
+
+
+def segments(turn: Turn) -> list[Segment]:
+    """The stretches of a turn, in order, by who spent them (none of zero length)."""
+    call, found, simulated = turn.model_call, [], 0.0
+    if call.kind == "mock" and call.stream is not None and call.stream.events:
+        # The mock model's simulated stream took time on the virtual clock: the model's, not the library's.
+        simulated = min(max(event.at_ms for event in call.stream.events), call.timing.library_ms)
+    if call.timing.outside_ms:  # the connection is opened before the request goes: its set-up comes first
+        found += [Segment("setup", call.timing.setup_ms or 0.0), Segment("provider", call.timing.answering_ms or 0.0)]
+    elif simulated:
+        found.append(Segment("provider", simulated))
+    found.append(Segment("library", call.timing.library_ms - simulated))
+    for run in turn.tools:
+        for step in run.steps:
+            if isinstance(step, Backoff):
+                found.append(Segment("waited", step.seconds * 1000))
+            else:
+                spent = step.timing
+                found += [Segment("setup", spent.setup_ms or 0.0), Segment("service", spent.answering_ms or 0.0)]
+        timing, sent = run.timing, [a for a in run.attempts if a.request is not None]
+        if timing.outside_ms is None and sent and not any(a.response for a in sent):
+            # A recording that did not split the tool's time, of a service that never answered:
+            # the time went to waiting for the service, as the mock's virtual clock counts it.
+            found.append(Segment("service", timing.library_ms))
+            continue
+        # A trace may know the tool's service time but not each attempt's (an imported recording).
+        unattributed = (timing.outside_ms or 0.0) - sum(a.timing.outside_ms or 0.0 for a in run.attempts)
+        if unattributed >= 0.05:
+            found.append(Segment("service", unattributed))
+        found.append(Segment("library", timing.library_ms))
+    return [s for s in found if s.ms > 0]
+
+
+def totals(spans: Iterable[Segment]) -> dict[str, float]:
+    """Time by party, in the legend's order."""
+    spent: dict[str, float] = dict.fromkeys(KINDS, 0.0)
+    for segment in spans:
+        spent[segment.kind] += segment.ms
+    return spent
+
+
+def spent_line(run: ScenarioRun) -> str | None:
+    """``time: mock model 1150.0ms · library 0.4ms``: the run's time by party, as its timeline's legend says."""
+    named = names(run.mode)
+    spent = totals(segment for turn in run.turns for segment in segments(turn))
+    parts = [f"{named[kind]} {ms:.1f}ms" for kind, ms in spent.items() if ms]
+    return "time: " + " · ".join(parts) if parts else None  # None: no time recorded
