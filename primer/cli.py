@@ -23,6 +23,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from primer.errors import NotFound, PrimerError
+from primer.files import write_if_changed
 from primer.inert import inert
 from primer.locator import ChapterLocator
 from primer.prices import PriceTable, default_prices
@@ -236,7 +237,7 @@ def _export_otlp(args: argparse.Namespace, at: datetime | None, chapters: Chapte
         text = spans_json(spans)
         if args.output is None:
             return _write(text.rstrip("\n"))
-        Path(args.output).write_text(text, encoding="utf-8")
+        write_if_changed(Path(args.output), text)  # atomically: a reader never finds half the file
         return _write(f"wrote {args.output}: {traces} traces ({what})")
     try:
         sent = send_spans(spans, args.endpoint)
@@ -325,8 +326,11 @@ def _verify(locator: ChapterLocator, chapter: str | None, folder: Path, *, every
     except PrimerError as error:
         _error(str(error))
         return 2
+    from primer.fingerprint import RUNNER, CodeGraph
+
+    graph = CodeGraph([locator.package, "primer"])  # what the build keys a chapter's traces by
     lines: list[str] = []
-    counts = {"verified": 0, "diverged": 0, "broken": 0, "unrecorded": 0}
+    counts = {"verified": 0, "diverged": 0, "broken": 0, "unrecorded": 0, "earlier": 0}
     for name, scenarios in chapters:
         path = folder / f"{name}.live.json"
         if not os.path.lexists(path):  # a link or a device is there, and refused by the reader
@@ -334,7 +338,7 @@ def _verify(locator: ChapterLocator, chapter: str | None, folder: Path, *, every
             lines += [f"{name} {scenario.name}: no live trace" for scenario in scenarios] if every else []
             continue
         try:
-            check = verify_chapter(read_trace(path), scenarios)
+            check = verify_chapter(frozen := read_trace(path), scenarios)
         except PrimerError as error:
             lines.append(f"{name}: not verified: {error}")
             counts["broken"] += 1
@@ -346,6 +350,8 @@ def _verify(locator: ChapterLocator, chapter: str | None, folder: Path, *, every
             counts["broken"] += 1
             continue
         lines += [f"{name} {scenario.line()}" for scenario in check.scenarios]
+        if check.scenarios and frozen.source_hash != graph.fingerprint(locator.module_name(name), RUNNER):
+            counts["earlier"] += 1  # as the page says it: recorded from earlier code, replayed against the code now
         for scenario in check.scenarios:
             counts["verified" if scenario.verified else "diverged"] += 1
     lines.append(_verify_summary(counts, listed=every))
@@ -362,4 +368,8 @@ def _verify_summary(counts: dict[str, int], *, listed: bool) -> str:
         parts.append(f"{count(counts['broken'], 'chapter')} not verified")
     if counts["unrecorded"]:
         parts.append(f"{counts['unrecorded']} without a live trace" + ("" if listed else " (--all lists them)"))
+    if counts["earlier"]:
+        # A build shows such a trace verified; `--stamp` records that it was, so no build replays it again.
+        earlier = f"{count(counts['earlier'], 'chapter')} recorded from earlier code"
+        parts.append(f"{earlier} (python -m primer.book build --stamp marks what verified as current)")
     return " · ".join(parts)

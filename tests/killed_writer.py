@@ -1,4 +1,4 @@
-"""A write of ``primer.book._atomic`` killed half way, in a process of its own (SIGKILL: no cleanup runs)."""
+"""A write of ``primer.files`` killed half way, in a process of its own (SIGKILL: no cleanup runs)."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ def killed_writer(path: Path, size: int = 1000) -> Path:
         import os, signal, sys
         from pathlib import Path
         sys.path.insert(0, {str(REPO)!r})
-        from primer.book._atomic import write_if_changed
+        from primer.files import write_if_changed
 
         os.replace = lambda *args: os.kill(os.getpid(), signal.SIGKILL)
         write_if_changed(Path({str(path)!r}), b"x" * {size})

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from primer.book._chapters import CodeGraph, _imports, code_digest
+from primer.fingerprint import CodeGraph, _imports, code_digest
 from primer.grocery import PriceOf
 from primer.tools import tool
 from tests.books import copy_library, edit, make_book
@@ -216,7 +216,7 @@ def test_a_fingerprint_is_the_same_wherever_the_library_is_installed(tmp_path: P
     book = make_book(tmp_path / "m_book")
     script = (
         "import sys, primer\n"
-        "from primer.book._chapters import CodeGraph\n"
+        "from primer.fingerprint import CodeGraph\n"
         "graph = CodeGraph(['primer', sys.argv[1]])\n"
         "files = [module[0] for module in graph.modules(sys.argv[1] + '.ch_alpha').values()]\n"
         "print(primer.__file__, len({f.parts[:-2] for f in files}), graph.fingerprint(sys.argv[1] + '.ch_alpha'))\n"
@@ -251,7 +251,7 @@ def test_a_digest_is_the_same_under_a_python_that_adds_an_empty_field() -> None:
         if isinstance(node, ast.FunctionDef):
             tree.body[index] = newer(**{name: getattr(node, name) for name in ast.FunctionDef._fields}, type_params=[])
     assert "type_params=[]" in ast.dump(tree)  # as 3.12 prints it
-    from primer.book._chapters import _tree_digest
+    from primer.fingerprint import _tree_digest
 
     assert _tree_digest(tree) == digest
     # A field that holds something still counts.
@@ -320,7 +320,7 @@ def test_the_graph_follows_the_authors_own_packages_and_no_installed_one(
 def test_a_file_saved_again_within_its_time_stamp_is_hashed_again(tmp_path: Path) -> None:
     # Hashed once a process while size and time stay; a coarse stamp (FAT's 2 s) cannot tell two saves
     # within it apart, so a file saved in the last two seconds is hashed each time.
-    from primer.book._files import file_digest
+    from primer.files import file_digest
 
     path = tmp_path / "helper.py"
     stamp = time.time_ns()

@@ -27,12 +27,12 @@ from mkdocs.commands.build import build
 from mkdocs.config import load_config
 from mkdocs.exceptions import Abort
 
-from primer.book._atomic import STALE_AFTER, TEMP_SUFFIX, write_if_changed
 from primer.book._book import Book
 from primer.book._cache import CorruptTrace, TraceCache
 from primer.book._chapters import Chapters
 from primer.book._markers import MARKER_FORM, Marker, NearMiss, parse_line, scan
 from primer.errors import ChapterError
+from primer.files import STALE_AFTER, TEMP_SUFFIX, write_if_changed
 from primer.locator import chapter_names_in
 from primer.settings import VARIABLES
 from primer.summary import anomalies

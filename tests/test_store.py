@@ -18,14 +18,15 @@ import pytest
 
 from primer import live_pool as run_module
 from primer.book import _cache as cache_module
-from primer.book._atomic import TEMP_SUFFIX, write_if_changed
 from primer.book._book import Book, Prepared, Report
 from primer.book._cache import CorruptTrace, TraceCache
-from primer.book._chapters import Chapters, CodeGraph
+from primer.book._chapters import Chapters
 from primer.book._markers import Marker, check, scan
 from primer.book._publish import publish
 from primer.book._source import ChapterTraces, LiveStatus, Shown
 from primer.errors import NotFound
+from primer.files import TEMP_SUFFIX, write_if_changed
+from primer.fingerprint import CodeGraph
 from primer.live_pool import run_bounded
 from primer.settings import Settings
 from primer.trace import ChapterRun, Ending, ScenarioRun

@@ -18,7 +18,7 @@ SOURCES = {path: FOLDER / path.rpartition("/")[2] for path in (*STYLESHEETS, *SC
 
 def install(root: Path) -> list[Path]:
     """Write the assets at their site paths under ``root`` (the docs or the site), only what changed."""
-    from primer.book._atomic import write_if_changed  # here: a build with traces off writes nothing
+    from primer.files import write_if_changed  # here: a build with traces off writes nothing
 
     return [
         root / path for path, file in SOURCES.items() if write_if_changed(root / path, file.read_bytes(), durable=False)

@@ -1,6 +1,6 @@
 """The one cache and the frozen live traces: what a build made of each chapter, by one key.
 
-``chapter_key`` hashes a chapter's code fingerprint (``primer.book._chapters``), its frozen live
+``chapter_key`` hashes a chapter's code fingerprint (``primer.fingerprint``), its frozen live
 trace's bytes, the options that matter (a secret only as set) and ``renderer_version``:
 ``entries/CHAPTER/KEY/`` keeps what the pages show, the markers' HTML and the published files.
 What depends on less is kept by its own inputs: a mock run by the code and the installed distributions
@@ -26,11 +26,10 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from primer.book._atomic import write_if_changed
-from primer.book._files import file_bytes, file_digest
 from primer.book._links import PAYLOADS_SUFFIX, PUBLISHED_DIR
 from primer.book._logs import book_logger
 from primer.book._source import ChapterTraces, LiveStatus, Shown
+from primer.files import file_bytes, file_digest, write_if_changed
 from primer.trace_file import UnreadableTrace as CorruptTrace
 from primer.trace_file import parse, read
 from primer.variables import VARIABLES

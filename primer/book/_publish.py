@@ -15,10 +15,10 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from primer.book._atomic import write_if_changed
 from primer.book._links import PAYLOADS_HEAD, PAYLOADS_SUFFIX, PUBLISHED_DIR
 from primer.book._logs import book_logger
 from primer.errors import MissingExtra
+from primer.files import write_if_changed
 
 if TYPE_CHECKING:
     from primer.book._book import Prepared

@@ -32,9 +32,8 @@ part's ``start_ms``; mock runs are placed from the moment of the export)::
 from __future__ import annotations
 
 import hashlib
+import io
 import json
-import os
-import tempfile
 import zipfile
 from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime
@@ -43,6 +42,7 @@ from typing import Any
 
 from primer.evaluate import TRIAL_NOTE, TrialResult, evaluation_of
 from primer.export._runs import Placed, placed, provider_name
+from primer.files import write_if_changed
 from primer.trace import ChapterRun, Failure, Message, ModelCall, ScenarioRun, ToolRun, Turn, Usage
 
 __all__ = ["SCORER", "eval_log", "model_name", "write"]
@@ -108,22 +108,16 @@ def eval_log(run: ChapterRun, *, start: datetime | None = None) -> Json:
 def write(run: ChapterRun, path: Path, *, start: datetime | None = None) -> Path:
     """Write the run's eval log to ``path``: Inspect's ``.json``, or its zipped ``.eval``, by the name.
 
-    Written to a temporary file beside it and moved into place: a reader
-    never finds half a log.
+    Written atomically (``primer.files``): a reader never finds half a log.
     """
     log = eval_log(run, start=start)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(handle, "wb") as out:
-            if path.suffix == ".json":
-                out.write(_dumps(log, indent=2))
-            else:
-                _zipped(log, out)
-        Path(temporary).replace(path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
+    if path.suffix == ".json":
+        data = _dumps(log, indent=2)
+    else:
+        zipped = io.BytesIO()
+        _zipped(log, zipped)
+        data = zipped.getvalue()
+    write_if_changed(path, data)
     return path
 
 
