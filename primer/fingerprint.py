@@ -14,6 +14,7 @@ import importlib.util
 import json
 import os
 import re
+import stat
 import sys
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager, suppress
@@ -32,7 +33,8 @@ _SCHEMA = re.compile(rb"^SCHEMA_VERSION = (\d+)$", re.MULTILINE)
 _STDLIB = Path(os.__file__).resolve().parent  # where ``os`` is: sysconfig's answer took 1 ms a process
 
 #: A module found: its file, its name in fingerprints (``primer/agent.py``), its imports, its code's digest.
-Module = tuple[Path, str, list[str], str]
+#: The file as a string: a build finds every module of the graph, and a Path each took a tenth of the walk.
+Module = tuple[str, str, list[str], str]
 
 
 def _statements(tree: ast.AST) -> Iterator[ast.AST]:
@@ -82,9 +84,9 @@ def code_digest(source: bytes) -> str:
         return "bytes " + hashlib.sha256(source).hexdigest()
 
 
-def _imports(name: str, path: Path, tree: ast.AST) -> list[str]:
+def _imports(name: str, path: str | Path, tree: ast.AST) -> list[str]:
     """The names a module imports, in any statement (a deferred import is a dependency too)."""
-    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    package = name if os.path.basename(path) == "__init__.py" else name.rpartition(".")[0]
     found: list[str] = []
     for node in _statements(tree):
         if isinstance(node, ast.Import):
@@ -157,9 +159,10 @@ class CodeGraph:
     def path_of(self, name: str) -> Path | None:
         """The file of a followed module (None: not followed, or not found)."""
         found = self._where(name)
-        return None if found is None else found[0]
+        return None if found is None else Path(found[0])
 
-    def _where(self, name: str) -> tuple[Path, str] | None:
+    def _where(self, name: str) -> tuple[str, str, os.stat_result] | None:
+        # The module's file, its name in fingerprints, and the file's stat (for its digest: one stat a module).
         top, *rest = name.split(".")
         if top not in self._looked_up:
             self._looked_up.add(top)  # the interpreter's own are not looked for (a millisecond a build)
@@ -169,8 +172,9 @@ class CodeGraph:
             return None
         base = os.path.join(self.roots[top], *rest)
         for suffix in ("/__init__.py", ".py"):
-            if os.path.isfile(base + suffix):
-                return Path(base + suffix), "/".join([top, *rest]) + suffix
+            with suppress(OSError):
+                if stat.S_ISREG((found_stat := os.stat(path := base + suffix)).st_mode):
+                    return path, "/".join([top, *rest]) + suffix, found_stat
         return None
 
     def _module(self, name: str) -> Module | None:
@@ -179,18 +183,18 @@ class CodeGraph:
         # A name in a module (`from primer.loop import until_no_tool_calls`) is not looked for on disk.
         up = self._module(name.rpartition(".")[0]) if "." in name else None
         found, where = None, None if up and not up[1].endswith("__init__.py") else self._where(name)
-        digest = file_digest(str(where[0])) if where is not None else None  # None: gone since, not a dependency now
+        digest = file_digest(*where[::2]) if where is not None else None  # None: gone since, not a dependency now
         if where is not None and digest is not None:
             key = f"{name} {digest}"
             if (kept := self._load().get(key)) is None:
                 key, kept = self._parse(name, where[0])
             if kept is not None:
                 self._used.add(key)
-                found = (*where, *kept)
+                found = (where[0], where[1], *kept)
         self._memo[name] = found
         return found
 
-    def _parse(self, name: str, path: Path) -> tuple[str, tuple[list[str], str] | None]:
+    def _parse(self, name: str, path: str) -> tuple[str, tuple[list[str], str] | None]:
         # The module's imports and code digest, kept by the bytes parsed (saved again since its digest: so keyed).
         if (data := file_bytes(path)) is None:
             return "", None

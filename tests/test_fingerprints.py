@@ -216,9 +216,10 @@ def test_a_fingerprint_is_the_same_wherever_the_library_is_installed(tmp_path: P
     book = make_book(tmp_path / "m_book")
     script = (
         "import sys, primer\n"
+        "from pathlib import Path\n"
         "from primer.fingerprint import CodeGraph\n"
         "graph = CodeGraph(['primer', sys.argv[1]])\n"
-        "files = [module[0] for module in graph.modules(sys.argv[1] + '.ch_alpha').values()]\n"
+        "files = [Path(module[0]) for module in graph.modules(sys.argv[1] + '.ch_alpha').values()]\n"
         "print(primer.__file__, len({f.parts[:-2] for f in files}), graph.fingerprint(sys.argv[1] + '.ch_alpha'))\n"
     )
     printed = {}

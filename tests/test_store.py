@@ -13,6 +13,7 @@ import threading
 import time
 import types
 from concurrent.futures import Future
+from pathlib import Path
 
 import pytest
 
@@ -254,7 +255,7 @@ def package(tmp_path, monkeypatch):
 def test_the_dependencies_follow_imports_as_written(package):
     name, root = package
     graph = CodeGraph([name, "primer"])
-    files = [module[0] for module in graph.modules(f"{name}.chapters.ch_one").values()]
+    files = [Path(module[0]) for module in graph.modules(f"{name}.chapters.ch_one").values()]
     assert root / "chapters" / "_helper.py" in files
     assert root / "lib.py" in files
     assert REPO / "primer" / "scenario.py" in files

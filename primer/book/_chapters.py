@@ -67,7 +67,7 @@ class Chapters:
 
     def _dependencies(self, chapter: str) -> list[tuple[str, Path, bool]]:
         found = self.graph.modules(self.module_name(chapter), RUNNER).items()
-        own = [(name, module[0], f"{name}.".startswith(f"{self.package}.")) for name, module in found]
+        own = [(name, Path(module[0]), f"{name}.".startswith(f"{self.package}.")) for name, module in found]
         return sorted(own, key=lambda dependency: dependency[1])
 
     def stale_library(self, chapter: str) -> list[Path]:
