@@ -132,6 +132,7 @@ class CodeGraph:
         self.roots: dict[str, Path] = {top: path for top, path in given.items() if path is not None}
         self._looked_up = set(given)  # the top-level names looked for (once a process)
         self.exclude = tuple(exclude)
+        self._excluded = tuple(f"{name}." for name in self.exclude)  # a name is left out if it is one or in one
         self.imports_cache = imports_cache
         # "name blake2b-of-bytes" -> (imports, code digest): the name too, as relative imports resolve from it.
         self._kept: dict[str, tuple[list[str], str]] | None = None
@@ -168,7 +169,7 @@ class CodeGraph:
             self._looked_up.add(top)  # the interpreter's own are not looked for (a millisecond a build)
             if top not in sys.stdlib_module_names and (found := _found(top)) is not None and not _installed(found):
                 self.roots[top] = found
-        if top not in self.roots or any(name == ex or name.startswith(ex + ".") for ex in self.exclude):
+        if top not in self.roots or f"{name}.".startswith(self._excluded):
             return None
         base = os.path.join(self.roots[top], *rest)
         for suffix in ("/__init__.py", ".py"):

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from primer.book._cache import KEEP, TraceCache, chapter_key, environ_options
+from primer.book._cache import KEEP, TraceCache, build_key, chapter_key, environ_options
 
 from .books import REPO, make_book
 
@@ -35,9 +35,12 @@ def _numbers(data: bytes, keep: bool) -> bytes:
 
 
 def test_the_key_changes_with_each_of_its_inputs_and_nothing_else() -> None:
+    def key_of(chapter: str, code: str, frozen: bytes | None, options: dict[str, str], renderer: str) -> str:
+        return chapter_key(chapter, code, frozen, build_key(options, renderer))
+
     base = {"chapter": "ch", "code": "c1", "frozen": b"{}", "options": {"PRIMER_LIVE": "off"}, "renderer": "r1"}
-    key = chapter_key(**base)  # type: ignore[arg-type]
-    assert chapter_key(**base) == key  # type: ignore[arg-type]
+    key = key_of(**base)  # type: ignore[arg-type]
+    assert key_of(**base) == key  # type: ignore[arg-type]
     for name, other in [
         ("chapter", "ch2"),
         ("code", "c2"),
@@ -47,7 +50,7 @@ def test_the_key_changes_with_each_of_its_inputs_and_nothing_else() -> None:
         ("options", {"PRIMER_LIVE": "off", "price table": "2026-12"}),
         ("renderer", "r2"),
     ]:
-        assert chapter_key(**{**base, name: other}) != key, name  # type: ignore[arg-type]
+        assert key_of(**{**base, name: other}) != key, name  # type: ignore[arg-type]
 
 
 def test_the_options_name_a_secret_only_as_set() -> None:

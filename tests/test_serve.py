@@ -169,6 +169,66 @@ def test_a_prose_save_runs_and_renders_nothing(tmp_path: Path) -> None:
         assert "New prose." in server.get()
 
 
+REUSED = "nothing a prepare reads changed since the last build"
+
+
+@pytest.mark.slow
+def test_a_rebuild_that_changed_nothing_the_traces_are_made_from_shows_what_the_last_prepare_made(
+    tmp_path: Path,
+) -> None:
+    book = make_book(tmp_path, {"ch_alpha": ALPHA, "ch_beta": BETA})
+    with serving(book, "--verbose") as server:
+        server.wait_for("traces: ran 3, reused 0")
+
+        def rebuilt(save: Callable[[], None]) -> tuple[str, bool]:
+            start = len(server.lines)
+            line = _rebuilt(server, save)
+            return line, any(REUSED in said for said in server.lines[start:])
+
+        prose = "Some prose."
+        # The first build ran the scenarios; a prepare from the cache follows, and the next save shows it again.
+        for n, reused in enumerate([False, True, True]):
+            saved, prose = prose, f"Prose edit {n}."
+            assert rebuilt(functools.partial(edit, book.docs / "index.md", saved, prose)) == (
+                "traces: ran 0, reused 3",
+                reused,
+            )
+            assert prose in server.get()
+        # Each thing a prepare reads, changed, has the next build prepare afresh: a chapter's code,
+        assert rebuilt(lambda: edit(book.chapter("ch_alpha"), "Hello from alpha.", "Hi from alpha.")) == (
+            "traces: ran 2, reused 1",
+            False,
+        )
+        assert "Hi from alpha." in server.get()
+        # the cache (cleared by hand: its scenarios run again, the page is whole),
+        assert rebuilt(functools.partial(edit, book.docs / "index.md", prose, "Again.")) == (
+            "traces: ran 0, reused 3",
+            False,
+        )
+        shutil.rmtree(book.root / ".cache" / "trace-book" / "entries")
+        line, reused = rebuilt(functools.partial(edit, book.docs / "index.md", "Again.", "Cleared."))
+        assert (line, reused) == ("traces: ran 3, reused 0", False)
+        page = server.get()
+        assert "Cleared." in page
+        assert "Hi from alpha." in page
+        assert "Beta says hi." in page
+        # and a frozen live trace written into its folder.
+        assert rebuilt(functools.partial(edit, book.docs / "index.md", "Cleared.", "Once more.")) == (
+            "traces: ran 0, reused 3",
+            False,
+        )
+        assert rebuilt(functools.partial(edit, book.docs / "index.md", "Once more.", "And again.")) == (
+            "traces: ran 0, reused 3",
+            True,
+        )
+        (book.docs / "traces").mkdir(exist_ok=True)
+        start = len(server.lines)
+        (book.docs / "traces" / "ch_beta.live.json").write_text("{broken")
+        server.wait_for("Reloading browsers", after=start)
+        assert not any(REUSED in said for said in server.lines[start:])
+        assert any("ch_beta.live.json" in said for said in server.lines[start:]), "the broken file is read and named"
+
+
 @pytest.mark.slow
 def test_a_dirty_serve_rebuilds_the_pages_whose_traces_changed(tmp_path: Path) -> None:
     # --dirty rebuilds only pages whose Markdown is newer than their built

@@ -205,7 +205,11 @@ def test_a_changed_system_prompt_fails_verify_says_stale_and_fails_strict(settle
     # What has no live trace is counted in the summary line, and listed only with --all.
     assert "no live trace" not in checked.stdout
     assert checked.stdout.splitlines()[-1].startswith(f"verified 0 scenarios · {VERIFIED} diverged · ")
-    assert checked.stdout.splitlines()[-1].endswith("without a live trace (--all lists them)")
+    assert " without a live trace (--all lists them) · " in checked.stdout.splitlines()[-1]
+    # The prompt edited: both traces were recorded from earlier code, as their pages say.
+    assert checked.stdout.splitlines()[-1].endswith(
+        " · 2 chapters recorded from earlier code (python -m primer.book build --stamp marks what verified as current)"
+    )
     assert "ch01_one_call plain_question: no live trace" in verify(book, "--all").stdout
 
     strict = book.build("--strict")

@@ -7,6 +7,7 @@ through ``open_book``), prepares once a build, checks each page (``check``), ren
 
 from __future__ import annotations
 
+import glob
 import logging
 import os
 import sys
@@ -24,7 +25,7 @@ from primer.book._chapters import Chapters
 from primer.book._links import CACHE_DIR, PUBLISHED_DIR
 from primer.book._logs import book_logger
 from primer.book._markers import broken_rules, check, scan
-from primer.book._source import Shown
+from primer.book._source import SHOWN, Shown
 from primer.errors import ConfigError, NotFound
 from primer.prices import PriceTable, default_prices
 from primer.variables import VARIABLES, book_chapters, chapters_package, traces_off, unknown_variables
@@ -225,10 +226,10 @@ class Book:
                 )
             self.cache.keeps_drawn = not changed
             mine = _cache.settings_options(self.settings) if self.settings else _cache.environ_options(environ)
-            options, renderer = {**mine, "prices": prices.key}, _cache.renderer_version(files)
+            build = _cache.build_key({**mine, "prices": prices.key}, _cache.renderer_version(files))
 
             def key(chapter: str, code: str) -> str:
-                return _cache.chapter_key(chapter, code, self.cache.frozen_bytes(chapter), options, renderer)
+                return _cache.chapter_key(chapter, code, self.cache.frozen_bytes(chapter), build)
 
             codes = self.chapters.fingerprints(names)
             found: dict[str, Shown] = {}
@@ -265,6 +266,42 @@ class Book:
         found = {name: found[name] for name in names}
         self.cache.key_of = lambda chapter: found[chapter].key if chapter in found else None
         return Prepared(report, found, self.cache, prices, clock=clock, runs=made)
+
+    @contextmanager
+    def recording(self) -> Iterator[list[logging.LogRecord]]:
+        """Within the block, what the book's logger says is kept in the list given (``again`` says it again)."""
+        said: list[logging.LogRecord] = []
+
+        def kept(record: logging.LogRecord) -> bool:
+            said.append(record)
+            return True
+
+        self.log.addFilter(kept)
+        try:
+            yield said
+        finally:
+            self.log.removeFilter(kept)
+
+    def again(self, prepared: Prepared, said: list[logging.LogRecord]) -> Prepared | None:
+        """``prepared`` for one more build, saying again what its prepare said, if every entry it read is there.
+
+        For when none of the ``inputs`` changed since (the caller watches them): a prepare would make the same.
+        """
+        for chapter, shown in prepared.by_chapter.items():
+            if not os.path.isfile(os.path.join(self.cache.folder, chapter, shown.key, SHOWN)):
+                return None  # the cache was cleared: prepared afresh
+        for record in said:
+            self.log.handle(record)
+        self.cache.recount()
+        self.log.debug("traces: nothing a prepare reads changed since the last build: what it made is shown")
+        return prepared._replace(clock=Stopwatch())
+
+    def inputs(self) -> list[Path]:
+        """The folders of the code a prepare reads: the book's, the machinery's, the installed distributions'."""
+        code = [*self.chapters.watched_dirs(), Path(__file__).parent, assets.FOLDER, assets.FOLDER.parent / "templates"]
+        # Where distributions are installed (a pip install), not any folder on the path (the book's own).
+        installed = [Path(folder) for folder in sys.path if folder and glob.glob("*.dist-info", root_dir=folder)]
+        return [folder for folder in (*code, *installed) if folder.is_dir()]
 
     def prepared_for(self, build: object, prices: PriceTable, site_dir: Path) -> Prepared:
         """The ``Prepared`` of ``build`` (Zensical's), made by its first page; pages of other threads wait.

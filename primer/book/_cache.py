@@ -44,6 +44,7 @@ __all__ = [
     "CorruptTrace",
     "Entry",
     "TraceCache",
+    "build_key",
     "changed_code",
     "chapter_key",
     "renderer_files",
@@ -150,10 +151,15 @@ def settings_options(settings: Settings) -> dict[str, str]:
     }
 
 
-def chapter_key(chapter: str, code: str, frozen: bytes | None, options: Mapping[str, str], renderer: str) -> str:
-    """The one key of what a build makes of a chapter (the module's docstring)."""
+def build_key(options: Mapping[str, str], renderer: str) -> str:
+    """What every chapter's key holds of the build: the options that matter and the ``renderer_version``."""
+    return f"{renderer}\n{json.dumps(sorted(options.items()))}"
+
+
+def chapter_key(chapter: str, code: str, frozen: bytes | None, build: str) -> str:
+    """The one key of what a build makes of a chapter (the module's docstring); ``build`` is ``build_key``'s."""
     live = hashlib.sha256(frozen).hexdigest() if frozen is not None else "none"
-    head = f"trace-book {FORMAT}\n{chapter}\n{code}\n{renderer}\n{json.dumps(sorted(options.items()))}\nlive {live}"
+    head = f"trace-book {FORMAT}\n{chapter}\n{code}\n{build}\nlive {live}"
     return hashlib.sha256(head.encode()).hexdigest()[:32]
 
 
@@ -214,9 +220,14 @@ class TraceCache:
         self._used: set[tuple[str, str]] = set()
         self.made = False
         self._markers: dict[tuple[str, str], dict[str, tuple[list[str], str]]] = {}  # read once a build
+        self.recount()
+        self._ran = _ran_with(_installed())  # the distributions installed now, listed once a build
+        self._frozen: set[str] | None = None  # the frozen traces' file names, listed once a build
+
+    def recount(self) -> None:
+        """Count a build's markers and time afresh."""
         self.rendered = self.reused = 0
         self.seconds = 0.0
-        self._ran = _ran_with(_installed())  # the distributions installed now, listed once a build
 
     def mock_name(self, code: str) -> str:
         """The entry of the mock run of the code ``code`` (a fingerprint) made with the distributions installed now."""
@@ -256,8 +267,26 @@ class TraceCache:
             return self.live_dir / f"{chapter}.live.json"
         return self.folder / chapter / self.mock_name(code) / "mock.json"
 
+    def frozen_state(self) -> list[tuple[str, int, int]]:
+        """Each frozen trace's name, size and time, as the folder holds them now: what ``frozen_bytes`` reads."""
+        try:
+            with os.scandir(self.live_dir) as files:
+                found = sorted((file.name, (at := file.stat()).st_size, at.st_mtime_ns) for file in files)
+        except OSError:
+            return []
+        # A file saved in the last two seconds may be saved again within its time stamp's tick: never the same.
+        recent = any(time.time_ns() - file[2] < 2e9 for file in found)
+        return [*found, ("recent", time.time_ns(), 0)] if recent else found
+
     def frozen_bytes(self, chapter: str) -> bytes | None:
         """The bytes of the chapter's frozen live trace (part of its key), or None if it has none."""
+        if self._frozen is None:  # listed once a build: most chapters have none, and looking for one cost a read
+            try:
+                self._frozen = {name for name in os.listdir(self.live_dir) if name.endswith(".live.json")}
+            except OSError:
+                self._frozen = set()
+        if f"{chapter}.live.json" not in self._frozen:
+            return None
         try:
             return read(self.path(chapter))  # the reader's guard: a pipe or a device is not read
         except FileNotFoundError:
@@ -286,7 +315,10 @@ class TraceCache:
             self.entry(run.chapter, self.mock_name(run.source_hash or "")).write("mock.json", run.model_dump_json())
             return True
         # Committed: indented, so a refresh reads well in a diff.
-        return write_if_changed(self.path(run.chapter), run.model_dump_json(indent=2) + "\n")
+        written = write_if_changed(self.path(run.chapter), run.model_dump_json(indent=2) + "\n")
+        if self._frozen is not None:
+            self._frozen.add(self.path(run.chapter).name)  # a chapter's first: its key holds it from now on
+        return written
 
     def _verdict(self, chapter: str, code: str) -> Entry:
         frozen = hashlib.sha256(self.frozen_bytes(chapter) or b"").hexdigest()

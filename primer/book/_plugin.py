@@ -8,6 +8,7 @@ across ``mkdocs serve`` rebuilds lives on the instance; a build holds the cache'
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import re
 import time
@@ -19,6 +20,7 @@ from mkdocs.config.config_options import ExtraScriptValue
 from mkdocs.exceptions import PluginError
 from mkdocs.plugins import BasePlugin, event_priority
 from mkdocs.structure.files import File, InclusionLevel
+from watchdog.events import FileSystemEventHandler
 
 from primer.book import _assets as assets
 from primer.book import _configuration as plugin_options
@@ -30,6 +32,8 @@ from primer.errors import ConfigError
 from primer.variables import traces_off, unknown_variables
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from mkdocs.config import base
     from mkdocs.config.defaults import MkDocsConfig
     from mkdocs.livereload import LiveReloadServer
@@ -40,6 +44,7 @@ if TYPE_CHECKING:
 
     from primer.book._book import Book, Prepared
     from primer.book.markdown import TraceExtension
+    from primer.prices import PriceTable
 
 #: The book's logger (``primer.book._book.LOGGER_NAME``), for what the plugin says with traces off.
 log = book_logger("mkdocs.plugins.primer")
@@ -70,6 +75,10 @@ class TraceBookPlugin(BasePlugin[TraceBookConfig]):  # type: ignore[no-untyped-c
         self.taken: dict[str, tuple[str, dict[str, str]]] = {}
         #: The site this process last published the trace JSON into (``on_post_build``).
         self._published: Path | None = None
+        #: Under serve: whether what a prepare reads is watched (``on_serve``), whether it changed since the last
+        #: began, and what that one said and was made with (a rebuild with none of it changed shows it again).
+        self.watching, self.inputs_changed = False, True
+        self._said: tuple[list[logging.LogRecord], object] | None = None
 
     def load_config(
         self, options: dict[str, Any], config_file_path: str | None = None
@@ -83,7 +92,7 @@ class TraceBookPlugin(BasePlugin[TraceBookConfig]):  # type: ignore[no-untyped-c
         return errors, [warning for warning in warnings if warning not in unknown]
 
     def on_startup(self, *, command: str, dirty: bool) -> None:
-        self.dirty = dirty
+        self.dirty, self.watching = dirty, False
 
     def on_config(self, config: MkDocsConfig) -> MkDocsConfig:
         """Prepare the book, put this build's extension in (last, for the one ``mkdocs.yml`` names), link the assets."""
@@ -123,7 +132,7 @@ class TraceBookPlugin(BasePlugin[TraceBookConfig]):  # type: ignore[no-untyped-c
             self.book.environ = environ  # the options of this build (a serve re-reads them)
             self.rules = self.config.rules and named.get("rules", True) is not False
             opened = time.perf_counter() - started
-            self.prepared = prepared = self.book.prepare(prices)
+            self.prepared = prepared = self._prepare(before, environ, prices)
             prepared.clock.add("load", opened)
             self.changed = prepared.changed(before)
         # Its cache and prices are the prepared book's; on_page_markdown warns about markers, naming page and line.
@@ -137,6 +146,22 @@ class TraceBookPlugin(BasePlugin[TraceBookConfig]):  # type: ignore[no-untyped-c
         scripts = assets.SCRIPTS if self.prepared is not None else ()
         config.extra_javascript += [ExtraScriptValue(path) for path in scripts if path not in linked]
         return config
+
+    def _prepare(self, before: Prepared | None, environ: Mapping[str, str], prices: PriceTable) -> Prepared:
+        # What the book shows this build; under serve, what the last prepare made while nothing it reads changed.
+        assert self.book is not None
+        made_with = (dict(environ), prices.key, dict(self.config), self.book.cache.frozen_state())
+        unchanged = self.watching and not self.inputs_changed  # watched since the last prepare began
+        kept = self._said if unchanged and self._said and self._said[1] == made_with else None
+        # Nothing a prepare reads changed (a prose save under serve): what the last one made, said again.
+        prepared = self.book.again(before, kept[0]) if before is not None and kept is not None else None
+        if prepared is None:
+            self.inputs_changed = False  # before it: a save while it runs is the next build's to see
+            with self.book.recording() as said:
+                prepared = self.book.prepare(prices)
+            # Made from the cache alone, the next prepare would make the same; one that ran makes it anew.
+            self._said = None if self.book.cache.made else (said, made_with)
+        return prepared
 
     def on_files(self, files: Files, *, config: MkDocsConfig) -> Files:
         """Serve the assets from the package; under ``--dirty``, have pages whose traces changed rebuilt."""
@@ -257,6 +282,14 @@ class TraceBookPlugin(BasePlugin[TraceBookConfig]):  # type: ignore[no-untyped-c
         # (the cache key holds their bytes), so it must start a rebuild like a chapter's.
         for folder in (*folders, assets.FOLDER, assets.FOLDER.parent / "templates"):
             server.watch(str(folder), recursive=False)
+        # The code a prepare reads, on the watcher MkDocs runs (the rebuild looks at the frozen traces and the
+        # cache itself): while none of it changes, a rebuild shows what the last prepare made (a prepare costs
+        # 12 ms at 100 chapters, 2.6 % of a --dirty prose save).
+        handler = FileSystemEventHandler()
+        handler.on_any_event = lambda event: setattr(self, "inputs_changed", True)  # type: ignore[method-assign]
+        for folder in self.book.inputs():
+            server.observer.schedule(handler, str(folder), recursive=False)
+        self.watching = True
         return server
 
 

@@ -16,7 +16,7 @@ if TYPE_CHECKING:  # the trace models are not loaded with traces off, nor by a w
 #: The part of a chapter's entry in the cache that keeps its ``Shown``.
 SHOWN = "shown.json"
 
-__all__ = ["ChapterTraces", "LiveStatus", "Shown", "TraceSource"]
+__all__ = ["SHOWN", "ChapterTraces", "LiveStatus", "Shown", "TraceSource"]
 
 
 # Named tuples, not frozen dataclasses: made at every build's import, these three and ``Prepared`` took
