@@ -283,10 +283,7 @@ class Book:
             self.log.removeFilter(kept)
 
     def again(self, prepared: Prepared, said: list[logging.LogRecord]) -> Prepared | None:
-        """``prepared`` for one more build, saying again what its prepare said, if every entry it read is there.
-
-        For when none of the ``inputs`` changed since (the caller watches them): a prepare would make the same.
-        """
+        """``prepared`` once more, saying what it said, if its entries are there and no ``inputs`` changed since."""
         for chapter, shown in prepared.by_chapter.items():
             if not os.path.isfile(os.path.join(self.cache.folder, chapter, shown.key, SHOWN)):
                 return None  # the cache was cleared: prepared afresh

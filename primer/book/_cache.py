@@ -26,9 +26,8 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from primer.book._links import PAYLOADS_SUFFIX, PUBLISHED_DIR
 from primer.book._logs import book_logger
-from primer.book._source import ChapterTraces, LiveStatus, Shown
+from primer.book._source import ChapterTraces, Shown, traces_of
 from primer.files import file_bytes, file_digest, write_if_changed
 from primer.trace_file import UnreadableTrace as CorruptTrace
 from primer.trace_file import parse, read
@@ -49,7 +48,6 @@ __all__ = [
     "chapter_key",
     "renderer_files",
     "renderer_version",
-    "traces_of",
 ]
 
 log = book_logger("mkdocs.plugins.primer.book")
@@ -89,12 +87,6 @@ def _listed(folders: tuple[tuple[str, int], ...]) -> str:
         with contextlib.suppress(OSError):
             found += [name for name in os.listdir(folder) if name.endswith((".dist-info", ".egg-info"))]
     return "\n".join([f"renderer {FORMAT}", *sorted(found)])
-
-
-@functools.lru_cache(maxsize=4)
-def _ran_with(installed: str) -> str:
-    # The installed distributions, for what a run depends on besides the code (a framework an extra installs).
-    return hashlib.sha256(installed.encode()).hexdigest()[:12]
 
 
 def renderer_files() -> dict[str, str]:
@@ -189,12 +181,6 @@ def _slot(scenario: str | None, used: set[str], head: bool, variant: str) -> str
     return f"{scenario or 'all'}-{'head' if head else 'body'}-{page}"
 
 
-def traces_of(chapter: str, mock: ChapterRun | None, live: ChapterRun | None, status: LiveStatus) -> ChapterTraces:
-    """A chapter's runs with the places ``publish`` puts its files, relative to the site root."""
-    where = f"{PUBLISHED_DIR}/{chapter}"
-    return ChapterTraces(chapter, mock, live, status, f"{where}.json", f"{where}{PAYLOADS_SUFFIX}")
-
-
 class TraceCache:
     """The entries of a book's chapters under ``folder``, and its frozen live traces in ``live_dir``.
 
@@ -221,7 +207,8 @@ class TraceCache:
         self.made = False
         self._markers: dict[tuple[str, str], dict[str, tuple[list[str], str]]] = {}  # read once a build
         self.recount()
-        self._ran = _ran_with(_installed())  # the distributions installed now, listed once a build
+        # The distributions installed now, listed once a build: what a run depends on besides the code (a framework).
+        self._ran = hashlib.sha256(_installed().encode()).hexdigest()[:12]
         self._frozen: set[str] | None = None  # the frozen traces' file names, listed once a build
 
     def recount(self) -> None:

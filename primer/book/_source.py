@@ -9,6 +9,8 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Literal, NamedTuple, Protocol
 
+from primer.book._links import PAYLOADS_SUFFIX, PUBLISHED_DIR
+
 if TYPE_CHECKING:  # the trace models are not loaded with traces off, nor by a warm build
     from primer.book._cache import Entry
     from primer.trace import ChapterRun, ErrorInfo
@@ -16,7 +18,7 @@ if TYPE_CHECKING:  # the trace models are not loaded with traces off, nor by a w
 #: The part of a chapter's entry in the cache that keeps its ``Shown``.
 SHOWN = "shown.json"
 
-__all__ = ["SHOWN", "ChapterTraces", "LiveStatus", "Shown", "TraceSource"]
+__all__ = ["SHOWN", "ChapterTraces", "LiveStatus", "Shown", "TraceSource", "traces_of"]
 
 
 # Named tuples, not frozen dataclasses: made at every build's import, these three and ``Prepared`` took
@@ -96,3 +98,9 @@ class TraceSource(Protocol):
     def traces(self, chapter: str) -> ChapterTraces:
         """The traces of a chapter; raises ``primer.errors.NotFound`` if none."""
         ...
+
+
+def traces_of(chapter: str, mock: ChapterRun | None, live: ChapterRun | None, status: LiveStatus) -> ChapterTraces:
+    """A chapter's runs with the places ``publish`` puts its files, relative to the site root."""
+    where = f"{PUBLISHED_DIR}/{chapter}"
+    return ChapterTraces(chapter, mock, live, status, f"{where}.json", f"{where}{PAYLOADS_SUFFIX}")

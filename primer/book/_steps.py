@@ -11,9 +11,9 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
-from primer.book._cache import CorruptTrace, traces_of
+from primer.book._cache import CorruptTrace
 from primer.book._run import in_worker, verify_in_worker
-from primer.book._source import LiveStatus, Shown
+from primer.book._source import LiveStatus, Shown, traces_of
 from primer.errors import ChapterError
 from primer.script_check import unused_warnings
 from primer.summary import anomalies
