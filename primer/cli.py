@@ -326,9 +326,9 @@ def _verify(locator: ChapterLocator, chapter: str | None, folder: Path, *, every
     except PrimerError as error:
         _error(str(error))
         return 2
-    from primer.fingerprint import RUNNER, CodeGraph
+    from primer.fingerprint import RUNNER, chapter_graph
 
-    graph = CodeGraph([locator.package, "primer"])  # what the build keys a chapter's traces by
+    graph = chapter_graph(locator.package)  # what the build keys a chapter's traces by
     lines: list[str] = []
     counts = {"verified": 0, "diverged": 0, "broken": 0, "unrecorded": 0, "earlier": 0}
     for name, scenarios in chapters:

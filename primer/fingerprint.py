@@ -22,7 +22,7 @@ from pathlib import Path
 
 from primer.files import digest_of, file_bytes, file_digest, write_if_changed
 
-__all__ = ["RUNNER", "CodeGraph", "code_digest"]
+__all__ = ["RUNNER", "CodeGraph", "chapter_graph", "code_digest"]
 
 #: The runner records every trace, so its code is every chapter's code.
 RUNNER = "primer.runner"
@@ -259,3 +259,8 @@ class CodeGraph:
             with suppress(OSError):  # a cache: the next process parses again
                 write_if_changed(self.imports_cache, json.dumps({"format": _FILE_FORMAT, "modules": kept}))
                 self._grown = False
+
+
+def chapter_graph(package: str, *, imports_cache: Path | None = None) -> CodeGraph:
+    """The graph a chapter of ``package`` is fingerprinted in (``fingerprint(module, RUNNER)``): its code and ours."""
+    return CodeGraph([package, "primer"], imports_cache=imports_cache)

@@ -258,7 +258,8 @@ class TraceCache:
         """Each frozen trace's name, size and time, as the folder holds them now: what ``frozen_bytes`` reads."""
         try:
             with os.scandir(self.live_dir) as files:
-                found = sorted((file.name, (at := file.stat()).st_size, at.st_mtime_ns) for file in files)
+                traces = [file for file in files if file.name.endswith(".live.json")]
+                found = sorted((file.name, (at := file.stat()).st_size, at.st_mtime_ns) for file in traces)
         except OSError:
             return []
         # A file saved in the last two seconds may be saved again within its time stamp's tick: never the same.
@@ -268,10 +269,7 @@ class TraceCache:
     def frozen_bytes(self, chapter: str) -> bytes | None:
         """The bytes of the chapter's frozen live trace (part of its key), or None if it has none."""
         if self._frozen is None:  # listed once a build: most chapters have none, and looking for one cost a read
-            try:
-                self._frozen = {name for name in os.listdir(self.live_dir) if name.endswith(".live.json")}
-            except OSError:
-                self._frozen = set()
+            self._frozen = {name for name, _, _ in self.frozen_state()}
         if f"{chapter}.live.json" not in self._frozen:
             return None
         try:
@@ -302,9 +300,10 @@ class TraceCache:
             self.entry(run.chapter, self.mock_name(run.source_hash or "")).write("mock.json", run.model_dump_json())
             return True
         # Committed: indented, so a refresh reads well in a diff.
-        written = write_if_changed(self.path(run.chapter), run.model_dump_json(indent=2) + "\n")
+        path = self.path(run.chapter)
+        written = write_if_changed(path, run.model_dump_json(indent=2) + "\n")
         if self._frozen is not None:
-            self._frozen.add(self.path(run.chapter).name)  # a chapter's first: its key holds it from now on
+            self._frozen.add(path.name)  # a chapter's first: its key holds it from now on
         return written
 
     def _verdict(self, chapter: str, code: str) -> Entry:

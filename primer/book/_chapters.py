@@ -17,7 +17,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING
 
 from primer.files import file_bytes
-from primer.fingerprint import RUNNER, CodeGraph, code_digest
+from primer.fingerprint import RUNNER, chapter_graph, code_digest
 from primer.locator import DEFAULT_PACKAGE, ChapterLocator, scenarios_of
 
 if TYPE_CHECKING:
@@ -32,7 +32,7 @@ class Chapters:
     def __init__(self, package: str = DEFAULT_PACKAGE, *, imports_cache: Path | None = None) -> None:
         self.package = package
         self.locator = ChapterLocator(package)
-        self.graph = CodeGraph([self.package, "primer"], imports_cache=imports_cache)
+        self.graph = chapter_graph(self.package, imports_cache=imports_cache)
         #: The source each module of the followed packages was executed from (None: not known, so changed).
         self.sources: dict[str, bytes | None] = {}
         # When the last look began (ns; None before the first: what is imported already is taken as it is).

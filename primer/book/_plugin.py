@@ -75,9 +75,10 @@ class TraceBookPlugin(BasePlugin[TraceBookConfig]):  # type: ignore[no-untyped-c
         self.taken: dict[str, tuple[str, dict[str, str]]] = {}
         #: The site this process last published the trace JSON into (``on_post_build``).
         self._published: Path | None = None
-        #: Under serve: whether what a prepare reads is watched (``on_serve``), whether it changed since the last
-        #: began, and what that one said and was made with (a rebuild with none of it changed shows it again).
-        self.watching, self.inputs_changed = False, True
+        #: Whether this is a serve, whether what a prepare reads is watched (``on_serve``), whether it changed
+        #: since the last began, and what that one said and was made with (a rebuild with none of it changed
+        #: shows it again).
+        self.serving, self.watching, self.inputs_changed = False, False, True
         self._said: tuple[list[logging.LogRecord], object] | None = None
 
     def load_config(
@@ -92,7 +93,7 @@ class TraceBookPlugin(BasePlugin[TraceBookConfig]):  # type: ignore[no-untyped-c
         return errors, [warning for warning in warnings if warning not in unknown]
 
     def on_startup(self, *, command: str, dirty: bool) -> None:
-        self.dirty, self.watching = dirty, False
+        self.dirty, self.serving, self.watching = dirty, command == "serve", False
 
     def on_config(self, config: MkDocsConfig) -> MkDocsConfig:
         """Prepare the book, put this build's extension in (last, for the one ``mkdocs.yml`` names), link the assets."""
@@ -150,6 +151,8 @@ class TraceBookPlugin(BasePlugin[TraceBookConfig]):  # type: ignore[no-untyped-c
     def _prepare(self, before: Prepared | None, environ: Mapping[str, str], prices: PriceTable) -> Prepared:
         # What the book shows this build; under serve, what the last prepare made while nothing it reads changed.
         assert self.book is not None
+        if not self.serving:  # one build: nothing to say again later
+            return self.book.prepare(prices)
         made_with = (dict(environ), prices.key, dict(self.config), self.book.cache.frozen_state())
         unchanged = self.watching and not self.inputs_changed  # watched since the last prepare began
         kept = self._said if unchanged and self._said and self._said[1] == made_with else None
