@@ -74,7 +74,7 @@ def _otlp(shown: Prepared, chapter: str, said: list[str]) -> str | None:
     if said:  # the export is missing: a failed import is tried again each time (9 ms), so once a build
         return None
     try:
-        from primer.export.otlp import chapter_json  # optional, and slow to import: only on a miss
+        from primer.export.otlp_json import chapter_json  # optional: only on a miss
     except MissingExtra as missing:
         if not said:
             said.append(str(missing))

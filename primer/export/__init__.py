@@ -66,7 +66,7 @@ def otlp_version() -> str:
     """
     digest = hashlib.sha256()
     here = Path(__file__).parent
-    for name in ("__init__.py", "_runs.py", "otlp.py"):
+    for name in ("__init__.py", "_runs.py", "otlp.py", "otlp_json.py"):
         digest.update(hashlib.sha256((here / name).read_bytes()).digest())
     for distribution in _OTLP_DISTRIBUTIONS:
         try:
