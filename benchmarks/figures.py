@@ -45,6 +45,10 @@ def _ranks(n: int, level: float = 0.95) -> tuple[int, int] | None:
     return best
 
 
+#: What resolves a ratio that timing cannot, where the command can run under valgrind.
+COUNTED = "instruction counts (--callgrind), which load cannot move"
+
+
 @dataclass(frozen=True)
 class Spread:
     """A median of pairs' values, its 95 % interval and the pairs' interquartile range."""
@@ -72,17 +76,17 @@ class Spread:
             f"IQR {f.format(self.q1)}-{f.format(self.q3)}, n={self.n})"
         )
 
-    def against(self, target: float, digits: int = 3) -> str:
-        """The text, the target, and whether this many pairs resolve it (and, if not, what would)."""
+    def against(self, target: float, digits: int = 3, *, counted: str = COUNTED) -> str:
+        """The text, the target, and whether this many pairs resolve it (and, if not, what would: ``counted`` too)."""
         if self.exact and self.high <= target:
             verdict = "the interval is within it"
         elif self.exact and self.low > target:
             verdict = "the interval is above it: missed"
         else:
-            verdict = f"not resolved: {self.needs(target)}"
+            verdict = f"not resolved: {self.needs(target, counted)}"
         return f"{self.text(digits)}   target <= {target:g}; {verdict}"
 
-    def needs(self, target: float) -> str:
+    def needs(self, target: float, counted: str = COUNTED) -> str:
         """What would resolve ``target``: about how many pairs, the spread of one pair being what it is here."""
         # The interval narrows as 1/sqrt(n): to fit between the median and the
         # target it must shrink by |median - target| / half-width.
@@ -90,11 +94,11 @@ class Spread:
         if not self.exact or self.half_width == 0 or math.isnan(gap):
             return "too few pairs for a 95 % interval (6 at least)"
         if gap == 0:
-            return "the median is the target: no number of pairs tells it apart; count instructions (--callgrind)"
+            return f"the median is the target: no number of pairs tells it apart; {counted}"
         more = math.ceil(self.n * (self.half_width / gap) ** 2)
         return (
             f"the 95 % interval is +-{self.half_width:.3g}, the median {gap:.3g} from the target: about {more} "
-            "pairs would tell it apart, or instruction counts (--callgrind), which load cannot move"
+            f"pairs would tell it apart, or {counted}"
         )
 
 

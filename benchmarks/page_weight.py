@@ -395,7 +395,9 @@ def report_browser(compared: dict[str, Compared], blocked: Counter[str], pairs: 
             on, off = figures.median("on", attribute), figures.median("off", attribute)
             print(f"    {label:18} {on:8,.0f} / {off:8,.0f}{unit} (medians)")
             ratio = figures.ratio(attribute)
-            text = ratio.against(TARGET_DCL) if attribute == "dom_content_loaded" else ratio.text()
+            # A browser's load runs under no valgrind: the work its trace counts (below) is what load cannot move.
+            counted = "the elements styled and objects laid out, counted below"
+            text = ratio.against(TARGET_DCL, counted=counted) if attribute == "dom_content_loaded" else ratio.text()
             print(f"    {'':18} on / off, pairs: {text}")
         on, off = figures.median("on", "blocking"), figures.median("off", "blocking")
         print(f"    {'total blocking time':18} {on:8,.0f} / {off:8,.0f} ms (medians)")
