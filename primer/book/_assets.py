@@ -10,6 +10,8 @@ from pathlib import Path
 
 #: Where the files are in the package.
 FOLDER = Path(__file__).resolve().parent / "assets"
+#: The machinery's folders whose files change every page: the assets and the templates (in every chapter's key).
+PAGE_FOLDERS = (FOLDER, FOLDER.parent / "templates")
 #: Their paths in the site.
 STYLESHEETS, SCRIPTS = ("assets/trace-book/traces.css",), ("assets/trace-book/traces.js",)
 #: Each asset's path in the site, and its file in the package.

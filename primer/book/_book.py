@@ -295,7 +295,7 @@ class Book:
 
     def inputs(self) -> list[Path]:
         """The folders of the code a prepare reads: the book's, the machinery's, the installed distributions'."""
-        code = [*self.chapters.watched_dirs(), Path(__file__).parent, assets.FOLDER, assets.FOLDER.parent / "templates"]
+        code = [*self.chapters.watched_dirs(), Path(__file__).parent, *assets.PAGE_FOLDERS]
         # Where distributions are installed (a pip install), not any folder on the path (the book's own).
         installed = [Path(folder) for folder in sys.path if folder and glob.glob("*.dist-info", root_dir=folder)]
         return [folder for folder in (*code, *installed) if folder.is_dir()]

@@ -283,7 +283,7 @@ class TraceBookPlugin(BasePlugin[TraceBookConfig]):  # type: ignore[no-untyped-c
         ]
         # The machinery's templates and assets too: an edit to them changes every page
         # (the cache key holds their bytes), so it must start a rebuild like a chapter's.
-        for folder in (*folders, assets.FOLDER, assets.FOLDER.parent / "templates"):
+        for folder in (*folders, *assets.PAGE_FOLDERS):
             server.watch(str(folder), recursive=False)
         # The code a prepare reads, on the watcher MkDocs runs (the rebuild looks at the frozen traces and the
         # cache itself): while none of it changes, a rebuild shows what the last prepare made (a prepare costs
