@@ -339,6 +339,33 @@ def test_a_library_edit_while_serving_runs_the_new_code_and_caches_it_under_its_
     assert "2s simulated" in book.page()
 
 
+@pytest.mark.slow
+def test_a_package_the_book_first_imports_while_serving_is_watched_from_then_on(tmp_path: Path) -> None:
+    # The author makes a package beside the book while the server runs, and a chapter imports it:
+    # from the rebuild that found it, a save in it rebuilds and runs the chapter again.
+    book = make_book(tmp_path, {"ch_alpha": ALPHA, "ch_beta": BETA})
+    with serving(book) as server:
+        assert server.builds() == ["traces: ran 3, reused 0"]
+        helpers = book.root / "helpers"
+        helpers.mkdir()
+        (helpers / "__init__.py").write_text("")
+        (helpers / "words.py").write_text('GREETING = "Beta says howdy."\n')
+        beta = BETA.replace(
+            "from primer.models.mock import say",
+            "from helpers.words import GREETING\nfrom primer.models.mock import say",
+        )
+        line = _rebuilt(
+            server, lambda: book.write_chapter("ch_beta", beta.replace('say("Beta says hi.")', "say(GREETING)"))
+        )
+        assert line == "traces: ran 1, reused 2"
+        assert "Beta says howdy." in server.get()
+        line = _rebuilt(server, lambda: edit(helpers / "words.py", "Beta says howdy.", "Beta says hey there."))
+        assert line == "traces: ran 1, reused 2"
+        page = server.get()
+        assert "Beta says hey there." in page
+        assert "Beta says howdy." not in page
+
+
 def test_the_books_config_leaves_strictness_to_the_build_command() -> None:
     # With `strict: true` in mkdocs.yml, `mkdocs serve` aborts every rebuild that
     # warns (a broken scenario, a live trace that diverged) and the server looks
