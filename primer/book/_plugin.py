@@ -75,14 +75,11 @@ class TraceBookPlugin(BasePlugin[TraceBookConfig]):  # type: ignore[no-untyped-c
         self.taken: dict[str, tuple[str, dict[str, str]]] = {}
         #: The site this process last published the trace JSON into (``on_post_build``).
         self._published: Path | None = None
-        #: Whether this is a serve, whether what a prepare reads is watched (``on_serve``), whether it changed
-        #: since the last began, and what that one said and was made with (a rebuild with none of it changed
-        #: shows it again).
-        self.serving, self.watching, self.inputs_changed = False, False, True
-        self._said: tuple[list[logging.LogRecord], object] | None = None
-        #: The serve's server and the folders watched on it; a change in any is a change a prepare reads.
+        #: Whether this is a serve, its server once what a prepare reads is watched (``on_serve``), whether that
+        #: changed since the last prepare began, and what that one said and was made with (shown again if not).
+        self.serving, self.inputs_changed = False, True
         self.server: LiveReloadServer | None = None
-        self.watched: set[Path] = set()
+        self._said: tuple[list[logging.LogRecord], object] | None = None
         self._changed = FileSystemEventHandler()
         self._changed.on_any_event = lambda event: setattr(self, "inputs_changed", True)  # type: ignore[method-assign]
 
@@ -98,7 +95,7 @@ class TraceBookPlugin(BasePlugin[TraceBookConfig]):  # type: ignore[no-untyped-c
         return errors, [warning for warning in warnings if warning not in unknown]
 
     def on_startup(self, *, command: str, dirty: bool) -> None:
-        self.dirty, self.serving, self.watching = dirty, command == "serve", False
+        self.dirty, self.serving, self.server = dirty, command == "serve", None
 
     def on_config(self, config: MkDocsConfig) -> MkDocsConfig:
         """Prepare the book, put this build's extension in (last, for the one ``mkdocs.yml`` names), link the assets."""
@@ -159,7 +156,7 @@ class TraceBookPlugin(BasePlugin[TraceBookConfig]):  # type: ignore[no-untyped-c
         if not self.serving:  # one build: nothing to say again later
             return self.book.prepare(prices)
         made_with = (dict(environ), prices.key, dict(self.config), self.book.cache.frozen_state())
-        unchanged = self.watching and not self.inputs_changed  # watched since the last prepare began
+        unchanged = self.server is not None and not self.inputs_changed  # watched since the last prepare began
         kept = self._said if unchanged and self._said and self._said[1] == made_with else None
         # Nothing a prepare reads changed (a prose save under serve): what the last one made, said again.
         prepared = self.book.again(before, kept[0]) if before is not None and kept is not None else None
@@ -280,37 +277,27 @@ class TraceBookPlugin(BasePlugin[TraceBookConfig]):  # type: ignore[no-untyped-c
         """Watch the library's and the chapters' folders, each on its own, and the machinery's templates and assets."""
         if self.book is None or self.prepared is None:
             return server
-        # Each package folder on its own, not recursively (bytecode written to __pycache__
-        # must not trigger a rebuild); a `watch:` entry covering them (Zensical's) is
-        # dropped, since MkDocs would watch it recursively.
+        # Each package folder on its own, not recursively (bytecode written to __pycache__ must not rebuild):
+        # a `watch:` entry covering them (Zensical's) is dropped, since MkDocs would watch it recursively.
         folders = self.book.chapters.watched_dirs()
         config.watch[:] = [
             entry for entry in config.watch if not any(Path(entry).resolve() in (f, *f.parents) for f in folders)
         ]
-        self.server, self.watched = server, set()
+        self.server = server
         self._watch_new()
-        self.watching = True
         return server
 
     def _watch_new(self) -> None:
-        """Watch each folder a prepare reads that is not yet: at the start, and after a prepare that found more.
-
-        A package the book's code first imports while serving (made meanwhile) is watched from the rebuild
-        that found it on: else a later save in it would neither rebuild nor be seen by the next prepare.
-        """
+        """Watch each folder a prepare reads, after each prepare too (a new package's): watched again, it is once."""
         if self.server is None or self.book is None:
             return
-        # The code's folders and the machinery's templates and assets start a rebuild when saved (an edit to
-        # them changes every page: the cache key holds their bytes); all a prepare reads (on the watcher MkDocs
-        # runs) has the next rebuild prepare again, where else it shows what the last prepare made (a prepare
-        # costs 12 ms at 100 chapters, 2.6 % of a --dirty prose save).
+        # A save in the code's folders or the templates and assets rebuilds (an edit to them changes pages: their
+        # bytes are in the cache key); in any, the next rebuild prepares again, else it shows what the last made.
         rebuilds = {*self.book.chapters.watched_dirs(), *assets.PAGE_FOLDERS}
         for folder in self.book.inputs():
-            if folder not in self.watched:
-                self.watched.add(folder)
-                if folder in rebuilds:
-                    self.server.watch(str(folder), recursive=False)
-                self.server.observer.schedule(self._changed, str(folder), recursive=False)
+            if folder in rebuilds:
+                self.server.watch(str(folder), recursive=False)
+            self.server.observer.schedule(self._changed, str(folder), recursive=False)
 
 
 def _name(config: MkDocsConfig, src_uri: str) -> str:

@@ -76,9 +76,8 @@ def _otlp(shown: Prepared, chapter: str, said: list[str]) -> str | None:
     try:
         from primer.export.otlp_json import chapter_json  # optional: only on a miss
     except MissingExtra as missing:
-        if not said:
-            said.append(str(missing))
-            _log.info(f"traces: no OTLP JSON is published: {missing}")
+        said.append(str(missing))
+        _log.info(f"traces: no OTLP JSON is published: {missing}")
         return None
     traces = shown.traces(chapter)
     return chapter_json(traces.mock, traces.live, start=MOCK_EPOCH)
