@@ -205,6 +205,7 @@ class _Spans:
         if events:
             when = str(start)
             span["events"] = [{"timeUnixNano": when, "name": n, "attributes": _attributes(a)} for n, a in events]
+        # Every key in protobuf's field order, as its JSON mapping writes them (a status's message before its code).
         span["status"] = {**({"message": error} if error else {}), "code": _ERROR} if error is not None else {}
         span["flags"] = _FLAGS
         self.spans.append(span)
