@@ -153,6 +153,8 @@ def test_callgrind_counts_instructions(tmp_path: Path, started: Runs) -> None:
                 "with a diverged live trace",
                 "warned 1/1",
                 "after a template edit",
+                "the machinery's timing line, cold builds",
+                "as the README installs the book",
                 "save prose",
                 "seen by MkDocs' poll",
             ],
