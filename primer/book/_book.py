@@ -293,12 +293,12 @@ class Book:
         self.log.debug("traces: nothing a prepare reads changed since the last build: what it made is shown")
         return prepared._replace(clock=Stopwatch())
 
-    def inputs(self) -> list[Path]:
-        """The folders of the code a prepare reads: the book's, the machinery's, the installed distributions'."""
-        code = [*self.chapters.watched_dirs(), Path(__file__).parent, *assets.PAGE_FOLDERS]
+    def inputs(self) -> tuple[list[Path], list[Path]]:
+        """The folders a prepare reads: those whose files change pages (the code, templates, assets), the rest."""
+        pages = [*self.chapters.watched_dirs(), *assets.PAGE_FOLDERS]
         # Where distributions are installed (a pip install), not any folder on the path (the book's own).
         installed = [Path(folder) for folder in sys.path if folder and glob.glob("*.dist-info", root_dir=folder)]
-        return [folder for folder in (*code, *installed) if folder.is_dir()]
+        return [f for f in pages if f.is_dir()], [f for f in (Path(__file__).parent, *installed) if f.is_dir()]
 
     def prepared_for(self, build: object, prices: PriceTable, site_dir: Path) -> Prepared:
         """The ``Prepared`` of ``build`` (Zensical's), made by its first page; pages of other threads wait.

@@ -293,10 +293,10 @@ class TraceBookPlugin(BasePlugin[TraceBookConfig]):  # type: ignore[no-untyped-c
             return
         # A save in the code's folders or the templates and assets rebuilds (an edit to them changes pages: their
         # bytes are in the cache key); in any, the next rebuild prepares again, else it shows what the last made.
-        rebuilds = {*self.book.chapters.watched_dirs(), *assets.PAGE_FOLDERS}
-        for folder in self.book.inputs():
-            if folder in rebuilds:
-                self.server.watch(str(folder), recursive=False)
+        pages, rest = self.book.inputs()
+        for folder in pages:
+            self.server.watch(str(folder), recursive=False)
+        for folder in (*pages, *rest):
             self.server.observer.schedule(self._changed, str(folder), recursive=False)
 
 
