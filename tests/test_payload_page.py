@@ -64,3 +64,23 @@ def test_every_link_of_the_payload_page_lands_on_it_or_on_the_chapter_page() -> 
 def test_the_home_page_as_chapter_page_is_the_site_root() -> None:
     page = render_payloads(FixtureSource().traces("ch05_loop_endings"), page_url="")
     assert '<a href="../" data-tr-root-relative="./">Back to the chapter page</a>' in page
+
+
+def test_the_payload_page_draws_its_blocks_alone_not_the_lines_around_them(monkeypatch) -> None:
+    # The lines the chapter page shows around each block were a third of the payload page's cost, thrown away.
+    from primer import summary
+
+    drawn: list[str] = []
+    # (Not turn_line: the side-by-side table, a payload, is made of turn lines.)
+    for name in ("scenario_line", "scenario_story", "model_line", "tool_line", "chapter_line"):
+
+        def counted(*args, _name=name, _line=getattr(summary, name), **kwargs):
+            drawn.append(_name)
+            return _line(*args, **kwargs)
+
+        monkeypatch.setattr(summary, name, counted)
+    traces = FixtureSource().traces("ch09_who_retries")
+    page = render_payloads(traces, page_url="ch09_who_retries/")
+    assert "mock run · turn 1 · model call" in page and drawn == []
+    render_traces(traces)
+    assert {"scenario_line", "model_line", "tool_line", "chapter_line"} <= set(drawn)
