@@ -23,6 +23,8 @@ from tests.books import ALPHA, BETA, BROKEN, PAGE, SmallBook, copy_library, edit
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 # Longer than several of the server's 0.5 s polling rounds: long enough to see a rebuild that should not happen.
 QUIET = 1.5
+#: How long a save may take to be seen by MkDocs' watcher (it polls every half second).
+WATCHED = 60.0
 
 
 def _free_port() -> int:
@@ -103,7 +105,10 @@ def _rebuilt(server: Server, save: Callable[[], None]) -> str:
     before = len(server.builds())
     start = len(server.lines)
     save()
-    done = server.wait_for("Reloading browsers", after=start)
+    # MkDocs' watcher sees a save within seconds: a save that starts no rebuild fails in a minute, not in the
+    # ten a rebuild on a loaded machine may take once begun.
+    began = server.wait_for("Detected file changes", after=start, timeout=WATCHED)
+    done = server.wait_for("Reloading browsers", after=began)
     time.sleep(QUIET)
     builds = server.builds()
     assert len(builds) == before + 1, "\n".join(server.lines[start:])
