@@ -28,11 +28,14 @@ scenario (so ``mkdocs build --strict`` fails until the script is fixed).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from primer.approval import NO_APPROVER, Decision
-from primer.models.mock import MockReply
 from primer.summary import cut
 from primer.trace import Note, ScenarioRun
+
+if TYPE_CHECKING:  # the book's machinery imports this module, and never the models (tests/test_layering.py)
+    from primer.models.mock import MockReply
 
 __all__ = ["UNDECLARED", "UNUSED_APPROVALS", "UNUSED_REPLIES", "describe", "note_unused", "unused_warnings"]
 

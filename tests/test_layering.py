@@ -181,6 +181,23 @@ def test_the_machinery_depends_on_the_trace_core_only() -> None:
     assert found == []
 
 
+def test_loading_the_machinery_loads_none_of_it_either() -> None:
+    # Through the trace core too: a module the machinery imports must not import the models for it.
+    book = sorted(module_name(p) for p in library_files() if within(module_name(p), "primer.book"))
+    script = (
+        "import importlib, json, sys\n"
+        f"for name in {[name for name in book if not name.endswith('__main__')]!r}: importlib.import_module(name)\n"
+        "print(json.dumps(sorted(sys.modules)))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=60, check=True
+    )
+    loaded = json.loads(result.stdout)
+    assert "primer.book._steps" in loaded
+    assert "primer.trace" in loaded
+    assert [m for m in loaded if any(within(m, forbidden) for forbidden in NOT_THE_CORE)] == []
+
+
 @pytest.mark.slow
 def test_the_machinery_has_no_import_cycle_at_module_level() -> None:
     # Imports at the top of each module of primer.book (deferred ones inside functions are

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import posixpath
 import re
+from collections.abc import Callable
+
+import pytest
 
 from primer.book._render import render_payloads, render_traces
 from tests.test_render_data import FixtureSource, parse
@@ -66,21 +69,27 @@ def test_the_home_page_as_chapter_page_is_the_site_root() -> None:
     assert '<a href="../" data-tr-root-relative="./">Back to the chapter page</a>' in page
 
 
-def test_the_payload_page_draws_its_blocks_alone_not_the_lines_around_them(monkeypatch) -> None:
+def test_the_payload_page_draws_its_blocks_alone_not_the_lines_around_them(monkeypatch: pytest.MonkeyPatch) -> None:
     # The lines the chapter page shows around each block were a third of the payload page's cost, thrown away.
     from primer import summary
 
     drawn: list[str] = []
+
+    def counted(name: str) -> Callable[..., str]:
+        line = getattr(summary, name)
+
+        def drawing(*args: object, **kwargs: object) -> str:
+            drawn.append(name)
+            return line(*args, **kwargs)
+
+        return drawing
+
     # (Not turn_line: the side-by-side table, a payload, is made of turn lines.)
     for name in ("scenario_line", "scenario_story", "model_line", "tool_line", "chapter_line"):
-
-        def counted(*args, _name=name, _line=getattr(summary, name), **kwargs):
-            drawn.append(_name)
-            return _line(*args, **kwargs)
-
-        monkeypatch.setattr(summary, name, counted)
+        monkeypatch.setattr(summary, name, counted(name))
     traces = FixtureSource().traces("ch09_who_retries")
     page = render_payloads(traces, page_url="ch09_who_retries/")
-    assert "mock run · turn 1 · model call" in page and drawn == []
+    assert "mock run · turn 1 · model call" in page
+    assert drawn == []
     render_traces(traces)
     assert {"scenario_line", "model_line", "tool_line", "chapter_line"} <= set(drawn)
