@@ -13,7 +13,7 @@ import os
 import shutil
 import subprocess
 import sys
-import time
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -147,7 +147,7 @@ class SmallBook:
     def write_chapter(self, name: str, source: str) -> Path:
         """Add or replace a chapter module."""
         path = self.chapter(name)
-        path.write_text(source)
+        save(path, source)
         return path
 
     def entry(self, chapter: str, cache: str = ".cache/trace-book", pattern: str = "[0-9a-f]*") -> Path:
@@ -191,16 +191,25 @@ class SmallBook:
         return path.read_text()
 
 
+def save(path: Path, text: str) -> None:
+    """Write a file in one step, as an editor that saves by renaming does.
+
+    Written in place, a file is first emptied, then filled: MkDocs' poller (every half second) can see both
+    states and rebuild twice, which a test that counts rebuilds would blame on the machinery. The text is
+    written outside every watched folder, in the system's temporary folder (pytest's too), and renamed in.
+    """
+    handle, temporary = tempfile.mkstemp(prefix="saved-", suffix=path.suffix)
+    with os.fdopen(handle, "w") as file:
+        file.write(text)
+    os.chmod(temporary, path.stat().st_mode if path.exists() else 0o644)  # mkstemp's file is the owner's alone
+    os.replace(temporary, path)
+
+
 def edit(path: Path, old: str, new: str) -> None:
-    """Replace text in a file, as an editor saving it would (a new modification time)."""
+    """Replace text in a file, as an editor saving it would (one step, a new file and modification time)."""
     text = path.read_text()
     assert old in text, f"{old!r} is not in {path}"
-    before = path.stat().st_mtime_ns
-    path.write_text(text.replace(old, new))
-    # Coarse file-system clocks: make sure the save is seen as a change.
-    if path.stat().st_mtime_ns == before:
-        time.sleep(0.01)
-        path.touch()
+    save(path, text.replace(old, new))
 
 
 def make_book(

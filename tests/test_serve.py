@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.books import ALPHA, BETA, BROKEN, PAGE, SmallBook, copy_library, edit, make_book
+from tests.books import ALPHA, BETA, BROKEN, PAGE, SmallBook, copy_library, edit, make_book, save
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 # Longer than several of the server's 0.5 s polling rounds: long enough to see a rebuild that should not happen.
@@ -100,11 +100,11 @@ def serving(book: SmallBook, *args: str) -> Iterator[Server]:
         server.stop()
 
 
-def _rebuilt(server: Server, save: Callable[[], None]) -> str:
+def _rebuilt(server: Server, change: Callable[[], None]) -> str:
     """Save a file, wait for the one rebuild it causes, check no second follows; the new report line."""
     before = len(server.builds())
     start = len(server.lines)
-    save()
+    change()
     # MkDocs' watcher sees a save within seconds: a save that starts no rebuild fails in a minute, not in the
     # ten a rebuild on a loaded machine may take once begun.
     began = server.wait_for("Detected file changes", after=start, timeout=WATCHED)
@@ -396,7 +396,7 @@ def test_a_template_saved_while_serving_shows_at_the_next_rebuild_and_in_later_b
     with serving(book) as server:
         assert probe not in server.get()
         # The machinery's templates are watched: the save alone rebuilds, once.
-        _rebuilt(server, lambda: template.write_text(f"<span hidden>{probe}</span>\n{original}"))
+        _rebuilt(server, lambda: save(template, f"<span hidden>{probe}</span>\n{original}"))
         assert server.get().count(probe) == 2, "both markers of the page are drawn anew"
     done = book.build()
     assert done.returncode == 0, done.log
@@ -419,7 +419,7 @@ def test_library_code_saved_while_serving_draws_nothing_that_is_kept(tmp_path: P
     with serving(book) as server:
         assert probe not in server.get()
         start = len(server.lines)
-        _rebuilt(server, lambda: summary.write_text(original.replace('f"scenario {run.name}",', f'f"{probe}",')))
+        _rebuilt(server, lambda: save(summary, original.replace('f"scenario {run.name}",', f'f"{probe}",')))
         said = "\n".join(server.lines[start:])
         assert "(primer/summary.py), and it cannot import it again: what it draws now is kept nowhere" in said, said
     done = book.build()
