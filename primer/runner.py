@@ -9,6 +9,7 @@ and an exception inside it ends that scenario (recorded), not the run.
 from __future__ import annotations
 
 import dataclasses
+import sys
 import traceback
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -18,7 +19,6 @@ from typing import TYPE_CHECKING
 from primer.agent import Agent
 from primer.approval import ScriptedApprover
 from primer.clock import Clock, RealClock, VirtualClock
-from primer.code_scenario import CodeScenario
 from primer.errors import ConfigError
 from primer.locator import ChapterLocator
 from primer.mock_service import GroceryService
@@ -135,7 +135,10 @@ def run_scenario(
     closed unused, since its code builds its own clients.
     """
     settings = settings or Settings()
-    if isinstance(scenario, CodeScenario):
+    # Not imported here: a book of Agent scenarios never loads the seam, its services and httpx2.
+    # A CodeScenario exists only once its module is loaded.
+    code = sys.modules.get("primer.code_scenario")
+    if code is not None and isinstance(scenario, code.CodeScenario):
         if environment is not None:
             environment.close()
         from primer.code_runner import run_code  # the seam and the SDK: only for code scenarios

@@ -164,6 +164,28 @@ def test_running_a_chapter_loads_neither_mkdocs_nor_the_book() -> None:
     assert [m for m in loaded if within(m, "mkdocs") or within(m, "material") or within(m, "primer.book")] == []
 
 
+def test_a_chapter_of_agent_scenarios_runs_without_the_seam_for_code_scenarios() -> None:
+    # The runner tells a CodeScenario apart without importing its module: a book with none never loads
+    # the HTTP seam, its services and httpx2 (about 30 ms of every cold build). One with some still runs them.
+    script = (
+        "import json, sys\n"
+        "from primer.runner import run_chapter\n"
+        "plain = run_chapter('ch09_who_retries')\n"
+        "before = sorted(m for m in sys.modules if m.split('.')[0] in ('primer', 'httpx2'))\n"
+        "code = run_chapter('ch18_three_ways')\n"
+        "print(json.dumps([before, [s.ending.failed for s in plain.scenarios + code.scenarios], "
+        "[m for m in ('primer.seam', 'primer.code_scenario') if m in sys.modules]]))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=120, check=True
+    )
+    before, failed, after = json.loads(result.stdout)
+    assert "primer.runner" in before
+    assert [m for m in before if m in ("primer.seam", "primer.services", "primer.code_scenario", "httpx2")] == []
+    assert after == ["primer.seam", "primer.code_scenario"]  # ch18's code scenarios ran through the seam
+    assert failed == [False] * 7  # ch09's four and ch18's three ended as they do
+
+
 #: What the machinery must never import: the agent, the loop, the models, the grocery shop, a book's chapters.
 #: It is built on the trace core (schema, recorder, redaction, replay, clock, settings) and runs any code.
 NOT_THE_CORE = ("primer.agent", "primer.loop", "primer.models", "primer.grocery", "primer.shop", "primer.chapters")
