@@ -19,6 +19,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -94,6 +95,14 @@ def violations(*, forbidden: str, skip_book: bool, allowed: tuple[str, ...] = ()
     return found
 
 
+def _printed(script: str, timeout: int = 60) -> Any:
+    """What a script run in a fresh interpreter printed, as JSON: what importing and running loads, seen alone."""
+    result = subprocess.run(
+        [sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=timeout, check=True
+    )
+    return json.loads(result.stdout)
+
+
 def test_the_scan_sees_the_whole_library() -> None:
     modules = {module_name(path) for path in library_files()}
     assert {"primer", "primer.agent", "primer.service", "primer.models.mock", "primer.book._source"} <= modules
@@ -156,10 +165,7 @@ def test_running_a_chapter_loads_neither_mkdocs_nor_the_book() -> None:
         "summary_lines(run_chapter('ch09_who_retries'))\n"
         "print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in ('mkdocs', 'material', 'primer'))))\n"
     )
-    result = subprocess.run(
-        [sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=60, check=True
-    )
-    loaded = json.loads(result.stdout)
+    loaded = _printed(script)
     assert "primer.runner" in loaded
     assert [m for m in loaded if within(m, "mkdocs") or within(m, "material") or within(m, "primer.book")] == []
 
@@ -176,10 +182,7 @@ def test_a_chapter_of_agent_scenarios_runs_without_the_seam_for_code_scenarios()
         "print(json.dumps([before, [s.ending.failed for s in plain.scenarios + code.scenarios], "
         "[m for m in ('primer.seam', 'primer.code_scenario') if m in sys.modules]]))\n"
     )
-    result = subprocess.run(
-        [sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=120, check=True
-    )
-    before, failed, after = json.loads(result.stdout)
+    before, failed, after = _printed(script, timeout=120)
     assert "primer.runner" in before
     assert [m for m in before if m in ("primer.seam", "primer.services", "primer.code_scenario", "httpx2")] == []
     assert after == ["primer.seam", "primer.code_scenario"]  # ch18's code scenarios ran through the seam
@@ -211,10 +214,7 @@ def test_loading_the_machinery_loads_none_of_it_either() -> None:
         f"for name in {[name for name in book if not name.endswith('__main__')]!r}: importlib.import_module(name)\n"
         "print(json.dumps(sorted(sys.modules)))\n"
     )
-    result = subprocess.run(
-        [sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=60, check=True
-    )
-    loaded = json.loads(result.stdout)
+    loaded = _printed(script)
     assert "primer.book._steps" in loaded
     assert "primer.trace" in loaded
     assert [m for m in loaded if any(within(m, forbidden) for forbidden in NOT_THE_CORE)] == []
