@@ -343,3 +343,6 @@ def _time_turns(turns: list[Turn]) -> None:
         if after is not None and after.model_call.timing.start_ms is not None:
             end = max(end, after.model_call.timing.start_ms)
         turn.timing = Timing(start_ms=start, total_ms=end - start)
+        # What the calls and tools leave of the turn is the code's that made them (microseconds: as Timing keeps).
+        inside = turn.model_call.timing.total_ms + sum(tool.timing.total_ms for tool in turn.tools)
+        turn.code_ms = round(max(turn.timing.total_ms - inside, 0.0), 3)

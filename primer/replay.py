@@ -77,6 +77,7 @@ from primer.trace import (
     Stream,
     StreamEvent,
     Timing,
+    Turn,
     WireRequest,
     WireResponse,
 )
@@ -138,6 +139,7 @@ _NOT_SHOWN: dict[type[BaseModel], frozenset[str]] = {
     Stream: frozenset({"first_byte_ms"}),
     StreamEvent: frozenset({"at_ms"}),
     Backoff: frozenset({"start_ms"}),
+    Turn: frozenset({"code_ms"}),
     ErrorInfo: frozenset({"traceback"}),
 }
 

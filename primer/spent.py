@@ -2,7 +2,8 @@
 
 A mock run's provider is the mock model (a stream it simulates is its time, on the virtual clock), a live
 one's is the model provider; opening a connection is its own part (``setup``), and so is waiting between
-attempts. What is left of a call is the library's own code.
+attempts. What is left of a call is the library's own code. In a run rebuilt from the wire (a framework's, or
+the author's own loop), the time between the calls is that agent's code (``code``).
 """
 
 from __future__ import annotations
@@ -14,9 +15,9 @@ from primer.trace import Backoff, Mode, ScenarioRun, Turn
 
 __all__ = ["KINDS", "Segment", "names", "segments", "spent_line", "totals"]
 
-Kind = Literal["provider", "service", "setup", "waited", "library"]
+Kind = Literal["provider", "service", "setup", "waited", "library", "code"]
 #: The parties, in the legend's order.
-KINDS: tuple[Kind, ...] = ("provider", "service", "setup", "waited", "library")
+KINDS: tuple[Kind, ...] = ("provider", "service", "setup", "waited", "library", "code")
 
 
 class Segment(NamedTuple):
@@ -29,7 +30,7 @@ class Segment(NamedTuple):
 def names(mode: Mode) -> dict[str, str]:
     """Each party as a reader reads it in a run of ``mode``."""
     provider = "mock model" if mode == "mock" else "model provider"
-    return dict(zip(KINDS, (provider, "service", "connection set-up", "waited", "library"), strict=True))
+    return dict(zip(KINDS, (provider, "service", "connection set-up", "waited", "library", "agent code"), strict=True))
 
 
 def segments(turn: Turn) -> list[Segment]:
@@ -61,6 +62,8 @@ def segments(turn: Turn) -> list[Segment]:
         if unattributed >= 0.05:
             found.append(Segment("service", unattributed))
         found.append(Segment("library", timing.library_ms))
+    if turn.code_ms:  # after the tools: the code turning their results into the next request
+        found.append(Segment("code", turn.code_ms))
     return [s for s in found if s.ms > 0]
 
 

@@ -462,6 +462,9 @@ class Turn(_Model):
     timing: Timing = Field(default_factory=Timing)
     model_call: ModelCall
     tools: list[ToolRun] = Field(default_factory=list)
+    #: The agent's own code between the turn's calls, in a run rebuilt from the wire (``primer.from_wire``):
+    #: a framework or the author's loop deciding what to do next. None for primer's loop, whose moment is tiny.
+    code_ms: float | None = None
 
 
 EndingReason = Literal[
