@@ -10,7 +10,6 @@ from primer.book._render import render_traces
 from primer.book._source import ChapterTraces, LiveStatus
 from primer.runner import run_chapter
 from primer.spent import segments, totals
-from primer.trace import ChapterRun
 
 
 def test_a_mock_stream_is_the_mock_models_time_not_the_librarys() -> None:
@@ -45,6 +44,7 @@ def test_a_run_rebuilt_from_the_wire_gives_the_time_between_its_calls_to_the_age
     # pydantic-ai's own code between its calls was neither drawn nor named: a turn of 27 ms painted a third
     # model and two thirds service, from 0.6 ms of them.
     run = run_chapter("ch18_three_ways")
+    spent_in: dict[str, dict[str, float]] = {}
     for name in ("pydantic_ai", "agents_sdk"):
         scenario = run.scenario(name)
         for turn in scenario.turns:
@@ -52,7 +52,7 @@ def test_a_run_rebuilt_from_the_wire_gives_the_time_between_its_calls_to_the_age
             assert turn.code_ms == pytest.approx(turn.timing.total_ms - inside, abs=0.002)
             # The stretches tile the whole turn: the bar's colours are each party's share of it.
             assert sum(s.ms for s in segments(turn)) == pytest.approx(turn.timing.total_ms, abs=0.01)
-        spent = totals(s for t in scenario.turns for s in segments(t))
+        spent = spent_in[name] = totals(s for t in scenario.turns for s in segments(t))
         assert spent["code"] > spent["provider"]  # a framework's own work outweighs a scripted reply
     # primer's own loop has no such part: its moment between calls is its library's, and tiny.
     assert all(turn.code_ms is None for turn in run.scenario("own_loop").turns)
@@ -60,12 +60,8 @@ def test_a_run_rebuilt_from_the_wire_gives_the_time_between_its_calls_to_the_age
     legend = re.search(r'<span class="tr-tl-legend">(.*?)</span>\n</div>', html, re.S)
     assert legend is not None
     text = " ".join(re.sub(r"<[^>]+>", "", legend[1]).split())
-    assert f"agent code {spent_of(run, 'pydantic_ai'):.1f}ms" in text
+    assert f"agent code {spent_in['pydantic_ai']['code']:.1f}ms" in text
     assert "var(--tr-code)" in html
     from primer.cli import summary_lines
 
     assert any("· agent code " in line for line in summary_lines(run))
-
-
-def spent_of(run: ChapterRun, name: str) -> float:
-    return totals(s for t in run.scenario(name).turns for s in segments(t))["code"]

@@ -15,7 +15,7 @@ from typing import Any
 from jinja2 import Environment, PackageLoader, StrictUndefined
 from markupsafe import Markup
 
-from primer import summary
+from primer import spent, summary
 from primer.book._links import PAYLOADS_HEAD, PAYLOADS_SUFFIX, PUBLISHED_DIR, page_relative
 from primer.book._render_markdown import ReplyMarkdown, escape_text, safe_url
 from primer.book._render_views import Anchors, prepare, stream_view
@@ -23,7 +23,6 @@ from primer.book._source import ChapterTraces
 from primer.export import otlp_available
 from primer.inert import clean
 from primer.prices import PriceTable, default_prices
-from primer.spent import totals
 
 __all__ = ["Anchors", "json_block", "render_error", "render_payloads", "render_traces"]
 
@@ -53,7 +52,7 @@ def _environment() -> Environment:
         # least 1: factors summing below 1 would leave part of the bar empty.
         grow=lambda ms: max(1, round(ms * 10)),
         stream_view=stream_view,
-        totals=totals,
+        spent=spent,
         keep=None,
         to=_here,
         to_page=_here,
