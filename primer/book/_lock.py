@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 from pathlib import Path
-from typing import IO, TYPE_CHECKING
+from typing import IO
 
 if sys.platform != "win32":  # there, builds are not kept apart
     import fcntl
-
-if TYPE_CHECKING:
-    import logging
 
 __all__ = ["BuildLock"]
 

@@ -20,7 +20,7 @@ from mkdocs.config.config_options import ExtraScriptValue
 from mkdocs.exceptions import PluginError
 from mkdocs.plugins import BasePlugin, event_priority
 from mkdocs.structure.files import File, InclusionLevel
-from watchdog.events import FileSystemEventHandler
+from watchdog.events import FileSystemEvent, FileSystemEventHandler
 
 from primer.book import _assets as assets
 from primer.book import _configuration as plugin_options
@@ -81,7 +81,7 @@ class TraceBookPlugin(BasePlugin[TraceBookConfig]):  # type: ignore[no-untyped-c
         self.server: LiveReloadServer | None = None
         self._said: tuple[list[logging.LogRecord], object] | None = None
         self._changed = FileSystemEventHandler()
-        self._changed.on_any_event = lambda event: setattr(self, "inputs_changed", True)  # type: ignore[method-assign]
+        self._changed.on_any_event = self._saw  # type: ignore[method-assign]
 
     def load_config(
         self, options: dict[str, Any], config_file_path: str | None = None
@@ -286,6 +286,9 @@ class TraceBookPlugin(BasePlugin[TraceBookConfig]):  # type: ignore[no-untyped-c
         self.server = server
         self._watch_new()
         return server
+
+    def _saw(self, event: FileSystemEvent) -> None:  # not bytecode, any process's (a poll sees __pycache__ change)
+        self.inputs_changed |= "__pycache__" not in Path(os.fsdecode(event.src_path)).parts
 
     def _watch_new(self) -> None:
         """Watch each folder a prepare reads, after each prepare too (a new package's): watched again, it is once."""
