@@ -69,6 +69,18 @@ def test_targets_are_at_least_24_px(browser: Any, book: Book) -> None:
         page.context.close()
 
 
+def test_a_column_heading_that_names_a_field_keeps_it_whole(browser: Any, book: Book) -> None:
+    # ch09's table heads its columns with field names: broken mid-word (`idempoten` / `t`) they read as two.
+    page = open_page(browser, book.url, "/ch09_who_retries/", width=1280).page
+    broken = page.evaluate(
+        """() => [...document.querySelectorAll(".md-typeset th code")]
+          .filter(code => code.getClientRects().length > 1).map(code => code.textContent)"""
+    )
+    assert page.locator(".md-typeset th code").count() >= 3
+    assert broken == []
+    page.context.close()
+
+
 def test_every_trace_link_works_without_javascript(browser: Any, book: Book) -> None:
     for path in book.trace_pages:
         page = open_page(browser, book.url, f"/{path}", javascript=False).page
