@@ -175,8 +175,15 @@ def _visible(page: Any, selector: str) -> int:
 
 
 def test_a_remembered_view_never_blanks_a_chapter_without_its_runs(browser: Any, book: Book) -> None:
-    page = open_page(browser, book.url, "/ch09_who_retries/").page
+    # A reader who chose nothing sees a chapter without live runs show its mock runs, with no word of a choice.
+    page = open_page(browser, book.url, "/ch11_streaming/").page
     page.evaluate("localStorage.clear()")
+    page.reload()
+    page.wait_for_selector(".tr-chapter[data-show]")
+    assert page.locator(".tr-chapter").first.get_attribute("data-show") == "mock"
+    assert page.locator(".tr-head .tr-why").count() == 0
+    page.goto(f"{book.url}/ch09_who_retries/")
+    page.wait_for_selector(".tr-chapter[data-show]")
     assert _visible(page, ".tr-prose[data-mode='mock']") >= 1
     assert _visible(page, ".tr-prose[data-mode='live']") >= 1
     # Live only: the chapter's mock runs and the prose about them go.

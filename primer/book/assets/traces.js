@@ -3,8 +3,8 @@
  * shown, <details> toggled by the browser, payloads as plain text, links
  * that resolve from the page's own URL); with it:
  * - the "show: mock live" switch, per chapter (remembered across pages in
- *   localStorage, and applied only where it can be: a chapter without the
- *   chosen mode's runs shows what it has, and says why) and per scenario
+ *   localStorage, and applied only where it can be: a chapter with none of
+ *   the chosen mode's runs shows what it has, and says why) and per scenario
  *   (this page only); prose about one mode's runs shows and hides with them;
  * - a link to a turn or tool call opens the <details> around it, on load, on
  *   hashchange and after Material's instant navigation;
@@ -148,13 +148,15 @@
     return MODES.filter(function (m) { return modes.indexOf(m) >= 0; }).join(" ");
   }
 
-  // Say, in the chapter's head, why it shows other runs than the reader chose.
+  // Say, in the chapter's head, why it shows other runs than the reader chose: only where it has none of
+  // them (a chapter showing part of the choice, as a mock-only one does by default, needs no word: its
+  // other mode's button is disabled).
   function explain(chapter, chosen, shown) {
     var head = chapter.querySelector(":scope > .tr-head");
     if (!head) return;
     var note = head.querySelector(":scope > .tr-why");
     var lacking = parse(chosen).filter(function (mode) { return parse(shown).indexOf(mode) < 0; });
-    if (!lacking.length) {
+    if (lacking.length < parse(chosen).length) {
       if (note) note.remove();
       return;
     }
