@@ -3,7 +3,8 @@
 A mock run's provider is the mock model (a stream it simulates is its time, on the virtual clock), a live
 one's is the model provider; opening a connection is its own part (``setup``), and so is waiting between
 attempts. What is left of a call is the library's own code. In a run rebuilt from the wire (a framework's, or
-the author's own loop), the time between the calls is that agent's code (``code``).
+the author's own loop), the time between the calls is that agent's code (``code``), and so is the time before
+its first call (``before``: building the agent, a framework's first import among it).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from typing import Literal, NamedTuple
 
 from primer.trace import Backoff, Mode, ScenarioRun, Turn
 
-__all__ = ["KINDS", "Segment", "names", "segments", "spent_line", "totals"]
+__all__ = ["KINDS", "Segment", "before", "names", "segments", "spent_line", "totals"]
 
 Kind = Literal["provider", "service", "setup", "waited", "library", "code"]
 #: The parties, in the legend's order.
@@ -67,6 +68,18 @@ def segments(turn: Turn) -> list[Segment]:
     return [s for s in found if s.ms > 0]
 
 
+def before(run: ScenarioRun) -> Segment | None:
+    """The time before the run's first turn, if a millisecond or more: its agent's code, else the library's.
+
+    primer's loop calls the model at once (microseconds); a framework's agent is built first, and the first run
+    in a process imports the framework: a second and more that the turns alone would leave unaccounted for.
+    """
+    start = run.turns[0].timing.start_ms if run.turns else None
+    if start is None or start < 1.0:
+        return None
+    return Segment("code" if any(turn.code_ms is not None for turn in run.turns) else "library", start)
+
+
 def totals(spans: Iterable[Segment]) -> dict[str, float]:
     """Time by party, in the legend's order."""
     spent: dict[str, float] = dict.fromkeys(KINDS, 0.0)
@@ -78,6 +91,6 @@ def totals(spans: Iterable[Segment]) -> dict[str, float]:
 def spent_line(run: ScenarioRun) -> str | None:
     """``time: mock model 1150.0ms · library 0.4ms``: the run's time by party, as its timeline's legend says."""
     named = names(run.mode)
-    spent = totals(segment for turn in run.turns for segment in segments(turn))
+    spent = totals([*filter(None, [before(run)]), *(segment for turn in run.turns for segment in segments(turn))])
     parts = [f"{named[kind]} {ms:.1f}ms" for kind, ms in spent.items() if ms]
     return "time: " + " · ".join(parts) if parts else None  # None: no time recorded

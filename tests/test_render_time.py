@@ -9,7 +9,7 @@ import pytest
 from primer.book._render import render_traces
 from primer.book._source import ChapterTraces, LiveStatus
 from primer.runner import run_chapter
-from primer.spent import segments, totals
+from primer.spent import before, segments, totals
 
 
 def test_a_mock_stream_is_the_mock_models_time_not_the_librarys() -> None:
@@ -59,9 +59,52 @@ def test_a_run_rebuilt_from_the_wire_gives_the_time_between_its_calls_to_the_age
     html = render_traces(ChapterTraces("ch18_three_ways", run, None, LiveStatus("missing")), "pydantic_ai")
     legend = re.search(r'<span class="tr-tl-legend">(.*?)</span>\n</div>', html, re.S)
     assert legend is not None
-    text = " ".join(re.sub(r"<[^>]+>", "", legend[1]).split())
-    assert f"agent code {spent_in['pydantic_ai']['code']:.1f}ms" in text
+    # And the time before its first call (building the agent, importing pydantic-ai if this process had not).
+    code = spent_in["pydantic_ai"]["code"] + getattr(before(run.scenario("pydantic_ai")), "ms", 0.0)
+    assert _legend(legend[1])["agent code"] == pytest.approx(code, abs=0.051)
     assert "var(--tr-code)" in html
     from primer.cli import summary_lines
 
     assert any("· agent code " in line for line in summary_lines(run))
+
+
+def test_the_time_before_a_frameworks_first_call_is_its_agents_code_drawn_first() -> None:
+    # pydantic-ai's first run in a process imports it before its first call: 1.4 s of a 1.46 s scenario
+    # that its timeline neither drew nor named (its legend summed to 64 ms).
+    run = run_chapter("ch18_three_ways", only="pydantic_ai")
+    scenario = run.scenarios[0]
+    # As a first run in a process finds it: a second before the first call (shifted, so the test does not
+    # depend on whether this process imported pydantic-ai already).
+    offset = 1000.0 + (scenario.turns[0].timing.start_ms or 0.0)
+    for turn in scenario.turns:
+        turn.timing = turn.timing.model_copy(update={"start_ms": (turn.timing.start_ms or 0.0) + 1000.0})
+    total = scenario.timing.total_ms + 1000.0
+    scenario.timing = scenario.timing.model_copy(update={"total_ms": total})
+    assert before(scenario) == ("code", pytest.approx(offset))
+    html = render_traces(ChapterTraces("ch18_three_ways", run, None, LiveStatus("missing")))
+    bar = re.search(r'<span class="tr-tl-bar">\s*<span class="tr-tl-before" ([^>]*)>', html)
+    assert bar is not None, "drawn first, before the turns"
+    assert "var(--tr-code)" in bar[1]
+    assert f"before the first turn · {offset:.1f}ms: agent code" in bar[1]
+    legend = re.search(r'<span class="tr-tl-legend">(.*?)</span>\n</div>', html, re.S)
+    assert legend is not None
+    shown = _legend(legend[1])
+    code = offset + sum(turn.code_ms or 0.0 for turn in scenario.turns)
+    assert shown["agent code"] == pytest.approx(code, abs=0.051)
+    # The legend now accounts for the scenario's time, but for what follows its last call.
+    assert sum(shown.values()) == pytest.approx(total, abs=max(1.0, total * 0.02))
+    from primer.cli import summary_lines
+
+    said = [float(found[1]) for line in summary_lines(run) if (found := re.search(r"agent code ([0-9.]+)ms", line))]
+    assert said == [pytest.approx(code, abs=0.051)]
+
+
+def _legend(html: str) -> dict[str, float]:
+    """A timeline legend's figures, by party."""
+    return {name: float(ms) for name, ms in re.findall(r'class="tr-key [^"]*">([a-z ]+) ([0-9.]+)ms<', html)}
+
+
+def test_primers_own_loop_has_nothing_before_its_first_call() -> None:
+    run = run_chapter("ch18_three_ways", only="own_loop")
+    assert before(run.scenarios[0]) is None
+    assert "tr-tl-before" not in render_traces(ChapterTraces("ch18_three_ways", run, None, LiveStatus("missing")))
