@@ -30,7 +30,7 @@ from primer.prices import PriceTable, default_prices
 from primer.redact import Redactor
 from primer.script_check import unused_warnings
 from primer.settings import Settings
-from primer.spent import spent_line
+from primer.spent import before, names, spent_line
 from primer.streaming import stream_line
 from primer.summary import (
     anomalies,
@@ -67,6 +67,8 @@ def summary_lines(run: ChapterRun, prices: PriceTable | None = None) -> list[str
             lines.append(f"  story: {story}")
         lines += [f"  {spent}"] if (spent := spent_line(scenario)) else []  # the timeline's legend
         lines += [f"  note: the model {what}" for what in anomalies(scenario)]
+        if first := before(scenario):  # the timeline's first stretch
+            lines.append(f"  before turn 1 · {first.ms:.1f}ms: {names(scenario.mode)[first.kind]}")
         for turn in scenario.turns:
             lines.append("  " + turn_line(turn))
             lines.append("    " + model_line(turn.model_call))

@@ -95,8 +95,13 @@ def test_the_time_before_a_frameworks_first_call_is_its_agents_code_drawn_first(
     assert sum(shown.values()) == pytest.approx(total, abs=max(1.0, total * 0.02))
     from primer.cli import summary_lines
 
-    said = [float(found[1]) for line in summary_lines(run) if (found := re.search(r"agent code ([0-9.]+)ms", line))]
-    assert said == [pytest.approx(code, abs=0.051)]
+    lines = summary_lines(run)
+    said = [float(found[1]) for line in lines if (found := re.search(r"agent code ([0-9.]+)ms", line))]
+    assert said == [pytest.approx(code, abs=0.051)]  # the time line: the legend's
+    # The terminal names the stretch on its own line, before the first turn's, as the page draws it first.
+    first = next(index for index, line in enumerate(lines) if line.startswith("  before turn 1 · "))
+    assert lines[first] == f"  before turn 1 · {offset:.1f}ms: agent code"
+    assert lines[first + 1].startswith("  turn 1 · ")
 
 
 def _legend(html: str) -> dict[str, float]:
@@ -107,4 +112,7 @@ def _legend(html: str) -> dict[str, float]:
 def test_primers_own_loop_has_nothing_before_its_first_call() -> None:
     run = run_chapter("ch18_three_ways", only="own_loop")
     assert before(run.scenarios[0]) is None
+    from primer.cli import summary_lines
+
+    assert not any(line.startswith("  before turn") for line in summary_lines(run))
     assert "tr-tl-before" not in render_traces(ChapterTraces("ch18_three_ways", run, None, LiveStatus("missing")))
