@@ -73,7 +73,7 @@ def summary_lines(run: ChapterRun, prices: PriceTable | None = None) -> list[str
             lines.append("  " + turn_line(turn))
             lines.append("    " + model_line(turn.model_call))
             lines += [f"      stream: {stream}"] if (stream := stream_line(turn.model_call)) else []
-            lines += ["    " + tool_line(tool) for tool in turn.tools]
+            lines += ["    " + tool_line(tool, live=scenario.mode == "live") for tool in turn.tools]
         lines.append("  " + ending_line(scenario.ending))
     return lines
 

@@ -19,7 +19,7 @@ took, which the recorders keep as ``Timing.setup_ms``::
 
     setup = SetUp(RealClock()).watch(request.extensions)
     response = transport.handle_request(request)
-    setup.ms  # 41.7 for a new TLS connection; None for a reused one, or a mock transport's answer
+    setup.ms  # 41.7 for a new TLS connection; 0.0 for a reused one; None for a mock transport's answer
 """
 
 from __future__ import annotations
@@ -48,15 +48,17 @@ class SetUp:
     ``watch`` hooks it into the request's extensions, passing every event on
     to a ``trace`` callback that was there before (the service's deadline
     listens too). ``ms`` runs from the first set-up phase's start to the
-    last one's end: None when the request opened no connection, because a
-    pooled one was reused or because no httpcore transport sent it (a mock
-    transport reports nothing, so mock runs have no set-up).
+    last one's end; 0.0 when httpcore sent the request over a pooled
+    connection; None when no httpcore transport sent it (a mock transport
+    reports nothing, so mock runs have no set-up). A live trip's None thus
+    means *not timed*: in a trace, one recorded before set-up was timed.
     """
 
     def __init__(self, clock: Clock) -> None:
         self.clock = clock
         self._began: float | None = None
         self._ended: float | None = None
+        self._heard = False  # any event: httpcore sent the request
 
     def watch(self, extensions: MutableMapping[str, Any], *, asynchronous: bool = False) -> Self:
         """Listen to the ``trace`` events of the request whose ``extensions`` these are.
@@ -83,6 +85,7 @@ class SetUp:
 
     def note(self, event: str) -> None:
         """Note the time of one ``trace`` event, if it begins or ends a set-up phase."""
+        self._heard = True
         phase, _, stage = event.partition(".")[2].rpartition(".")
         if phase not in _SETUP_PHASES:
             return
@@ -94,9 +97,9 @@ class SetUp:
 
     @property
     def ms(self) -> float | None:
-        """Milliseconds from the first set-up phase's start to the last one's end; None if none ran."""
+        """Milliseconds from the first set-up phase's start to the last one's end; 0.0 if none ran; None: not heard."""
         if self._began is None or self._ended is None:
-            return None
+            return 0.0 if self._heard else None
         return (self._ended - self._began) * 1000
 
 

@@ -2,9 +2,10 @@
 
 A mock run's provider is the mock model (a stream it simulates is its time, on the virtual clock), a live
 one's is the model provider; opening a connection is its own part (``setup``), and so is waiting between
-attempts. What is left of a call is the library's own code. In a run rebuilt from the wire (a framework's, or
-the author's own loop), the time between the calls is that agent's code (``code``), and so is the time before
-its first call (``before``: building the agent, a framework's first import among it).
+attempts. What is left of a call is the library's own code; in a live run recorded before set-up was timed
+(``untimed``), the library's and the set-up's together, and so named (``UNTIMED``). In a run rebuilt from the
+wire (a framework's, or the author's own loop), the time between the calls is that agent's code (``code``), and
+so is the time before its first call (``before``: building the agent, a framework's first import among it).
 """
 
 from __future__ import annotations
@@ -14,11 +15,13 @@ from typing import Literal, NamedTuple
 
 from primer.trace import Backoff, Mode, ScenarioRun, Turn
 
-__all__ = ["KINDS", "Segment", "before", "names", "segments", "spent_line", "totals"]
+__all__ = ["KINDS", "UNTIMED", "Segment", "before", "names", "segments", "spent_line", "totals", "untimed"]
 
 Kind = Literal["provider", "service", "setup", "waited", "library", "code"]
 #: The parties, in the legend's order.
 KINDS: tuple[Kind, ...] = ("provider", "service", "setup", "waited", "library", "code")
+#: The library's part of a live trip whose set-up was not timed: the connection's opening is in it.
+UNTIMED = "library and set-up"
 
 
 class Segment(NamedTuple):
@@ -28,10 +31,20 @@ class Segment(NamedTuple):
     ms: float
 
 
-def names(mode: Mode) -> dict[str, str]:
-    """Each party as a reader reads it in a run of ``mode``."""
+def names(mode: Mode, untimed: bool = False) -> dict[str, str]:
+    """Each party as a reader reads it in a run of ``mode`` (``untimed``: its set-up is in the library's time)."""
     provider = "mock model" if mode == "mock" else "model provider"
-    return dict(zip(KINDS, (provider, "service", "connection set-up", "waited", "library", "agent code"), strict=True))
+    library = UNTIMED if untimed else "library"
+    return dict(zip(KINDS, (provider, "service", "connection set-up", "waited", library, "agent code"), strict=True))
+
+
+def untimed(run: ScenarioRun) -> bool:
+    """Whether a live run went over a wire without timing the connections' set-up (recorded before it was timed).
+
+    A trip over a reused connection has a set-up of 0.0; None is a live trip recorded before set-up was timed.
+    """
+    trips = [timing for turn in run.turns for timing in (turn.model_call.timing, *(t.timing for t in turn.tools))]
+    return run.mode == "live" and any(t.outside_ms is not None and t.setup_ms is None for t in trips)
 
 
 def segments(turn: Turn) -> list[Segment]:
@@ -90,7 +103,7 @@ def totals(spans: Iterable[Segment]) -> dict[str, float]:
 
 def spent_line(run: ScenarioRun) -> str | None:
     """``time: mock model 1150.0ms · library 0.4ms``: the run's time by party, as its timeline's legend says."""
-    named = names(run.mode)
+    named = names(run.mode, untimed(run))
     spent = totals([*filter(None, [before(run)]), *(segment for turn in run.turns for segment in segments(turn))])
     parts = [f"{named[kind]} {ms:.1f}ms" for kind, ms in spent.items() if ms]
     return "time: " + " · ".join(parts) if parts else None  # None: no time recorded

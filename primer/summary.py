@@ -5,7 +5,7 @@ so a line reads the same wherever it is seen::
 
     scenario service_is_busy · tools=place_order, price_of · 4.1ms (1.0s simulated) · 2 turns · ended: no_tool_calls
     turn 1 · 3.6ms · asked for: price_of
-    model live · 1198.1ms (model provider 970.0 · library 228.0) · 416 in / 39 out · asked for: price_of
+    model live · 1198.1ms (model provider 970.0 · library and set-up 228.0) · 416 in / 39 out · asked for: price_of
     tool price_of · 2.9ms (service 1.1 · library 1.8) · given: item=milk · attempts: 2 · returned: 1.20
 
 A scenario's *story* says, folded, what sets the run apart (``scenario_story``)::
@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from primer.errors import quoted
+from primer.spent import UNTIMED
 from primer.trace import (
     Attempt,
     Backoff,
@@ -73,18 +74,21 @@ def count(number: int, word: str, plural: str | None = None) -> str:
     return f"{number} {word if number == 1 else plural or word + 's'}"
 
 
-def timing_text(timing: Timing, outside: str | None = None) -> str:
-    """``59.5ms``, or with the split: ``1198.1ms (model provider 970.0 · library 228.0)``.
+def timing_text(timing: Timing, outside: str | None = None, *, live: bool = False) -> str:
+    """``59.5ms``, or with the split: ``1198.1ms (model provider 970.0 · library 2.0)``.
 
     A live trip that opened its connection says how long that took, apart
-    from the outside party's own time: ``(service 80.2 · connection set-up 41.7 · library 2.0)``.
+    from the outside party's own time: ``(service 80.2 · connection set-up 41.7 · library 2.0)``;
+    one recorded before set-up was timed says it is in the library's time:
+    ``(model provider 970.0 · library and set-up 228.0)``.
     """
     text = f"{timing.total_ms:.1f}ms"
     answering = timing.answering_ms
     if outside is not None and answering is not None:
         setup = f" · connection set-up {timing.setup_ms:.1f}" if timing.setup_ms else ""
         waited = f" · waited {timing.waited_ms:.1f}" if timing.waited_ms else ""
-        text += f" ({outside} {answering:.1f}{setup}{waited} · library {timing.library_ms:.1f})"
+        library = UNTIMED if live and timing.setup_ms is None else "library"
+        text += f" ({outside} {answering:.1f}{setup}{waited} · {library} {timing.library_ms:.1f})"
     return text
 
 
@@ -208,13 +212,14 @@ def turn_line(turn: Turn, said: Callable[[str], str] | None = None) -> str:
 
 def model_line(call: ModelCall, said: Callable[[str], str] | None = None) -> str:
     """``model live · 1198.1ms (model provider 970.0 · library 228.0) · ...``; ``said`` as for ``turn_line``."""
-    timing = timing_text(call.timing, "model provider" if call.kind == "live" else None)
+    live = call.kind == "live"
+    timing = timing_text(call.timing, "model provider" if live else None, live=live)
     return " · ".join([f"model {call.kind}", timing, *_usage(call.usage), *_outcome(call, said)])
 
 
-def tool_line(run: ToolRun) -> str:
-    """``tool price_of · 55.6ms (service 0.1 · library 55.5) · given: item=milk · ...``."""
-    parts = [f"tool {run.name}", timing_text(run.timing, "service")]
+def tool_line(run: ToolRun, *, live: bool = False) -> str:
+    """``tool price_of · 55.6ms (service 0.1 · library 55.5) · given: item=milk · ...`` (``live``: of a live run)."""
+    parts = [f"tool {run.name}", timing_text(run.timing, "service", live=live)]
     if run.arguments:
         parts.append("given: " + ", ".join(f"{k}={_plain(v)}" for k, v in run.arguments.items()))
     if run.approval is not None:

@@ -123,8 +123,9 @@ class Timing(_Model):
     waited_ms: float | None = None
     #: Of ``outside_ms``, the part spent opening a connection before the
     #: request could be sent (DNS lookup, TCP connect, TLS handshake), as
-    #: httpcore reports it live; None when no connection was opened (one was
-    #: reused, a mock answered) or the recording is older than the field.
+    #: httpcore reports it live; 0.0 when a pooled connection was reused; None
+    #: when it was not timed: a mock answered (no connection), or a live trip
+    #: recorded before set-up was timed, whose set-up is in ``library_ms``.
     #: Left out of the JSON when None, so older traces keep their bytes.
     setup_ms: float | None = Field(default=None, exclude_if=lambda value: value is None)
 
@@ -153,7 +154,7 @@ class Timing(_Model):
 
 
 def setup_total(timings: Iterable[Timing]) -> float | None:
-    """The set-up time of several trips together (a call's attempts); None when none opened a connection."""
+    """The set-up time of several trips together (a call's attempts); None when none was timed."""
     setups = [timing.setup_ms for timing in timings if timing.setup_ms is not None]
     return sum(setups) if setups else None
 

@@ -123,7 +123,9 @@ def test_every_summary_line_of_the_seeds_live_runs_is_reproduced(
         assert len(scenario.turns) == len(seed.turns)
         for turn, seed_turn in zip(scenario.turns, seed.turns, strict=True):
             assert turn_line(turn) == seed_turn.line
-            assert model_line(turn.model_call) == seed_turn.model_line
+            # The seed said `library` of a time that holds the connection's set-up, untimed: ours says so.
+            assert " · library and set-up " in model_line(turn.model_call)
+            assert model_line(turn.model_call).replace("library and set-up", "library") == seed_turn.model_line
             assert len(turn.tools) == len(seed_turn.tools)
             for tool, seed_tool in zip(turn.tools, seed_turn.tools, strict=True):
                 assert_tool_line(seed_tool.line, tool)

@@ -24,10 +24,11 @@ import trustme
 
 from primer.book._render import render_traces
 from primer.book._source import ChapterTraces, LiveStatus
+from primer.cli import summary_lines
 from primer.http_record import SetUp
 from primer.runner import run_chapter
 from primer.seam import Seam
-from primer.spent import segments, totals
+from primer.spent import segments, totals, untimed
 from primer.summary import model_line, tool_line
 from primer.trace import ChapterRun, Timing
 from tests.servers import live_settings
@@ -111,7 +112,7 @@ def test_set_up_runs_from_the_connects_start_to_the_handshakes_end_and_passes_ev
     assert "http11.receive_response_headers.complete" in seen  # the callback that was there got them all
     # Four readings of the clock, one a second: from the connect's start to the handshake's end.
     assert setup.ms == 3000.0
-    assert reused.ms is None  # the pooled connection was reused: nothing was set up
+    assert reused.ms == 0.0  # the pooled connection was reused: timed, and nothing was set up
 
 
 def test_a_refused_connection_is_set_up_time_too() -> None:
@@ -143,7 +144,7 @@ def test_an_async_transport_is_given_a_callback_it_can_await(httpbin: LocalHttpb
     assert seen[0] == "connection.connect_tcp.started"
 
 
-def test_a_mock_transport_reports_no_set_up() -> None:
+def test_a_mock_transport_reports_no_set_up_and_is_not_timed() -> None:
     transport = httpx.MockTransport(lambda request: httpx.Response(200))
     with httpx.Client(transport=transport) as client:
         request = client.build_request("GET", "https://service.test/get")
@@ -168,13 +169,18 @@ def test_a_live_run_records_each_new_connections_set_up_and_shows_it_apart(
     # Loopback over plain HTTP: the TCP connect, short but measured; never more than the trip.
     assert first.model_call.exchanges[0].timing.setup_ms is not None
     assert first.tools[0].attempts[0].timing.setup_ms is not None
+    # Every trip is timed: a new connection's set-up, or 0.0 where a pooled one was reused.
+    assert all(timing.setup_ms is not None for timing in trips)
+    assert any(timing.setup_ms == 0.0 for timing in trips)
     for timing in trips:
-        assert timing.setup_ms is None or 0 < timing.setup_ms <= (timing.outside_ms or 0)
+        assert 0 <= timing.setup_ms <= (timing.outside_ms or 0)
     # A call's set-up is its trips' together, inside its outside time.
     tool = first.tools[0]
     assert tool.timing.setup_ms == pytest.approx(sum(a.timing.setup_ms or 0 for a in tool.attempts), abs=0.002)
     assert "· connection set-up " in model_line(first.model_call)
-    assert "· connection set-up " in tool_line(tool)
+    assert "· connection set-up " in tool_line(tool, live=True)
+    assert "set-up" not in model_line(scenario.turns[1].model_call)  # a reused connection: nothing to say
+    assert not untimed(scenario)
     spent = totals(s for t in scenario.turns for s in segments(t))
     assert spent["setup"] > 0
     # The stretches tile each turn's model call and tools, within the turn; the loop's own moment
@@ -189,7 +195,8 @@ def test_a_live_run_records_each_new_connections_set_up_and_shows_it_apart(
     assert "var(--tr-setup)" in live  # a stretch of its timeline
     assert "connection set-up" in _legend(live)
     assert "tr-setup" not in mock  # a mock run opens no connection
-    assert "connection set-up" not in mock
+    assert "set-up" not in mock
+    assert "library and set-up" not in live
 
 
 def test_the_seam_records_set_up_for_any_code_sync_or_async(httpbin: LocalHttpbin) -> None:
@@ -206,17 +213,34 @@ def test_the_seam_records_set_up_for_any_code_sync_or_async(httpbin: LocalHttpbi
     assert all(0 < (timing.setup_ms or 0) <= (timing.outside_ms or 0) for timing in timings)
 
 
-def test_a_recording_without_set_up_shows_as_before() -> None:
+def test_a_recording_made_before_set_up_was_timed_says_it_is_in_the_library_time() -> None:
+    # Issue 23: its first model call read `library 228.0`, most of it the connection's opening, with no word of it.
     committed = ROOT / "docs" / "traces" / "ch09_who_retries.live.json"
     data = committed.read_bytes()
     run = ChapterRun.model_validate_json(data)
     assert b"setup_ms" not in data
     assert (run.model_dump_json(indent=2) + "\n").encode() == data  # read and written, byte for byte
-    call = run.scenarios[0].turns[0].model_call
-    assert model_line(call).startswith("model live · 1198.1ms (model provider 970.0 · library 228.0)")
-    html = render_traces(ChapterTraces("ch09_who_retries", run_chapter("ch09_who_retries"), run, LiveStatus("fresh")))
-    assert "tr-setup" not in html
-    assert "connection set-up" not in html
+    scenario = run.scenarios[0]
+    assert untimed(scenario)
+    call = scenario.turns[0].model_call
+    assert model_line(call).startswith("model live · 1198.1ms (model provider 970.0 · library and set-up 228.0)")
+    home = (ROOT / "docs" / "index.md").read_text(encoding="utf-8")  # the home page quotes it, as the page words it
+    assert f"`{model_line(call).removesuffix(' · asked for: price_of')}`" in home
+    [price_of] = scenario.turns[0].tools
+    assert "(service 323.0 · waited 50.0 · library and set-up 201.2)" in tool_line(price_of, live=True)
+    assert "· library 201.2)" in tool_line(price_of)  # not said to be live: a mock service's trip is not timed
+    mock_run = run_chapter("ch09_who_retries")
+    html = render_traces(ChapterTraces("ch09_who_retries", mock_run, run, LiveStatus("fresh")))
+    mock, live = _runs(html)
+    assert "library and set-up 442.7ms" in _legend(live)  # the timeline's legend names it so too
+    assert "library and set-up 228.0)" in live
+    assert "library and set-up 201.2)" in live
+    assert "tr-setup" not in html  # nothing to draw apart
+    assert "set-up" not in mock
+    assert not untimed(mock_run.scenarios[0])
+    terminal = summary_lines(run)  # `primer run` prints the legend and the lines alike
+    assert "  time: model provider 1670.9ms · service 323.0ms · waited 50.0ms · library and set-up 442.7ms" in terminal
+    assert any("(service 323.0 · waited 50.0 · library and set-up 201.2)" in line for line in terminal)
 
 
 def test_set_up_is_kept_only_when_there_was_one() -> None:

@@ -152,7 +152,7 @@ def _shown(run: ScenarioRun, cost: str | None) -> Iterator[str]:
         view = stream_view(turn.model_call)
         if view is not None:
             yield from (view.line, str(view.timeline), str(view.sse))
-        yield from (summary.tool_line(tool) for tool in turn.tools)
+        yield from (summary.tool_line(tool, live=run.mode == "live") for tool in turn.tools)
     yield _ESCAPED_SPACE.sub(" ", _HEADER.sub(r"\1: \2", run.model_dump_json()))
 
 
