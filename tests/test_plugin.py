@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import json
 import logging
 import os
@@ -103,6 +104,44 @@ def test_a_book_configured_with_the_plugin_alone_shows_its_traces(tmp_path: Path
     assert system not in text
     assert system in (book.root / "site" / "traces" / "ch_alpha.payloads.html").read_text()
     assert book.build("--strict").count() == "traces: ran 0, reused 3"
+
+
+def test_what_a_build_made_before_its_pages_is_frozen_for_them_and_unfrozen_at_its_end(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A full collection during the pages would walk the whole heap for no garbage: frozen after the
+    # prepare, and collectable again once the build ends, failed or not (a serve builds again).
+    from mkdocs.commands.build import build
+    from mkdocs.config import load_config
+
+    book = make_book(tmp_path / "book", plugin="")
+    frozen: list[int] = []
+    page_markdown = TraceBookPlugin.on_page_markdown
+
+    def seen(self: TraceBookPlugin, markdown: str, **kwargs: object) -> str | None:
+        frozen.append(gc.get_freeze_count())
+        if "Broken" in markdown:
+            raise RuntimeError("a page failed")
+        return page_markdown(self, markdown, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(TraceBookPlugin, "on_page_markdown", seen)
+    monkeypatch.chdir(book.root)
+    monkeypatch.setenv("PRIMER_CHAPTERS", book.package)
+    config = load_config(str(book.root / "mkdocs.yml"))
+    config.plugins.on_startup(command="build", dirty=False)
+    try:
+        build(config)
+        assert frozen
+        assert min(frozen) > 0
+        assert gc.get_freeze_count() == 0
+        (book.docs / "index.md").write_text("# Broken\n")
+        with pytest.raises(RuntimeError, match="a page failed"):  # MkDocs calls on_build_error, and raises it
+            build(load_config(str(book.root / "mkdocs.yml")))
+        assert frozen[-1] > 0
+        assert gc.get_freeze_count() == 0
+    finally:
+        config.plugins.on_shutdown()
+        gc.unfreeze()
 
 
 @pytest.mark.slow

@@ -47,8 +47,7 @@ class Work:
     #: The fingerprint of the chapter's code now (its traces' ``source_hash``).
     code: str
     mock: ChapterRun | None = None
-    #: The live trace shown: the frozen one as stored (re-stamped when a replay verified it on ``verified_at``),
-    #: or its refresh.
+    #: The live trace shown: the frozen one (re-stamped when a replay verified it, ``verified_at``) or its refresh.
     frozen: ChapterRun | None = None
     verified_at: str | None = None
     status: LiveStatus = field(default_factory=lambda: LiveStatus("missing"))
@@ -75,8 +74,7 @@ class Run:
     clock: Stopwatch
 
     def full_way(self, works: list[Work]) -> None:
-        # One snapshot of the code graph: each chapter's look at its imports (stale library code, what to
-        # re-import) reads each file once, not once a chapter and a look (0.24 s of CPU a cold build here).
+        # One snapshot of the code graph: each file is read once, not once a chapter's look (0.24 s of a cold build).
         with self.book.chapters.graph.snapshot():
             for work in works:
                 self.mock(work)
@@ -99,8 +97,7 @@ class Run:
             self.warn(work, said)
 
     def stale(self, work: Work) -> bool:
-        # This process runs library code older than the files: seen when it ran the mocks, or looked at now
-        # (a mock trace of the code now, made by another process, is reused without a look).
+        # This process runs library code older than the files: seen when it ran the mocks, or looked at now.
         return work.stale_library or bool(self.book.chapters.stale_library(work.name))
 
     def failures(self, work: Work, runs: list[ScenarioRun]) -> None:
@@ -209,8 +206,7 @@ class Run:
             cache.keep_verdict(work.name, work.code, check, day)  # a cache: never fails
             work.check, work.verified = check, sum(c.verified for c in check.scenarios)
         if check.verified:
-            # Shown current with the day it verified; only `python -m primer.book build --stamp` (or a
-            # refresh) writes the committed file, so a build leaves a checkout clean.
+            # Shown current with the day it verified; only `build --stamp` or a refresh writes the committed file.
             work.frozen = frozen.model_copy(update={"source_hash": work.code, "verified_at": day})
             work.verified_at = day
 
@@ -330,8 +326,7 @@ class Run:
             work.import_error is None,
             tuple(work.warnings),
         )
-        # A live run with a failed scenario is recorded again by the next build with a key
-        # (``plan``): with live runs on, it is not kept, so that build takes the full way.
+        # A live run with a failed scenario is not kept with live runs on: the next build records it again.
         retry = self.settings.live_enabled and live is not None and _failed(live)
         if work.import_error is None and mock is not None and not retry:
             shown.write(self.book.cache.entry(work.name, key))

@@ -127,8 +127,7 @@ class TraceExtension(Extension):
         """Register the block processor, the live prose's preprocessor and the postprocessor."""
         self.md = md
         md.registerExtension(self)
-        # 77: below indented code (80), so a quoted marker stays code; above mkdocstrings'
-        # `::: identifier` (75), which would read `trace CHAPTER` as one; far above paragraphs.
+        # 77: below indented code (80), so a quoted marker stays code; above mkdocstrings' `::: identifier` (75).
         md.parser.blockprocessors.register(_TraceProcessor(md.parser, self), "primer_trace", 77)
         # 24: just after fenced code is stashed (25), so a mode block quoted in a code sample stays one.
         prose = LiveProse(md, lambda text: select(text, self.has_live, mock=not self.off, wrap=self._wrap))
@@ -146,8 +145,7 @@ class TraceExtension(Extension):
         self.blocks: list[tuple[str, str]] = []
 
     def _warn(self, said: str, meant: Callable[[str], bool]) -> None:
-        # Standalone, every problem; under the plugin, which names page and line itself, one it
-        # cannot see, named so too: a marker indented more than it reads (an admonition's).
+        # Standalone, every problem; under the plugin (which names page and line), a marker indented too far.
         if self.getConfig("warn_missing"):
             log.warning("%s", said)
             return
@@ -229,8 +227,7 @@ class TraceExtension(Extension):
         def render() -> str:
             html = render_traces(traces, scenario, anchors=Anchors(used=self._ids), head=head, prices=self.options)
             html = page_relative(html, page)
-            # Beyond ASCII as references: one `→` makes every later pass over the page (the theme, the UTF-8 encoder)
-            # read it character by character. Not the search text: search's parser decodes references in Python.
+            # Beyond ASCII as references: one `→` makes every later pass over the page read it character by character.
             return f"{search_text(html)}\n{html.encode('ascii', 'xmlcharrefreplace').decode('ascii')}"
 
         if cache is None:
