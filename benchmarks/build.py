@@ -77,7 +77,8 @@ rounds (``git worktree add DIR HEAD``). This machine's speed varies by
 up to 1.7x within an hour, so the cold share's target (0.8 s against the
 2.23 s issue 21 measured: 0.36 of it) is judged against the code the issue
 measured, in the same rounds: ``git worktree add DIR 1239f78`` (its hook
-logs the same share line). ``--quick``: a 1-chapter book (and the
+logs the same share line); printed last, the shares' ratio, round by
+round, against 0.36. ``--quick``: a 1-chapter book (and the
 live one), one round, one save of each under a plain serve, for CI
 (tests/test_benchmarks.py); its figures mean nothing. ``dirty_serve.py``
 measures ``serve --dirty`` against markdown-exec's.
@@ -116,6 +117,9 @@ from serving import Saves, Serve, missed, timed_save
 #: Issue 21's targets: a comment-only edit, and a build while a live trace stays diverged, at most
 #: this over warm; a cold build's machinery share (ms).
 COMMENT_TARGET, DIVERGED_TARGET, COLD_SHARE_TARGET = 1.05, 1.05, 800
+#: The share issue 21 measured when it set that target (ms), of the code at 1239f78: against that code, measured in
+#: the same rounds (``--baseline``), the target is this ratio.
+ISSUE_COLD_SHARE = 2230
 SERVED_KINDS = ("chapter", "prose", "template")
 SERVES = ("", "--dirty --no-strict")
 #: The prose saves under a serve with traces off: MkDocs' own floor (issue 21: save-to-page no slower than it).
@@ -268,7 +272,7 @@ def rounds(books: list[Book], repeat: int) -> None:
     with tempfile.TemporaryDirectory() as hidden:
         Path(hidden, "sitecustomize.py").write_text('import sys\nsys.modules["opentelemetry"] = None\n')
         for n in range(repeat):
-            for book in (b for b in books if "cold" in b.kinds()):
+            for book in turns([b for b in books if "cold" in b.kinds()], n):  # paired in the round: compare()
                 for readme in turns([False, True], n):
                     shutil.rmtree(book.path / ".cache", ignore_errors=True)
                     path = f"{hidden}{os.pathsep}{book.path}" if readme else str(book.path)
@@ -377,6 +381,24 @@ def report(book: Book) -> None:
             print(f"    {'  from the poll that saw it':28} {ratios(on.after, record.after).text()}")
 
 
+def compare(books: list[Book], checkouts: int) -> None:
+    """This checkout's cold share over the baseline's, round by round: the target as a ratio, on any machine's day.
+
+    Meant with the code issue 21 measured as the baseline (``git worktree add DIR 1239f78``): 0.8 s of its 2.23 s.
+    """
+    if checkouts < 2:
+        return
+    target = COLD_SHARE_TARGET / ISSUE_COLD_SHARE
+    for this, baseline in zip(books[::checkouts], books[1::checkouts], strict=True):
+        print(f"\n{this.label} over {baseline.label}, the machinery's share of cold builds in the same rounds:")
+        for what, ours, theirs in (
+            ("with the otel extra", this.cold_share, baseline.cold_share),
+            ("as the README installs the book", this.cold_share_readme, baseline.cold_share_readme),
+        ):
+            if ours and len(ours) == len(theirs):
+                print(f"  {what + ':':34} {ratios(ours, theirs).against(target, counted='a larger --repeat')}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--books", nargs="+", default=["this", "100"], help="'this' or a number of chapters")
@@ -415,6 +437,7 @@ def main() -> None:
                         serve(book, mode, args.saves, args.wait, QUICK_QUIET if args.quick else QUIET)
             for book in books:
                 report(book)
+            compare(books, len(checkouts))
         for book in books if args.callgrind else []:
             count(book, args.callgrind, args.count)
 

@@ -201,3 +201,23 @@ def test_the_edits_of_this_book_find_their_text() -> None:
     # The chapter edit's probe is what the trace shows, never what the source (and its listing) holds.
     [(_, _, _, probe, new)] = [row for row in found if row[0] == "chapter"]
     assert probe not in new
+
+
+def test_build_compares_the_cold_share_with_the_baseline_round_by_round() -> None:
+    """With ``--baseline`` (the issue's code), the cold share's target is judged as a ratio: 0.8 s of 2.23 s."""
+    code = (
+        "from types import SimpleNamespace as B; import build\n"
+        "ours = B(label='this', cold_share=[700, 720, 760, 800, 690, 730], cold_share_readme=[600])\n"
+        "theirs = B(label='baseline', cold_share=[2100, 2000, 2200, 2300, 2050, 2150], cold_share_readme=[])\n"
+        "build.compare([ours, theirs], 2)\n"
+        "build.compare([ours], 1)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], cwd=BENCHMARKS, capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.strip().splitlines()
+    assert lines[0] == "this over baseline, the machinery's share of cold builds in the same rounds:"
+    # The pairs' ratios (700/2100, 720/2000, ...) sorted: 0.333 0.337 0.339 0.345 0.348 0.360; the median 0.342.
+    assert lines[1].startswith("  with the otel extra:")
+    assert "0.342 (95 %" in lines[1]
+    assert "target <= 0.358744" in lines[1]
+    assert len(lines) == 2  # no pairs as the README installs it; one checkout: nothing to compare
