@@ -175,8 +175,7 @@ class Book:
         self.chapters = chapters or Chapters(package, imports_cache=cache_dir / "imports.json")
         self.docs_dir = docs_dir
         self.cache = _cache.TraceCache(cache_dir / "entries", live_dir or docs_dir / PUBLISHED_DIR)
-        self.environ, self.settings = environ, settings
-        self.live_runner, self.time_limit = live_runner, time_limit
+        self.environ, self.settings, self.live_runner, self.time_limit = environ, settings, live_runner, time_limit
         self.log = book_logger(logger or LOGGER_NAME)
         self._lock = threading.Lock()
         self._built: tuple[object, Prepared] | None = None  # ``prepared_for``'s build and what it made

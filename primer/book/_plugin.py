@@ -139,9 +139,11 @@ class TraceBookPlugin(BasePlugin[TraceBookConfig]):  # type: ignore[no-untyped-c
             self.prepared = prepared = self._prepare(before, environ, prices)
             prepared.clock.add("load", opened)
             self.changed = prepared.changed(before)
-            # All made so far (the chapters' code, frameworks) outlives the build: a full collection walked it all
-            # for no garbage (165 ms of a cold build, benchmarks/build.py). Frozen until the build ends (on_shutdown).
-            gc.freeze()
+            # All made so far (the chapters' code, frameworks) outlives a build: a full collection walked it all for
+            # no garbage (165 ms of a cold build, benchmarks/build.py). Frozen until it ends (on_shutdown); not under
+            # serve, where what the last build left dies after this, and stayed frozen with it (8 MB a rebuild).
+            if not self.serving:
+                gc.freeze()
         # Its cache and prices are the prepared book's; on_page_markdown warns about markers, naming page and line.
         off, given = self.prepared is None, {"chapters": chapters} if chapters else {}
         self.extension = TraceExtension(source=self.prepared, warn_missing=False, traces_off=off, **given)
