@@ -13,9 +13,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Literal, NamedTuple
 
-from primer.trace import Backoff, Mode, ScenarioRun, Turn
+from primer.trace import Backoff, Mode, ScenarioRun, Timing, Turn
 
-__all__ = ["KINDS", "UNTIMED", "Segment", "before", "names", "segments", "spent_line", "totals", "untimed"]
+__all__ = ["KINDS", "UNTIMED", "Segment", "before", "names", "not_timed", "segments", "spent_line", "totals", "untimed"]
 
 Kind = Literal["provider", "service", "setup", "waited", "library", "code"]
 #: The parties, in the legend's order.
@@ -38,13 +38,18 @@ def names(mode: Mode, untimed: bool = False) -> dict[str, str]:
     return dict(zip(KINDS, (provider, "service", "connection set-up", "waited", library, "agent code"), strict=True))
 
 
-def untimed(run: ScenarioRun) -> bool:
-    """Whether a live run went over a wire without timing the connections' set-up (recorded before it was timed).
+def not_timed(trip: Timing) -> bool:
+    """Whether a trip over a wire has no set-up time: in a live run, one recorded before set-up was timed.
 
-    A trip over a reused connection has a set-up of 0.0; None is a live trip recorded before set-up was timed.
+    A trip over a reused connection has a set-up of 0.0; a mock's trips have None too, so ask of live ones only.
     """
+    return trip.outside_ms is not None and trip.setup_ms is None
+
+
+def untimed(run: ScenarioRun) -> bool:
+    """Whether a live run went over a wire without timing the connections' set-up (recorded before it was timed)."""
     trips = [timing for turn in run.turns for timing in (turn.model_call.timing, *(t.timing for t in turn.tools))]
-    return run.mode == "live" and any(t.outside_ms is not None and t.setup_ms is None for t in trips)
+    return run.mode == "live" and any(map(not_timed, trips))
 
 
 def segments(turn: Turn) -> list[Segment]:

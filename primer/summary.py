@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from primer.errors import quoted
-from primer.spent import UNTIMED
+from primer.spent import UNTIMED, not_timed
 from primer.trace import (
     Attempt,
     Backoff,
@@ -87,7 +87,7 @@ def timing_text(timing: Timing, outside: str | None = None, *, live: bool = Fals
     if outside is not None and answering is not None:
         setup = f" · connection set-up {timing.setup_ms:.1f}" if timing.setup_ms else ""
         waited = f" · waited {timing.waited_ms:.1f}" if timing.waited_ms else ""
-        library = UNTIMED if live and timing.setup_ms is None else "library"
+        library = UNTIMED if live and not_timed(timing) else "library"
         text += f" ({outside} {answering:.1f}{setup}{waited} · {library} {timing.library_ms:.1f})"
     return text
 
@@ -211,7 +211,7 @@ def turn_line(turn: Turn, said: Callable[[str], str] | None = None) -> str:
 
 
 def model_line(call: ModelCall, said: Callable[[str], str] | None = None) -> str:
-    """``model live · 1198.1ms (model provider 970.0 · library 228.0) · ...``; ``said`` as for ``turn_line``."""
+    """``model live · 1198.1ms (model provider 970.0 · library and set-up 228.0) · ...``; ``said`` as in turn_line."""
     live = call.kind == "live"
     timing = timing_text(call.timing, "model provider" if live else None, live=live)
     return " · ".join([f"model {call.kind}", timing, *_usage(call.usage), *_outcome(call, said)])
