@@ -15,6 +15,7 @@ import pytest
 from primer.book import _configuration as plugin_options
 from primer.book._configuration import SETTINGS
 from primer.book._plugin import TraceBookPlugin
+from primer.fingerprint import CodeGraph
 from primer.variables import BOOK_VARIABLES, VARIABLES
 from tests.books import make_book
 
@@ -125,6 +126,15 @@ def test_what_a_build_made_before_its_pages_is_frozen_for_them_and_unfrozen_at_i
         return page_markdown(self, markdown, **kwargs)  # type: ignore[arg-type]
 
     monkeypatch.setattr(TraceBookPlugin, "on_page_markdown", seen)
+    # Frozen in the prepare too: what MkDocs made before it (its config, the theme) is walked by no collection.
+    in_prepare: list[int] = []
+    fingerprint = CodeGraph.fingerprint
+
+    def fingerprinted(self: CodeGraph, *modules: str) -> str:
+        in_prepare.append(gc.get_freeze_count())
+        return fingerprint(self, *modules)
+
+    monkeypatch.setattr(CodeGraph, "fingerprint", fingerprinted)
     monkeypatch.chdir(book.root)
     monkeypatch.setenv("PRIMER_CHAPTERS", book.package)
     config = load_config(str(book.root / "mkdocs.yml"))
@@ -132,7 +142,9 @@ def test_what_a_build_made_before_its_pages_is_frozen_for_them_and_unfrozen_at_i
     try:
         build(config)
         assert frozen
+        assert in_prepare
         assert min(frozen) > 0
+        assert min(in_prepare) > 0
         assert gc.get_freeze_count() == 0
         (book.docs / "index.md").write_text("# Broken\n")
         with pytest.raises(RuntimeError, match="a page failed"):  # MkDocs calls on_build_error, and raises it
@@ -144,8 +156,11 @@ def test_what_a_build_made_before_its_pages_is_frozen_for_them_and_unfrozen_at_i
         (book.docs / "index.md").write_text("# Served\n")
         config = load_config(str(book.root / "mkdocs.yml"))
         config.plugins.on_startup(command="serve", dirty=False)
+        in_prepare.clear()
         build(config, serve_url="http://127.0.0.1:8000/")
         assert frozen[-1] == 0
+        assert in_prepare
+        assert max(in_prepare) == 0
     finally:
         config.plugins.on_shutdown()
         gc.unfreeze()
