@@ -118,8 +118,6 @@ class TraceBookPlugin(BasePlugin[TraceBookConfig]):  # type: ignore[no-untyped-c
                 with contextlib.suppress(AttributeError, ValueError):  # no MkDocs plugins (a command's), not listed
                     config.plugins.events[event].remove(getattr(self, f"on_{event}"))
         else:
-            if not self.serving:  # what MkDocs made (config, theme): a full collection in the prepare walked it (30 ms)
-                gc.freeze()
             started = time.perf_counter()
             root = Path(config.config_file_path).parent if config.config_file_path else Path.cwd()
             docs = Path(config.docs_dir)
@@ -141,9 +139,8 @@ class TraceBookPlugin(BasePlugin[TraceBookConfig]):  # type: ignore[no-untyped-c
             self.prepared = prepared = self._prepare(before, environ, prices)
             prepared.clock.add("load", opened)
             self.changed = prepared.changed(before)
-            # All made so far (the chapters' code, frameworks) outlives a build: a full collection walked it all for
-            # no garbage (165 ms of a cold build, benchmarks/build.py). Frozen until it ends (on_shutdown); not under
-            # serve, where what the last build left dies after this, and stayed frozen with it (8 MB a rebuild).
+            # All made so far (the chapters' code, frameworks) outlives a build: a collection walked it (165 ms). Frozen
+            # until it ends (on_shutdown); not under serve, where the last build's garbage stayed frozen (8 MB a build).
             if not self.serving:
                 gc.freeze()
         # Its cache and prices are the prepared book's; on_page_markdown warns about markers, naming page and line.
@@ -161,7 +158,8 @@ class TraceBookPlugin(BasePlugin[TraceBookConfig]):  # type: ignore[no-untyped-c
     def _prepare(self, before: Prepared | None, environ: Mapping[str, str], prices: PriceTable) -> Prepared:
         # What the book shows this build; under serve, what the last prepare made while nothing it reads changed.
         assert self.book is not None
-        if not self.serving:  # one build: nothing to say again later
+        if not self.serving:  # one build: nothing to say again later. What MkDocs made frozen, as on_config does after
+            gc.freeze()  # (a full collection in the prepare walked its config and theme for no garbage: 30 ms)
             return self.book.prepare(prices)
         made_with = (dict(environ), prices.key, dict(self.config), self.book.cache.frozen_state())
         unchanged = self.server is not None and not self.inputs_changed  # watched since the last prepare began
