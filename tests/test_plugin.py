@@ -15,6 +15,7 @@ import pytest
 from primer.book import _configuration as plugin_options
 from primer.book._configuration import SETTINGS
 from primer.book._plugin import TraceBookPlugin
+from primer.book._steps import Run, Work
 from primer.fingerprint import CodeGraph
 from primer.variables import BOOK_VARIABLES, VARIABLES
 from tests.books import make_book
@@ -110,7 +111,7 @@ def test_a_book_configured_with_the_plugin_alone_shows_its_traces(tmp_path: Path
 def test_what_a_build_made_before_its_pages_is_frozen_for_them_and_unfrozen_at_its_end(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # A full collection during the pages would walk the whole heap for no garbage: frozen after the
+    # A full collection during the pages would walk the whole heap for no garbage: frozen once made, in the
     # prepare, and collectable again once the build ends, failed or not (a serve builds again).
     from mkdocs.commands.build import build
     from mkdocs.config import load_config
@@ -135,6 +136,15 @@ def test_what_a_build_made_before_its_pages_is_frozen_for_them_and_unfrozen_at_i
         return fingerprint(self, *modules)
 
     monkeypatch.setattr(CodeGraph, "fingerprint", fingerprinted)
+    # And once the chapters' code ran: what it made (its imports, a framework's) is walked by no collection either.
+    ran: list[int] = []
+    verify = Run.verify
+
+    def verified(self: Run, work: Work) -> None:
+        ran.append(gc.get_freeze_count())
+        verify(self, work)
+
+    monkeypatch.setattr(Run, "verify", verified)
     monkeypatch.chdir(book.root)
     monkeypatch.setenv("PRIMER_CHAPTERS", book.package)
     config = load_config(str(book.root / "mkdocs.yml"))
@@ -145,6 +155,8 @@ def test_what_a_build_made_before_its_pages_is_frozen_for_them_and_unfrozen_at_i
         assert in_prepare
         assert min(frozen) > 0
         assert min(in_prepare) > 0
+        assert ran  # the build ran the chapters (a cold one)
+        assert min(ran) > max(in_prepare)
         assert gc.get_freeze_count() == 0
         (book.docs / "index.md").write_text("# Broken\n")
         with pytest.raises(RuntimeError, match="a page failed"):  # MkDocs calls on_build_error, and raises it
@@ -157,10 +169,13 @@ def test_what_a_build_made_before_its_pages_is_frozen_for_them_and_unfrozen_at_i
         config = load_config(str(book.root / "mkdocs.yml"))
         config.plugins.on_startup(command="serve", dirty=False)
         in_prepare.clear()
+        ran.clear()
+        (book.root / ".cache").rename(book.root / "cache-of-the-build")  # the chapters run again
         build(config, serve_url="http://127.0.0.1:8000/")
         assert frozen[-1] == 0
         assert in_prepare
-        assert max(in_prepare) == 0
+        assert ran
+        assert max(in_prepare + ran) == 0
     finally:
         config.plugins.on_shutdown()
         gc.unfreeze()

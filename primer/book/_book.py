@@ -192,7 +192,7 @@ class Book:
             self.log.warning(f"traces: {error} Live runs are off for this build.")
             return Settings.without_live(self.environ)
 
-    def prepare(self, prices: PriceTable | None = None) -> Prepared:
+    def prepare(self, prices: PriceTable | None = None, *, freeze: bool = False) -> Prepared:
         """What every page shows: each chapter from its entry in the cache, or made the full way and kept."""
         clock, log = Stopwatch(), self.log
         with clock("prepare"):
@@ -247,7 +247,7 @@ class Book:
             if works:
                 from primer.book._steps import Run
 
-                run = Run(self, settings or self.settings_now(), key, clock)
+                run = Run(self, settings or self.settings_now(), key, clock, freeze)
                 run.full_way(works)
                 for work in works:
                     found[work.name], made[work.name] = run.show(work)

@@ -139,10 +139,6 @@ class TraceBookPlugin(BasePlugin[TraceBookConfig]):  # type: ignore[no-untyped-c
             self.prepared = prepared = self._prepare(before, environ, prices)
             prepared.clock.add("load", opened)
             self.changed = prepared.changed(before)
-            # All made so far (the chapters' code, frameworks) outlives a build: a collection walked it (165 ms). Frozen
-            # until it ends (on_shutdown); not under serve, where the last build's garbage stayed frozen (8 MB a build).
-            if not self.serving:
-                gc.freeze()
         # Its cache and prices are the prepared book's; on_page_markdown warns about markers, naming page and line.
         off, given = self.prepared is None, {"chapters": chapters} if chapters else {}
         self.extension = TraceExtension(source=self.prepared, warn_missing=False, traces_off=off, **given)
@@ -158,9 +154,9 @@ class TraceBookPlugin(BasePlugin[TraceBookConfig]):  # type: ignore[no-untyped-c
     def _prepare(self, before: Prepared | None, environ: Mapping[str, str], prices: PriceTable) -> Prepared:
         # What the book shows this build; under serve, what the last prepare made while nothing it reads changed.
         assert self.book is not None
-        if not self.serving:  # one build: nothing to say again later. What MkDocs made frozen, as on_config does after
-            gc.freeze()  # (a full collection in the prepare walked its config and theme for no garbage: 30 ms)
-            return self.book.prepare(prices)
+        if not self.serving:  # one build: what lasts until it ends frozen (what MkDocs made, then what the chapters'
+            gc.freeze()  # code made), not walked by full collections for no garbage (30 and 125 ms); not under serve,
+            return self.book.prepare(prices, freeze=True)  # where the last build's garbage stayed (8 MB a rebuild)
         made_with = (dict(environ), prices.key, dict(self.config), self.book.cache.frozen_state())
         unchanged = self.server is not None and not self.inputs_changed  # watched since the last prepare began
         kept = self._said if unchanged and self._said and self._said[1] == made_with else None
