@@ -278,13 +278,13 @@ class _PutBack(Postprocessor):
         self.extension = extension
 
     def run(self, text: str) -> str:
-        held = self.extension.held
-        return _TOKEN.sub(lambda match: held[int(match[1] or match[2])], text) if held else text
-
-
-# STX and ETX: Python-Markdown removes them from a page's text, and the renderer from what a model, a
-# tool or a service says (``render._clean``), so no page and no trace forges a token.
-_TOKEN = re.compile("<p>\x02trace-book:([0-9]+)\x03</p>|\x02trace-book:([0-9]+)\x03")
+        # Each token looked for as a string: a pattern of the two forms reads every character (14 ms a build).
+        # STX and ETX: Python-Markdown removes them from a page's text, and the renderer from what a model, a
+        # tool or a service says (``inert.clean``), so no page and no trace forges a token.
+        for index, html in enumerate(self.extension.held):
+            token = f"\x02trace-book:{index}\x03"
+            text = text.replace(f"<p>{token}</p>", html).replace(token, html)
+        return text
 
 
 def _error(message: str, marker: str) -> str:
