@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
-from primer.errors import NotFound, PrimerError
+from primer.errors import ConfigError, NotFound, PrimerError
 from primer.files import write_if_changed
 from primer.inert import inert
 from primer.locator import ChapterLocator
@@ -138,10 +138,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         settings = Settings.from_env(warn=_warning)
         configured, traces, prices = _book_here()
         chapters = ChapterLocator(settings.chapters_package(configured))
-        if getattr(args, "traces", None) is None:
-            args.traces = traces
+        # A book here with no traces folder yet has recorded nothing; elsewhere, a folder must be named.
+        given = getattr(args, "traces", None) is not None or not Path("mkdocs.yml").is_file()
+        args.traces = args.traces if getattr(args, "traces", None) is not None else traces
         if args.command == "verify":
-            return _verify(chapters, args.chapter, Path(args.traces), every=args.all)
+            return _verify(chapters, args.chapter, Path(args.traces), every=args.all, given=given)
         if args.command == "export":
             return _export(args, chapters, settings)
         if args.command == "list":
@@ -180,10 +181,13 @@ def _book_here() -> tuple[str | None, str, PriceTable]:
     Read through MkDocs' own loader (``INHERIT``, ``!ENV``), as a build reads
     it (``primer.book._configuration``), and only where there is one: the
     library alone never loads MkDocs. ``PRIMER_CHAPTERS`` wins over the
-    package named there; no book here: ``primer.chapters``, ``docs/traces``.
+    package named there; no book here nor in a folder above: ``primer.chapters``, ``docs/traces``.
+    In a book's subfolder it is an error: run from the book's root, as MkDocs is.
     """
     path = Path("mkdocs.yml")
     if not path.is_file():
+        if above := next((folder for folder in Path.cwd().parents if (folder / path).is_file()), None):
+            raise ConfigError(f"This folder is inside the book at {above} (its mkdocs.yml): run this from there.")
         return None, "docs/traces", default_prices()
     # A front end's: the library's own code never imports it.
     from primer.book._configuration import book_prices, read_config
@@ -310,10 +314,13 @@ def _warning(message: str) -> None:
     print(f"warning: {inert(message)}", file=sys.stderr)
 
 
-def _verify(locator: ChapterLocator, chapter: str | None, folder: Path, *, every: bool = False) -> int:
+def _verify(
+    locator: ChapterLocator, chapter: str | None, folder: Path, *, every: bool = False, given: bool = True
+) -> int:
     """``verify``: a line per scenario verified or not, then a summary; 1 if any diverged or broke, 2 for usage.
 
-    Scenarios without a live trace are counted in the summary, and listed with ``every``.
+    Scenarios without a live trace are counted in the summary, and listed with ``every``. The book's own
+    folder missing (not ``given``) is a book with nothing recorded yet; a folder given that is not there, an error.
     """
     from primer.replay import verify_chapter
     from primer.trace_file import read_trace
@@ -322,7 +329,7 @@ def _verify(locator: ChapterLocator, chapter: str | None, folder: Path, *, every
         if chapter is not None:
             locator.require(chapter)
         names = [chapter] if chapter else locator.names()
-        if not folder.is_dir():
+        if given and not folder.is_dir():
             raise NotFound(f"There is no folder {folder}: run this from the book's root, or give --traces FOLDER.")
         chapters = [(name, locator.scenarios(name)) for name in names]
     except PrimerError as error:

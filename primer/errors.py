@@ -75,13 +75,15 @@ class MissingExtra(PrimerError, ImportError):
     """An optional part of the library needs packages that are not installed: names the extra to install."""
 
     def __init__(self, part: str, extra: str, cause: ImportError) -> None:
-        # By the names pip installs them by (protobuf), not the module that failed to import (google).
-        missing = _missing_distributions(extra) or [cause.name or "one"]
-        are = "is" if len(missing) == 1 else "are"
-        super().__init__(
-            f"{part} needs the optional packages of trace-book[{extra}], and {', '.join(missing)} {are} not "
-            f"installed: install them with pip install 'trace-book[{extra}]' (or -e '.[{extra}]' in a checkout)."
-        )
+        # By the names pip installs them by (protobuf), not the module that failed to import (google); trace-book
+        # is on no package index, so the command is for those, or for the extra in a checkout.
+        checkout = f"pip install -e '.[{extra}]' in a checkout of trace-book"
+        if missing := _missing_distributions(extra):
+            what = f"{', '.join(missing)} {'is' if len(missing) == 1 else 'are'} not installed"
+            how = f"pip install {' '.join(missing)} (or {checkout})"
+        else:  # installed, yet it does not import (or trace-book is not installed as a distribution)
+            what, how = f"{cause.name or 'one of them'} could not be imported", checkout
+        super().__init__(f"{part} needs the optional packages of trace-book[{extra}], and {what}: {how}.")
         self.extra = extra
 
 

@@ -31,6 +31,7 @@ import importlib.util
 import inspect
 import re
 import sys
+import traceback
 from collections.abc import Iterable, Mapping, Sequence
 from types import ModuleType
 from typing import TYPE_CHECKING
@@ -143,10 +144,11 @@ class ChapterLocator:
     def _package(self) -> ModuleType:
         try:
             module = importlib.import_module(self.package)
-        except ImportError as error:
+        except Exception as error:  # an ImportError, or what its __init__ raised
             raise ConfigError(
-                f"The chapters' package {self.package} could not be imported ({error}). Set PRIMER_CHAPTERS "
-                "(or the trace extension's chapters option) to a package on the import path."
+                f"The chapters' package {self.package} could not be imported ({type(error).__name__}: {error}). Name a "
+                "package on the import path: the trace-book plugin's chapters option (or the trace extension's), or "
+                "PRIMER_CHAPTERS."
             ) from error
         if not hasattr(module, "__path__"):
             raise ConfigError(f"{self.package} is a module, not a package: the chapters are a package's modules.")
@@ -177,9 +179,18 @@ class ChapterLocator:
             raise no_chapter(chapter, names)
 
     def load(self, chapter: str) -> ModuleType:
-        """Import a chapter module (``NotFound`` if there is none; what importing raises otherwise)."""
+        """Import a chapter module (``NotFound``: there is none; ``ChapterError`` naming the line, if it raises)."""
         self.require(chapter)
-        return importlib.import_module(self.module_name(chapter))
+        try:
+            return importlib.import_module(self.module_name(chapter))
+        except Exception as error:  # the author's to fix: one sentence, not a traceback through the import system
+            from primer.trace import ErrorInfo  # the trace core (pydantic) only once one failed
+
+            trace = "".join(traceback.format_exception(error))
+            info = ErrorInfo(type=type(error).__name__, message=str(error), traceback=trace)
+            raise ChapterError(
+                f"The chapter module {self.module_name(chapter)} could not be imported: {info}{info.where()}."
+            ) from error
 
     def scenarios(self, chapter: str) -> list[Scenario]:
         """A chapter's scenarios, in the order written."""

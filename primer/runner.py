@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     import httpx
     import httpx2
 
-__all__ = ["Environment", "error_run", "mock_environment", "run_chapter", "run_mock", "run_scenario"]
+__all__ = ["Environment", "error_info", "error_run", "mock_environment", "run_chapter", "run_mock", "run_scenario"]
 
 #: What live mode without a key says.
 NEEDS_KEY = "Live mode needs PRIMER_API_KEY: set it to your provider's key and run again."
@@ -163,7 +163,7 @@ def run_scenario(
     try:
         ending = scenario.loop(agent, context, scenario.max_turns)
     except Exception as exc:  # noqa: BLE001 - a broken scenario is shown, not fatal
-        error = _error_info(exc, env.redactor)
+        error = error_info(exc, env.redactor)
         ending = Ending(reason="scenario_error", detail=f"{error.type}: {error.message}")
     finally:
         env.close()
@@ -189,15 +189,21 @@ def run_scenario(
     return run
 
 
-def _error_info(error: BaseException, redactor: Redactor) -> ErrorInfo:
+def error_info(error: BaseException, redactor: Redactor) -> ErrorInfo:
+    """An exception as a trace holds it: its type, message and traceback, each scrubbed of secrets."""
     trace = redactor.text("".join(traceback.format_exception(error)))
     return ErrorInfo(type=type(error).__name__, message=redactor.text(str(error)), traceback=trace)
 
 
-def error_run(name: str, mode: Mode, error: BaseException | str, redactor: Redactor) -> ScenarioRun:
-    """A scenario run that ended in ``scenario_error``: an exception, or a sentence saying why (a time limit)."""
-    if isinstance(error, BaseException):
-        info = _error_info(error, redactor)
+def error_run(name: str, mode: Mode, error: BaseException | ErrorInfo | str, redactor: Redactor) -> ScenarioRun:
+    """A scenario run that ended in ``scenario_error``: an exception, or a sentence saying why (a time limit).
+
+    An ``ErrorInfo`` is an exception described already, as a worker in another interpreter sends one.
+    """
+    if isinstance(error, ErrorInfo):
+        info = error
+    elif isinstance(error, BaseException):
+        info = error_info(error, redactor)
     else:
         info = ErrorInfo(type="TimeoutError", message=redactor.text(error))
     ending = Ending(reason="scenario_error", detail=f"{info.type}: {info.message}")

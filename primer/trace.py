@@ -39,7 +39,10 @@ validates as it is and is migrated by the one reader of trace files,
 
 from __future__ import annotations
 
+import os
+import re
 from collections.abc import Iterable
+from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from pydantic import (
@@ -79,6 +82,9 @@ __all__ = [
     "setup_total",
     "versions_read",
 ]
+
+#: A traceback's frame line: ``File "path", line N``.
+_FRAME = re.compile(r'File "([^"]+)", line (\d+)')
 
 #: Bumped whenever a stored trace could no longer be read by these models,
 #: or an older reader could not read what these write.
@@ -353,6 +359,19 @@ class ErrorInfo(_Model):
     type: str
     message: str
     traceback: str | None = None
+
+    def __str__(self) -> str:
+        return f"{self.type}: {self.message}"
+
+    def where(self) -> str:
+        """`` (path, line N)``: its traceback's last frame of code on disk (a SyntaxError's: its bad line), or ""."""
+        frames = [frame for frame in _FRAME.findall(self.traceback or "") if not frame[0].startswith("<")]
+        if not frames:
+            return ""
+        path, line = frames[-1]
+        if f"line {line})" in self.message:  # a SyntaxError's says where already
+            return ""
+        return f" ({os.path.relpath(path) if Path(path).is_relative_to(Path.cwd()) else path}, line {line})"
 
 
 class ModelCall(_Model):

@@ -47,10 +47,28 @@ def test_the_cli_lists_the_chapters_of_the_book_it_stands_in(tmp_path: Path) -> 
     # PRIMER_CHAPTERS wins over what the book names.
     other = _run(book, "-m", "primer", "list", BOOK_CHAPTERS=book.package, PRIMER_CHAPTERS="primer.chapters")
     assert other.stdout.splitlines()[0].startswith("ch01_one_call: ")
-    # The frozen traces' folder is the plugin's option.
+    # The frozen traces' folder is the plugin's option; not made yet, nothing is recorded.
     verified = _run(book, "-m", "primer", "verify", BOOK_CHAPTERS=book.package)
-    assert "There is no folder" in verified.stderr
-    assert "frozen" in verified.stderr
+    assert not (book.docs / "frozen").exists()
+    assert (verified.returncode, verified.stderr) == (0, "")
+    assert verified.stdout.splitlines() == ["verified 0 scenarios · 3 without a live trace (--all lists them)"]
+    # A folder named that is not there is an error.
+    named = _run(book, "-m", "primer", "verify", "--traces", "docs/frozen", BOOK_CHAPTERS=book.package)
+    assert named.returncode == 2
+    assert "There is no folder docs/frozen" in named.stderr
+    # From a folder inside the book: the root is named, not the package's own chapters listed.
+    inside = subprocess.run(
+        [sys.executable, "-m", "primer", "list"],
+        cwd=book.docs,
+        env=book.env(BOOK_CHAPTERS=book.package),
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
+    )
+    assert inside.returncode == 2
+    assert f"inside the book at {book.root}" in inside.stderr
+    assert inside.stdout == ""
 
 
 def test_the_build_command_reads_env_and_inherit(tmp_path: Path) -> None:

@@ -81,7 +81,7 @@ def test_without_the_extra_a_framework_scenario_names_it(monkeypatch: pytest.Mon
     monkeypatch.setitem(sys.modules, "pydantic_ai", None)
     run = run_scenario(pydantic_ai, "mock")
     assert run.ending.reason == "scenario_error"
-    assert "pip install 'trace-book[frameworks]'" in (run.ending.detail or "")
+    assert "pip install -e '.[frameworks]'" in (run.ending.detail or "")
 
 
 def _asks(name: str, arguments: dict[str, object]) -> dict[str, object]:

@@ -248,7 +248,7 @@ def test_a_missing_extra_is_named_by_what_pip_installs(monkeypatch: pytest.Monke
     monkeypatch.setattr(metadata, "version", version)
     cause = ImportError("No module named 'google'", name="google")
     message = str(MissingExtra("The OTLP export", "otel", cause))
-    assert "and protobuf is not installed" in message, message
+    assert "and protobuf is not installed: pip install protobuf (or pip install -e '.[otel]'" in message, message
     assert "google" not in message
 
 
@@ -290,3 +290,26 @@ def test_a_scenario_that_breaks_makes_the_cli_exit_1_and_says_which(broken_chapt
     assert f"error: {broken_chapter_for_cli} tool_blows_up: tool price_of raised ZeroDivisionError" in captured.err
     # The scenario that ran is not reported as broken.
     assert "fine:" not in captured.err
+
+
+@pytest.mark.parametrize(
+    ("source", "said"),
+    [
+        ("import json\nraise RuntimeError('no shelf today')\n", "RuntimeError: no shelf today ({path}, line 2)."),
+        ("x = (\n", "SyntaxError: '(' was never closed ({name}.py, line 1)."),
+    ],
+)
+def test_a_chapter_that_cannot_be_imported_is_one_line_naming_it_and_its_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], source: str, said: str
+) -> None:
+    import primer.chapters
+
+    name = "ch97_cli_will_not_import"
+    path = tmp_path / f"{name}.py"
+    path.write_text(source)
+    monkeypatch.setattr(primer.chapters, "__path__", [*primer.chapters.__path__, str(tmp_path)])
+    monkeypatch.delitem(sys.modules, f"primer.chapters.{name}", raising=False)
+    status, out, err = run_cli(capsys, "run", name)
+    assert (status, out) == (2, "")
+    expected = said.format(path=path, name=name)
+    assert err == f"error: The chapter module primer.chapters.{name} could not be imported: {expected}\n"

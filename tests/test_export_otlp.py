@@ -521,7 +521,7 @@ def test_the_book_builds_without_the_otel_packages_and_says_so(tmp_path: Path) -
     assert not (book.root / "site" / "traces" / "ch_alpha.otlp.json").exists()
     [said] = build.lines("no OTLP JSON is published")
     assert "INFO" in said
-    assert "pip install 'trace-book[otel]'" in said
+    assert "opentelemetry could not be imported: pip install -e '.[otel]' in a checkout of trace-book" in said
 
 
 def test_the_store_says_it_once_and_publishes_the_rest(

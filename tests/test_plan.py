@@ -119,6 +119,10 @@ def test_without_a_key_nothing_is_recorded_and_the_status_says_why(make: Make) -
         False,
         0,
     )
+    # With live runs off, a key alone would record nothing: the status says that too.
+    off = plan(make, None, KEYED.model_copy(update={"live": "off"}))
+    assert (off.status.state, off.status.reason, off.record) == ("missing", NEVER_RECORDED, False)
+    assert "live runs on" in NEVER_RECORDED
     current = plan(make, chapter(KEY, "no_tool_calls", "turn_limit"), NO_KEY)
     assert (current.status.state, current.record, current.reused) == ("current", False, 2)
     stale = plan(make, chapter(OLD), NO_KEY)

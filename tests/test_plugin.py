@@ -199,9 +199,11 @@ def test_the_chapters_cache_and_enabled_options(tmp_path: Path) -> None:
     # Off by the option: placeholders, nothing run.
     done = _build(book, "--strict", drop=("PRIMER_CHAPTERS",))
     assert done.returncode == 0, done.stderr
-    assert "traces: off" in done.stderr
+    assert "traces: off (enabled: false), nothing ran" in done.stderr, "the cause named: not the variable"
     assert "scenario asks_price" not in book.page()
     assert not (book.root / "build-cache").exists()
+    done = _build(book, "--strict", drop=("PRIMER_CHAPTERS",), PRIMER_TRACES="off")
+    assert "traces: off (PRIMER_TRACES=off), nothing ran" in done.stderr
     # The environment wins: on, with the option's chapters package, cached where the option says.
     done = _build(book, "--strict", drop=("PRIMER_CHAPTERS",), PRIMER_TRACES="on")
     assert done.returncode == 0, done.stderr
@@ -293,3 +295,13 @@ def test_a_second_build_of_one_cache_waits_for_the_first_and_says_so(tmp_path: P
     assert (book.root / "site" / "traces" / "ch_alpha.json").is_file()
     # Released at the end of the build: the next one takes it at once.
     assert "waiting" not in book.build().log
+
+
+@pytest.mark.slow
+def test_a_chapters_package_that_cannot_be_imported_is_said_once_naming_the_option(tmp_path: Path) -> None:
+    book = make_book(tmp_path / "book", plugin="chapters: no_such_chapters_here")
+    done = _build(book, "--strict", drop=("PRIMER_CHAPTERS",))
+    assert done.returncode != 0
+    [said] = [line for line in done.stderr.splitlines() if "no_such_chapters_here" in line and "imported" in line]
+    assert said.count("could not be imported") == 1, said
+    assert "the trace-book plugin's chapters option" in said

@@ -233,7 +233,7 @@ def test_the_terminal_shows_a_live_runs_cost_as_the_page_does() -> None:
 
 
 def test_the_command_line_reads_the_books_prices_from_its_configuration(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     make_book(tmp_path, plugin="prices:\n  deepseek-flash: {input: 3, output: 12, read: 2026-11-02}")
     monkeypatch.chdir(tmp_path)
@@ -241,6 +241,10 @@ def test_the_command_line_reads_the_books_prices_from_its_configuration(
     price = table.get("deepseek-flash")
     assert price is not None
     assert (price.input, price.output, price.read) == (3, 12, "2026-11-02")
-    # No book here: the package's own table.
+    # In a folder of the book: an error naming its root, not the package's own book.
     monkeypatch.chdir(tmp_path / "docs")
+    with pytest.raises(ConfigError, match=f"inside the book at {tmp_path}"):
+        _book_here()
+    # No book here nor above: the package's own table.
+    monkeypatch.chdir(tmp_path_factory.mktemp("no_book"))
     assert _book_here()[2].get("deepseek-flash") == default_prices().get("deepseek-flash")

@@ -24,6 +24,7 @@ from primer.book._cache import CorruptTrace, TraceCache
 from primer.book._chapters import Chapters
 from primer.book._markers import Marker, check, scan
 from primer.book._publish import publish
+from primer.book._render import render_traces
 from primer.book._source import ChapterTraces, LiveStatus, Shown
 from primer.errors import NotFound
 from primer.files import TEMP_SUFFIX, write_if_changed
@@ -356,6 +357,21 @@ def test_a_serve_session_sees_edited_chapters_and_library_code(package, tmp_path
     assert said() == "value 30"
     assert not list(root.rglob("*.pyc")), "no bytecode written into watched folders"
 
+    # One that breaks the chapter's import there is said as one here: the module, the error, the line.
+    edit(root / "lib.py", "VALUE = 3", "VALUE = 4\nraise RuntimeError('no value today')")
+    prepared = book.prepare()
+    [failure] = prepared.by_chapter["ch_one"].warnings
+    assert failure == (
+        f"traces: The chapter module {name}.chapters.ch_one could not be imported. RuntimeError: no value today "
+        f"({root / 'lib.py'}, line 2). Its pages show the error."
+    )
+    mock = prepared.traces("ch_one").mock
+    assert mock is not None
+    error = mock.scenarios[0].error
+    assert error is not None
+    assert (error.type, error.message) == ("RuntimeError", "no value today")
+    assert "Traceback (most recent call last)" in (error.traceback or "")
+
 
 def _saved_long_ago(root):
     # As a checkout is: its files saved well before the process that imports them started.
@@ -395,16 +411,24 @@ def test_a_library_module_edited_before_it_was_first_looked_for_counts_as_change
 
 def test_a_chapter_that_cannot_be_imported_is_shown_not_fatal(package, tmp_path, caplog):
     name, root = package
-    (root / "chapters" / "ch_two.py").write_text("import nowhere_to_be_found\n")
+    (root / "chapters" / "ch_two.py").write_text("import json\nimport nowhere_to_be_found\n")
     book = Book(tmp_path / "docs", tmp_path / ".cache", chapters=Chapters(f"{name}.chapters"), settings=Settings())
     prepared = book.prepare()
     assert prepared.report.ran == 1
+    # The module, the error and the line to look at; not a scenario called "import".
     [failure] = prepared.by_chapter["ch_two"].warnings
-    assert "ch_two / import (mock)" in failure
+    assert failure == (
+        f"traces: The chapter module {name}.chapters.ch_two could not be imported. ModuleNotFoundError: "
+        f"No module named 'nowhere_to_be_found' ({root / 'chapters' / 'ch_two.py'}, line 2). Its pages show the error."
+    )
     mock = prepared.traces("ch_two").mock
     assert mock is not None
     assert "nowhere_to_be_found" in (mock.scenarios[0].ending.detail or "")
     assert prepared.scenario_names["ch_two"] is None
+    # A marker naming one of its scenarios shows why there are none, not that the scenario is unknown.
+    html = render_traces(prepared.traces("ch_two"), "asks_price")
+    assert "could not be imported" in html
+    assert "nowhere_to_be_found" in html
     assert not list((tmp_path / ".cache" / "entries" / "ch_two").glob("mock-*")), (
         "a failed import is tried again next build"
     )

@@ -212,8 +212,7 @@ class Book:
             try:
                 names = self.chapters.names()
             except Exception as error:  # noqa: BLE001 - a broken package is reported, not fatal
-                why = (settings or self.settings_now()).redactor().text(str(error))
-                log.warning(f"traces: the chapters' package {self.chapters.package} could not be imported: {why}")
+                log.warning(f"traces: {(settings or self.settings_now()).redactor().text(str(error))}")  # names it
                 names = []
             files = _cache.renderer_files()
             self._first_files = self._first_files or files

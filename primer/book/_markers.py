@@ -203,7 +203,7 @@ def check(page: str, markdown: str, scenarios: Mapping[str, Sequence[str] | None
 
 def off_note(marker: Marker) -> str:
     what = f"{marker.chapter} {marker.scenario}" if marker.scenario else marker.chapter
-    return f"Traces of {what} are not shown: this build ran with PRIMER_TRACES=off."
+    return f"Traces of {what} are not shown: this build ran with traces off (PRIMER_TRACES=off, or enabled: false)."
 
 
 # -- the book's rules: each broken one a sentence naming the module or page (and line) and what to do --

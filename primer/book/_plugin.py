@@ -111,7 +111,7 @@ class TraceBookPlugin(BasePlugin[TraceBookConfig]):  # type: ignore[no-untyped-c
         if traces_off(environ):  # nothing of the engine (nor pydantic) is loaded: benchmarks/scale.py
             for message in unknown_variables(environ):
                 log.warning(f"traces: {message}")
-            log.info("traces: off (PRIMER_TRACES=off), nothing ran")
+            log.info(f"traces: off ({'PRIMER_TRACES=off' if traces_off() else 'enabled: false'}), nothing ran")
             # Out of this build's list, the page events it has nothing to do in: MkDocs neither calls
             # them nor, with --verbose, logs two lines a page.
             for event in ("page_content", "page_context"):

@@ -18,7 +18,7 @@ from markupsafe import Markup
 
 from primer import summary
 from primer.book._render_markdown import escape_text
-from primer.book._source import ChapterTraces
+from primer.book._source import IMPORT_RUN, ChapterTraces
 from primer.errors import NotFound
 from primer.spent import Segment, segments
 from primer.streaming import sse_text, stream_line, stream_timeline
@@ -255,6 +255,7 @@ def prepare(
     """Each scenario of the chapter (or ``only``), replies worded as ``said``; ``NotFound`` names the ones there are."""
     runs = {(s.name, run.mode): s for run in (traces.mock, traces.live) if run for s in run.scenarios}
     names = list(dict.fromkeys(name for name, _ in runs))
+    only = None if names == [IMPORT_RUN] else only  # the chapter could not be imported: each marker shows why
     if only is not None and only not in names:
         raise NotFound(
             f"Chapter {traces.chapter} has no scenario {only!r}. Its scenarios are: {', '.join(names) or 'none'}."

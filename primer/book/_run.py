@@ -9,7 +9,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import traceback
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -17,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, Field
 
 from primer.settings import Settings
-from primer.trace import ChapterRun
+from primer.trace import ChapterRun, ErrorInfo
 
 if TYPE_CHECKING:
     from primer.replay import ChapterCheck
@@ -26,10 +25,10 @@ __all__ = ["in_worker", "verify_in_worker"]
 
 
 class WorkerOutput(BaseModel):
-    """What the worker prints: the runs, why a chapter has none, and replays (a ``ChapterCheck`` as JSON)."""
+    """What the worker prints: the runs, why a chapter has none (its import's error), and replays (``ChapterCheck``)."""
 
     runs: list[ChapterRun] = Field(default_factory=list)
-    errors: dict[str, str] = Field(default_factory=dict)
+    errors: dict[str, ErrorInfo] = Field(default_factory=dict)
     checks: dict[str, dict[str, Any]] = Field(default_factory=dict)
 
 
@@ -45,7 +44,8 @@ def in_worker(arguments: Sequence[str], chapters: Sequence[str], time_limit: flo
         return WorkerOutput.model_validate_json(done.stdout)
     except (subprocess.SubprocessError, ValueError, OSError) as error:
         why = (getattr(error, "stderr", None) or str(error)).strip()[-2000:]
-        return WorkerOutput(errors=dict.fromkeys(chapters, f"the worker in a new interpreter failed: {why}"))
+        failed = ErrorInfo(type=type(error).__name__, message=f"the worker in a new interpreter failed: {why}")
+        return WorkerOutput(errors=dict.fromkeys(chapters, failed))
 
 
 def verify_in_worker(path: Path, package: str, chapter: str, time_limit: float) -> ChapterCheck:
@@ -54,7 +54,7 @@ def verify_in_worker(path: Path, package: str, chapter: str, time_limit: float) 
 
     output = in_worker(["--verify", str(path), package, chapter], [chapter], time_limit)
     if chapter not in output.checks:
-        raise IncompleteRecording(output.errors.get(chapter, "the replay gave no result"))
+        raise IncompleteRecording(str(output.errors.get(chapter, "the replay gave no result")))
     return ChapterCheck.model_validate(output.checks[chapter])
 
 
@@ -75,17 +75,17 @@ def main(argv: Sequence[str] | None = None) -> int:
             check = verify_chapter(read_trace(Path(path)), Chapters(package).scenarios(chapter))
             output.checks[chapter] = check.model_dump(mode="json")
         except Exception as error:  # noqa: BLE001 - reported to the build, which warns naming the file
-            output.errors[chapter] = redactor.text(f"{type(error).__name__}: {error}")
+            output.errors[chapter] = ErrorInfo(type=type(error).__name__, message=redactor.text(str(error)))
     else:
-        from primer.runner import run_mock
+        from primer.runner import error_info, run_mock
 
         package, *names = args
         chapters = Chapters(package)
         for name in names:
-            try:
+            try:  # run_mock shows a scenario's error in its run: what raises is the chapter's import
                 output.runs.append(run_mock(name, chapters.scenarios(name), settings))
             except Exception as error:  # noqa: BLE001 - reported to the build, which shows it
-                output.errors[name] = redactor.text("".join(traceback.format_exception(error)))
+                output.errors[name] = error_info(error, redactor)
     sys.stdout.write(output.model_dump_json())
     return 0
 

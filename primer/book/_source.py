@@ -17,8 +17,10 @@ if TYPE_CHECKING:  # the trace models are not loaded with traces off, nor by a w
 
 #: The part of a chapter's entry in the cache that keeps its ``Shown``.
 SHOWN = "shown.json"
+#: The one run of a chapter that could not be imported: its error, which every marker of the chapter shows.
+IMPORT_RUN = "import"
 
-__all__ = ["SHOWN", "ChapterTraces", "LiveStatus", "Shown", "TraceSource", "traces_of"]
+__all__ = ["IMPORT_RUN", "SHOWN", "ChapterTraces", "LiveStatus", "Shown", "TraceSource", "traces_of"]
 
 
 # Named tuples, not frozen dataclasses: made at every build's import, these three and ``Prepared`` took

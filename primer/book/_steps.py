@@ -14,8 +14,7 @@ from typing import TYPE_CHECKING
 
 from primer.book._cache import CorruptTrace
 from primer.book._run import in_worker, verify_in_worker
-from primer.book._source import LiveStatus, Shown, traces_of
-from primer.errors import ChapterError
+from primer.book._source import IMPORT_RUN, LiveStatus, Shown, traces_of
 from primer.script_check import unused_warnings
 from primer.summary import anomalies
 from primer.trace import ChapterRun, ErrorInfo
@@ -31,7 +30,7 @@ if TYPE_CHECKING:
 __all__ = ["LIBRARY_CHANGED", "NEVER_RECORDED", "Run", "Work"]
 
 #: Why a chapter has no live trace yet.
-NEVER_RECORDED = "no live run has been recorded yet: set PRIMER_API_KEY and build to record one"
+NEVER_RECORDED = "no live run has been recorded yet: set PRIMER_API_KEY (live runs on) and build to record one"
 #: Why a long-lived process (``mkdocs serve``) waits before recording live.
 LIBRARY_CHANGED = "library code changed since this server started: the live refresh waits for a new build"
 
@@ -111,13 +110,12 @@ class Run:
                 self.warn(work, line + (f": {run.ending.detail}" if run.ending.detail else ""))
 
     def stored(self, work: Work, mode: Mode) -> ChapterRun | None:
-        """The stored run, or None (a corrupt file is warned about and replaced later)."""
+        """The stored run, or None (a corrupt file is said and replaced later)."""
         try:
             return self.book.cache.load(work.name, mode, work.code)
         except CorruptTrace as error:
-            if mode == "mock":  # the build's own cache: said by this build only
-                said = f"traces: {error.problem} The mock trace of {work.name} runs again and the file is replaced."
-                self.book.log.warning(said)
+            if mode == "mock":  # the build's own cache, repaired by this build: nothing for --strict to fail on
+                self.book.log.info(f"traces: {error.problem} The mock trace of {work.name} runs again and is replaced.")
             else:
                 self.warn(work, f"traces: {error} The live trace of {work.name} is refreshed when a key is set.")
             return None
@@ -130,12 +128,18 @@ class Run:
             with self.clock("run"):
                 work.scenarios = tuple(self.book.chapters.scenarios(work.name))
         except Exception as error:  # noqa: BLE001 - a chapter that fails to import is shown, not fatal
-            from primer.runner import error_run
-
-            work.import_error = error_run("import", "mock", error, self.settings.redactor())
-            how = "declares its scenarios wrongly" if isinstance(error, ChapterError) else "could not be imported"
-            work.import_error.title = f"The chapter module {self.book.chapters.module_name(work.name)} {how}."
+            self.unimported(work, error)
         return work.scenarios
+
+    def unimported(self, work: Work, error: BaseException | ErrorInfo) -> None:
+        """The chapter could not be imported (here, or in a worker, which describes the error): its pages show why."""
+        from primer.runner import error_run
+
+        work.import_error = run = error_run(IMPORT_RUN, "mock", error, self.settings.redactor())
+        wrong, where = (run.error.type == "ChapterError", run.error.where()) if run.error else (False, "")
+        how = "declares its scenarios wrongly" if wrong else "could not be imported"
+        run.title = f"The chapter module {self.book.chapters.module_name(work.name)} {how}."
+        self.warn(work, f"traces: {run.title} {run.ending.detail}{where}. Its pages show the error.")
 
     def ran(self, work: Work, run: ChapterRun) -> None:
         run.source_hash = work.code
@@ -166,14 +170,11 @@ class Run:
         with self.clock("run"):
             output = in_worker([self.book.chapters.package, *names], names, self.book.time_limit)
         runs = {run.chapter: run for run in output.runs}
-        from primer.runner import error_run
-
         for work in fresh:
             if work.name in runs:
                 self.ran(work, runs[work.name])
             else:
-                why = RuntimeError(output.errors.get(work.name, "the worker gave no trace for it"))
-                work.import_error = error_run("import", "mock", why, self.settings.redactor())
+                self.unimported(work, output.errors.get(work.name) or RuntimeError("the worker gave no trace for it"))
 
     def verify(self, work: Work) -> None:
         """Replay a frozen live trace whose code changed (unless it is recorded again whatever a replay says).
@@ -314,7 +315,7 @@ class Run:
             # Not stored: the import is tried again next build, and the trace must not outlive the broken file.
             mock = ChapterRun(chapter=work.name, mode="mock", model="mock", scenarios=[work.import_error])
         runs = mock.scenarios if mock else []
-        self.failures(work, [*runs, *(work.frozen.scenarios if work.frozen else [])])
+        self.failures(work, [*(() if work.import_error else runs), *(work.frozen.scenarios if work.frozen else [])])
         for unused in [warning for run in runs for warning in unused_warnings(run)]:
             self.warn(work, f"traces: {work.name} / {unused}")  # a mock script the run did not use up
         # Under the key as it is now: a refresh may have rewritten the frozen file.

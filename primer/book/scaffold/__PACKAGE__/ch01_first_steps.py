@@ -1,7 +1,5 @@
 """First steps: one agent written twice, on the book's library and on the openai SDK by hand (recorded over HTTP)."""
 
-from __future__ import annotations
-
 import json
 from typing import Any
 

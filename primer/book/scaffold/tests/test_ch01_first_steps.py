@@ -1,7 +1,5 @@
 """Chapter 1: what its page says the traces show (run with `python -m pytest` from the book's folder)."""
 
-from __future__ import annotations
-
 from __PACKAGE__.ch01_first_steps import calls_a_tool, weather_by_hand
 
 from primer.runner import run_scenario
