@@ -36,6 +36,9 @@ def test_the_payload_page_links_back_and_heads_each_block_in_words() -> None:
     assert "mock run · transcript" in blocks
     assert "mock and live side by side" in blocks
     assert not any("ch09_who_retries-" in block for block in blocks), "no raw ids for headings"
+    # A heading is its words alone: the link to the chapter page stands beside it, not in it.
+    assert re.findall(r"<h3 class=\"tr-payload-head\">[^<]+</h3> <a class=\"tr-payload-to\" ", page)
+    assert "on the chapter page</a></h3>" not in page
 
 
 def test_every_link_of_the_payload_page_lands_on_it_or_on_the_chapter_page() -> None:

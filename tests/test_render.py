@@ -735,7 +735,7 @@ _STUB = re.compile(
     r"payloads \(on their own page\)</a>"
 )
 _ELEMENT = re.compile(
-    r'<div class="tr-payload" id="(?P<id>[^"]+)"><h3 class="tr-payload-head">[^<]*(?:<a [^>]*>[^<]*</a>)?</h3>\n'
+    r'<div class="tr-payload" id="(?P<id>[^"]+)"><h3 class="tr-payload-head">[^<]*</h3>(?: <a [^>]*>[^<]*</a>)?\n'
     r"(?P<body>.*?)\n</div>",
     re.S,
 )

@@ -405,6 +405,21 @@ def test_a_deep_link_to_a_payload_block_opens_it(browser: Any, site: str, book: 
         block.wait_for(state="visible")
         assert block.evaluate("e => e.tagName") == "PRE"
         assert is_open(page, "ch09_who_retries-service_is_busy-mock-turn-1-tool-1")
+        # Just below Material's sticky header, not under it, once what moves the page has been laid out.
+        assert 0 <= _below_the_header(page, target) <= 40
+        # Its copy button is Material's, as on any code block (no outline of the traces' buttons).
+        button = block.locator(".md-code__button").first
+        assert button.evaluate("b => getComputedStyle(b).borderTopStyle") == "none"
+        # Each link to copy stands on the line of what it links to.
+        lines = page.evaluate(
+            """() => [...document.querySelectorAll("a.tr-anchor")].filter(a => a.offsetParent).map(a => {
+                 const linked = document.getElementById(a.getAttribute("href").slice(1));
+                 const summary = linked.querySelector(":scope > summary");
+                 return Math.abs(a.getBoundingClientRect().top - summary.getBoundingClientRect().top);
+               })"""
+        )
+        assert lines
+        assert max(lines) < 2, lines
         # Each turn and call of an opened run carries its own link to copy.
         anchor = page.locator("a.tr-anchor[href='#ch09_who_retries-service_is_busy-mock-turn-1-tool-1']")
         assert anchor.get_attribute("href") == "#ch09_who_retries-service_is_busy-mock-turn-1-tool-1"
@@ -415,7 +430,22 @@ def test_a_deep_link_to_a_payload_block_opens_it(browser: Any, site: str, book: 
         anchor.evaluate("a => a.click()")
         assert page.evaluate("location.hash") == "#ch09_who_retries-service_is_busy-mock-turn-1-tool-1"
         assert is_open(page, "ch09_who_retries-service_is_busy-mock-turn-1-tool-1"), "a click leaves it open"
+        # A new fragment on the loaded page, to a block in another run: there too.
+        other = "ch09_who_retries-order_may_have_landed-mock-turn-1-model-body"
+        page.evaluate("id => { location.hash = id; }", other)
+        page.wait_for_function(f"document.getElementById('{other}') !== null")
+        assert 0 <= _below_the_header(page, other) <= 40
         page.context.close()
+
+
+def _below_the_header(page: Any, target: str) -> float:
+    # Where the target's top is under Material's header's bottom, once the page is laid out again.
+    return page.evaluate(
+        """id => new Promise(done => setTimeout(() => requestAnimationFrame(() => requestAnimationFrame(
+             () => done(document.getElementById(id).getBoundingClientRect().top
+                        - document.querySelector(".md-header").getBoundingClientRect().bottom))), 300))""",
+        target,
+    )
 
 
 def test_a_hand_edited_payload_page_runs_nothing_when_filled_in(browser: Any, site: str) -> None:

@@ -248,6 +248,11 @@
       if (node.tagName === "DETAILS") node.open = true;
     }
     target.scrollIntoView({ block: "start" });
+    // What is laid out after (a scenario drawn at its real height, buttons
+    // added above it) may move it: scrolled to again once that is done.
+    requestAnimationFrame(function () {
+      requestAnimationFrame(function () { target.scrollIntoView({ block: "start" }); });
+    });
   }
 
   function revealHash() {
