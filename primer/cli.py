@@ -18,12 +18,12 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
 from primer.errors import ConfigError, NotFound, PrimerError
-from primer.files import write_if_changed
+from primer.files import write_output
 from primer.inert import inert
 from primer.locator import ChapterLocator
 from primer.prices import PriceTable, default_prices
@@ -41,6 +41,7 @@ from primer.summary import (
     scenario_line,
     scenario_story,
     tool_line,
+    trials,
     turn_line,
 )
 from primer.trace import ChapterRun
@@ -68,12 +69,16 @@ def summary_lines(run: ChapterRun, prices: PriceTable | None = None) -> list[str
         lines += [f"  {spent}"] if (spent := spent_line(scenario)) else []  # the timeline's legend
         lines += [f"  note: the model {what}" for what in anomalies(scenario)]
         if first := before(scenario):  # the timeline's first stretch
-            lines.append(f"  before turn 1 · {first.ms:.1f}ms: {names(scenario.mode)[first.kind]}")
-        for turn in scenario.turns:
-            lines.append("  " + turn_line(turn))
-            lines.append("    " + model_line(turn.model_call))
-            lines += [f"      stream: {stream}"] if (stream := stream_line(turn.model_call)) else []
-            lines += ["    " + tool_line(tool, live=scenario.mode == "live") for tool in turn.tools]
+            lines.append(f"  before the first turn · {first.ms:.1f}ms: {names(scenario.mode)[first.kind]}")
+        # A repeated run's turns under each trial's line, as the page groups them.
+        for trial, _, turns in trials(scenario) or [("", 0, scenario.turns)]:
+            lines += [f"  {trial}"] if trial else []
+            pad = "    " if trial else "  "
+            for turn in turns:
+                lines.append(pad + turn_line(turn))
+                lines.append(f"{pad}  {model_line(turn.model_call)}")
+                lines += [f"{pad}    stream: {stream}"] if (stream := stream_line(turn.model_call)) else []
+                lines += [f"{pad}  {tool_line(tool, live=scenario.mode == 'live')}" for tool in turn.tools]
         lines.append("  " + ending_line(scenario.ending))
     return lines
 
@@ -84,7 +89,9 @@ def _parser() -> argparse.ArgumentParser:
     run = commands.add_parser("run", help="run a chapter's scenarios and print their summary lines")
     run.add_argument("chapter", help="a chapter module name, such as ch09_who_retries")
     run.add_argument("--scenario", help="run only this scenario")
-    run.add_argument("--mode", choices=["mock", "live"], default="mock")
+    run.add_argument(
+        "--mode", choices=["mock", "live"], default="mock", help="mock: scripted, no key (default); live: a real model"
+    )
     run.add_argument("--json", action="store_true", help="print the trace JSON instead")
     run.add_argument(
         "--time-limit", type=float, default=300.0, metavar="SECONDS", help="live: end a scenario not done by then"
@@ -205,7 +212,8 @@ def _export(args: argparse.Namespace, chapters: ChapterLocator, settings: Settin
         from primer.export.inspect_log import write
 
         run = _exported_run(args.chapter, args.mode, Path(args.traces), chapters, settings)
-        path = write(run, Path(args.output or f"{run.chapter}.{run.mode}.json"))
+        path = Path(args.output or f"{run.chapter}.{run.mode}.json")
+        _save(path, lambda: write(run, path))
         return _write(f"wrote {path}: {len(run.scenarios)} samples ({run.mode} runs of {run.chapter})")
     try:
         at = _otlp_usage(args)
@@ -213,6 +221,20 @@ def _export(args: argparse.Namespace, chapters: ChapterLocator, settings: Settin
         _error(str(error))
         return 2
     return _export_otlp(args, at, chapters, settings)
+
+
+def _save(path: Path, write: Callable[[], object]) -> None:
+    """Write a command's output file; one that cannot be is a usage error naming it and why, not a traceback."""
+    from primer.errors import ExportFailed
+
+    try:
+        write()
+    except ValueError as error:  # what the name says is wrong (an Inspect log's ending)
+        raise ExportFailed(str(error)) from error
+    except OSError as error:
+        folder = isinstance(error, FileExistsError | NotADirectoryError)  # a file where a folder must be
+        why = f"{error.filename} is not a folder" if folder else error.strerror or error
+        raise ExportFailed(f"{path} could not be written: {why}.") from error
 
 
 def _otlp_usage(args: argparse.Namespace) -> datetime | None:
@@ -243,7 +265,7 @@ def _export_otlp(args: argparse.Namespace, at: datetime | None, chapters: Chapte
         text = spans_json(spans)
         if args.output is None:
             return _write(text.rstrip("\n"))
-        write_if_changed(Path(args.output), text)  # atomically: a reader never finds half the file
+        _save(Path(args.output), lambda: write_output(Path(args.output), text))  # a reader never finds half of it
         return _write(f"wrote {args.output}: {traces} traces ({what})")
     try:
         sent = send_spans(spans, args.endpoint)
@@ -251,6 +273,9 @@ def _export_otlp(args: argparse.Namespace, at: datetime | None, chapters: Chapte
         _error(str(error))
         return 1
     return _write(f"sent {sent} spans in {traces} traces ({what}) to {shown_url(args.endpoint)}")
+
+
+_EPOCH, _LAST = datetime(1970, 1, 1, tzinfo=UTC), datetime(2262, 1, 1, tzinfo=UTC)
 
 
 def _moment(text: str) -> datetime:
@@ -263,6 +288,8 @@ def _moment(text: str) -> datetime:
         moment = None
     if moment is None or moment.tzinfo is None:
         raise ValueError(f"--at takes now or an ISO time with its zone, such as 2026-12-01T09:00+00:00, not {text!r}.")
+    if not _EPOCH <= moment < _LAST:  # OTLP counts nanoseconds since 1970 in 64 bits
+        raise ValueError(f"--at takes a time from 1970 to 2261 (OTLP's range), not {text!r}.")
     return moment
 
 
@@ -278,10 +305,8 @@ def _exported_run(chapter: str, mode: str, folder: Path, chapters: ChapterLocato
 
     path = folder / f"{chapter}.live.json"
     if not os.path.lexists(path):  # a link or a device is there, and refused by the reader
-        raise NotFound(
-            f"There is no live trace of {chapter} at {path}: run this from the book's root, give --traces FOLDER, "
-            "or export the mock run (--mode mock)."
-        )
+        elsewhere = "" if folder.is_dir() else "run this from the book's root, give --traces FOLDER, or "
+        raise NotFound(f"There is no live trace of {chapter} at {path}: {elsewhere}export the mock run (--mode mock).")
     return read_trace(path)
 
 

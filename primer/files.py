@@ -96,6 +96,19 @@ def _stale(temp: Path, prefix: int) -> bool:
     return False
 
 
+def write_output(path: Path, data: bytes | str) -> None:
+    """Write a command's output to ``path`` as a shell's ``>`` would, but a regular file whole or not at all.
+
+    A regular file (or none yet) is replaced atomically (``write_if_changed``); a link, a device or a pipe is
+    written through, not replaced (``-o /dev/stdout``). Raises ``OSError`` (``ValueError`` for an empty name).
+    """
+    if os.path.islink(path) or (path.exists() and not path.is_file()):
+        with path.open("wb") as out:
+            out.write(data.encode() if isinstance(data, str) else data)
+    else:
+        write_if_changed(path, data)
+
+
 def write_if_changed(path: Path, data: bytes | str, *, durable: bool = True) -> bool:
     """Replace ``path`` with ``data`` (text as UTF-8) unless it holds exactly that; whether it was written.
 

@@ -52,6 +52,7 @@ __all__ = [
     "tokens_text",
     "tool_line",
     "trial_verdicts",
+    "trials",
     "turn_line",
 ]
 
@@ -130,6 +131,29 @@ def trial_verdicts(run: ScenarioRun) -> list[tuple[int, bool]]:
             if found and isinstance(note.data.get("passed"), bool):
                 verdicts.append((int(found[1]), bool(note.data["passed"])))
     return verdicts
+
+
+def trials(run: ScenarioRun) -> list[tuple[str, int, list[Turn]]]:
+    """A repeated run's turns trial by trial: each trial's line, number and turns; none unless every turn is in one.
+
+    ``trial 2 of 5 · failed: the answer does not say 1.20 · 1 turn``: the verdict from the note on the trial's
+    last model call (``primer.evaluate``), as the page heads the trial and the terminal prints it.
+    """
+    groups, start = [], 0
+    for index, turn in enumerate(run.turns):
+        for note in turn.model_call.notes:
+            found = _TRIAL.fullmatch(note.label)
+            if found and isinstance(note.data.get("passed"), bool):
+                why = note.data.get("why")
+                verdict = (
+                    "passed" if note.data["passed"] else "failed" + (f": {why}" if isinstance(why, str) and why else "")
+                )
+                turns = run.turns[start : index + 1]
+                line = f"trial {int(found[1])} of {int(found[2])} · {verdict} · {count(len(turns), 'turn')}"
+                groups.append((line, int(found[1]), turns))
+                start = index + 1
+                break
+    return groups if groups and start == len(run.turns) else []
 
 
 def _pass_rate(run: ScenarioRun) -> list[str]:

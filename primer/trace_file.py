@@ -41,6 +41,7 @@ from primer.errors import PrimerError
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
+    from primer.redact import Redactor
     from primer.trace import ChapterRun
 
 __all__ = [
@@ -128,6 +129,8 @@ def parse(data: bytes, path: Path) -> ChapterRun:
     from pydantic import ValidationError
 
     from primer.offsets import migrate
+    from primer.redact import Redactor
+    from primer.settings import Settings
     from primer.trace import READABLE_VERSIONS, SCHEMA_VERSION, ChapterRun, versions_read
 
     brackets = _STRING.sub(b"", data).translate(None, _NOT_BRACKETS)
@@ -166,7 +169,7 @@ def parse(data: bytes, path: Path) -> ChapterRun:
         token = "NaN" if math.isnan(number) else "Infinity" if number > 0 else "-Infinity"
         raise UnreadableTrace(path, f"the field {_where(loc)} holds {token}, and a trace holds only finite numbers")
     try:
-        run = ChapterRun.model_validate(raw)
+        run = ChapterRun.model_validate(_as_recorded(raw, Redactor(Settings.keys_from_env().values())))
     except ValidationError as error:
         first, count = error.errors()[0], error.error_count()
         fields, at = ("1 field does not", "at") if count == 1 else (f"{count} fields do not", "the first at")
@@ -179,6 +182,33 @@ def parse(data: bytes, path: Path) -> ChapterRun:
         migrate(run)
     run.schema_version = SCHEMA_VERSION
     return run
+
+
+def _as_recorded(value: Any, redactor: Redactor) -> Any:
+    """A trace's JSON as the recorder keeps it, whatever the file holds (it may be edited by hand, or planted).
+
+    The secrets the environment sets are scrubbed from every string, and in each wire message the credentials
+    its headers, URL and body carry are not recorded (``primer.redact``): a file is never published with more.
+    """
+    if isinstance(value, str):
+        return redactor.text(value)
+    if isinstance(value, list):
+        return [_as_recorded(item, redactor) for item in value]
+    if not isinstance(value, dict):
+        return value
+    found = {key: _as_recorded(item, redactor) for key, item in value.items()}
+    if "headers" in value and ("url" in value or "status" in value):  # a wire request or response
+        headers = value["headers"]
+        if isinstance(headers, list) and all(_pair(header) for header in headers):  # else the schema refuses it
+            found["headers"] = [list(header) for header in redactor.headers(tuple(h) for h in headers)]
+        if isinstance(value.get("url"), str):
+            found["url"] = redactor.url(value["url"])
+        found["json_body"] = redactor.json(value.get("json_body"))
+    return found
+
+
+def _pair(header: Any) -> bool:
+    return isinstance(header, list) and len(header) == 2 and all(isinstance(part, str) for part in header)
 
 
 def _where(loc: tuple[str | int, ...]) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -313,3 +314,51 @@ def test_a_chapter_that_cannot_be_imported_is_one_line_naming_it_and_its_line(
     assert (status, out) == (2, "")
     expected = said.format(path=path, name=name)
     assert err == f"error: The chapter module primer.chapters.{name} could not be imported: {expected}\n"
+
+
+def test_an_output_file_is_written_through_a_link_and_one_that_cannot_be_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Through a link, as a shell's `>` writes (a device or a pipe alike): the link stays a link.
+    (tmp_path / "real.json").write_text("old")
+    (tmp_path / "link.json").symlink_to("real.json")
+    status, out, err = run_cli(capsys, "export", "otlp", "ch01_one_call", "-o", str(tmp_path / "link.json"))
+    assert (status, err) == (0, "")
+    assert (tmp_path / "link.json").is_symlink()
+    assert json.loads((tmp_path / "real.json").read_text().splitlines()[0])["resourceSpans"]
+    # A folder, or a file where a folder must be: the path and why, exit 2, nothing written.
+    for output, why in (
+        (tmp_path, "Is a directory"),
+        (tmp_path / "real.json" / "x.json", f"{tmp_path / 'real.json'} is not a folder"),
+    ):
+        status, out, err = run_cli(capsys, "export", "otlp", "ch01_one_call", "-o", str(output))
+        assert (status, out, err) == (2, "", f"error: {output} could not be written: {why}.\n")
+    # An Inspect log is named for what Inspect reads it as.
+    status, out, err = run_cli(capsys, "export", "inspect", "ch01_one_call", "-o", str(tmp_path / "log.txt"))
+    assert (status, out) == (2, "")
+    assert "An Inspect log is written as .json or .eval, not 'log.txt'" in err
+    assert not (tmp_path / "log.txt").exists()
+
+
+def test_export_refuses_a_moment_otlp_cannot_hold_and_a_file_without_spans(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for moment in ("1900-01-01T00:00:00+00:00", "9999-12-31T23:59:59+00:00"):
+        status, out, err = run_cli(capsys, "export", "otlp", "ch01_one_call", "--at", moment)
+        assert (status, out) == (2, "")
+        assert err == f"error: --at takes a time from 1970 to 2261 (OTLP's range), not {moment!r}.\n"
+    for text in ("", "\n\n", "{}\n"):
+        (tmp_path / "empty.json").write_text(text)
+        status, out, err = run_cli(capsys, "export", "otlp", "--from", str(tmp_path / "empty.json"))
+        assert (status, out) == (2, "")
+        assert f"error: {tmp_path / 'empty.json'} holds no spans" in err
+
+
+def test_a_chapter_without_a_live_trace_is_said_so_from_the_books_root(capsys: pytest.CaptureFixture[str]) -> None:
+    # Run from the book's root (the suite's folder): no advice to go there, only what is there to export.
+    status, out, err = run_cli(capsys, "export", "otlp", "ch16_evaluation", "--mode", "live")
+    assert (status, out) == (2, "")
+    assert err == (
+        "error: There is no live trace of ch16_evaluation at docs/traces/ch16_evaluation.live.json: "
+        "export the mock run (--mode mock).\n"
+    )

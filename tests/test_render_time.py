@@ -99,8 +99,8 @@ def test_the_time_before_a_frameworks_first_call_is_its_agents_code_drawn_first(
     said = [float(found[1]) for line in lines if (found := re.search(r"agent code ([0-9.]+)ms", line))]
     assert said == [pytest.approx(code, abs=0.051)]  # the time line: the legend's
     # The terminal names the stretch on its own line, before the first turn's, as the page draws it first.
-    first = next(index for index, line in enumerate(lines) if line.startswith("  before turn 1 · "))
-    assert lines[first] == f"  before turn 1 · {offset:.1f}ms: agent code"
+    first = next(index for index, line in enumerate(lines) if line.startswith("  before the first turn · "))
+    assert lines[first] == f"  before the first turn · {offset:.1f}ms: agent code"
     assert lines[first + 1].startswith("  turn 1 · ")
 
 

@@ -14,6 +14,7 @@ its halves.
 
 from __future__ import annotations
 
+import base64
 import json
 import subprocess
 import sys
@@ -34,8 +35,8 @@ from primer.redact import SCRUBBED, Redactor
 from primer.replay import read_trace
 from primer.settings import Settings
 from primer.streaming import sse_text
-from primer.trace import Message
-from tests.books import edit, make_book
+from primer.trace import ChapterRun, Message
+from tests.books import REPO, edit, make_book
 from tests.secret_forms import leaks
 from tests.servers.provider import ReplayProvider
 
@@ -496,3 +497,38 @@ def test_every_job_that_pushes_nothing_checks_out_without_persisted_credentials(
                     checked.append((path.name, name, persisted, "git push" in runs))
     assert checked
     assert [(file, job) for file, job, persisted, pushes in checked if persisted and not pushes] == []
+
+
+def test_a_trace_file_that_holds_a_secret_is_read_as_the_recorder_keeps_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A frozen live trace edited by hand (or planted by a pull request): the key in a header, a URL, a body, a
+    # reply and a Basic credential, and credentials the recorder never keeps, whatever their value.
+    key = "sk-planted-0123456789abcdef"
+    monkeypatch.setenv("PRIMER_API_KEY", key)
+    raw = json.loads((REPO / "docs" / "traces" / "ch09_who_retries.live.json").read_text())
+    call = raw["scenarios"][0]["turns"][0]["model_call"]
+    request, response = call["exchanges"][0]["request"], call["exchanges"][0]["response"]
+    basic = base64.b64encode(f"user:{key}".encode()).decode()
+    request["headers"] += [["authorization", "Bearer not-a-known-key-at-all"], ["x-trace-token", key]]
+    request["headers"] += [["x-debug", f"Basic {basic}"]]
+    request["url"] += f"?api_key=another-unknown-value&x={key}"
+    request["json_body"]["api_key"] = "a-credential-field-9876"
+    response["headers"] += [["set-cookie", "session=abcdef0123456789"]]
+    call["reply"]["content"] = f"The key is {key}."
+    path = tmp_path / "ch09_who_retries.live.json"
+    path.write_text(json.dumps(raw))
+
+    run = read_trace(path)
+    text = run.model_dump_json()
+    assert leaks(text, [key]) == []
+    for value in ("not-a-known-key-at-all", "another-unknown-value", "a-credential-field-9876", "abcdef0123456789"):
+        assert value not in text
+    request_read = run.scenarios[0].turns[0].model_call.exchanges[0].request
+    assert ("authorization", "not recorded") in request_read.headers
+    assert "api_key=not+recorded" in request_read.url or "api_key=not%20recorded" in request_read.url
+    assert run.scenarios[0].turns[0].model_call.reply.content == f"The key is {SCRUBBED}."
+    # What the recorder wrote reads as it was: the book's own file, unchanged by being read again.
+    monkeypatch.delenv("PRIMER_API_KEY")
+    original = REPO / "docs" / "traces" / "ch09_who_retries.live.json"
+    assert read_trace(original) == ChapterRun.model_validate_json(original.read_bytes())

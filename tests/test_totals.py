@@ -7,9 +7,10 @@ from pathlib import Path
 
 from primer.book._render import render_traces
 from primer.book._source import ChapterTraces, LiveStatus
+from primer.cli import summary_lines
 from primer.replay import read_trace
 from primer.runner import run_chapter
-from primer.summary import chapter_line, scenario_line, tokens_text
+from primer.summary import chapter_line, scenario_line, tokens_text, turn_line
 
 TRACES = Path(__file__).resolve().parent.parent / "docs" / "traces"
 
@@ -46,3 +47,9 @@ def test_an_evaluations_trials_are_grouped_with_their_verdicts_and_its_pass_rate
         ChapterTraces("ch09_who_retries", run_chapter("ch09_who_retries"), None, LiveStatus("missing"))
     )
     assert "tr-trial" not in plain
+    # The terminal prints the same lines, each over its trial's turns.
+    printed = summary_lines(run)
+    start = printed.index(scenario_line(flaky))
+    at = [printed.index(f"  {trial}", start) for trial in trials]
+    assert at == sorted(at)
+    assert printed[at[1] + 1] == "    " + turn_line(flaky.turns[2])

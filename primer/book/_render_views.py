@@ -75,7 +75,7 @@ class TurnView(NamedTuple):  # a turn: its ids, the turn its context is new sinc
     segments: list[Segment]
 
 
-_Trial = tuple["re.Match[str]", dict[str, Any], str, list[TurnView]]  # of a repeated run: its number, note, id, turns
+_Trial = tuple[str, str, list[TurnView]]  # of a repeated run: its line (``summary.trials``), id and turns
 
 
 class RunView(NamedTuple):
@@ -204,24 +204,16 @@ def _run(run: ScenarioRun, chapter: str, anchors: Anchors, shared: _Shared) -> R
         if call.exchanges:
             previous = (call.exchanges[-1].request.json_body, turn.number, model_anchor)
     transcript, ended, error = (anchors.make(anchor, what) for what in ("transcript", "ended", "error"))
-    return RunView(run, anchor, transcript, ended, error, turns, _trials(turns, anchor, anchors))
+    return RunView(run, anchor, transcript, ended, error, turns, _trials(run, turns, anchor, anchors))
 
 
-_TRIAL = re.compile(r"trial (\d+) of (\d+)")  # a repeated run notes each trial's verdict on its last model call
-
-
-def _trials(turns: list[TurnView], anchor: str, anchors: Anchors) -> list[_Trial]:
-    # The turns grouped by the trial each ends or belongs to; none unless every turn is in one.
-    groups: list[_Trial] = []
-    start = 0
-    for index, turn in enumerate(turns):
-        for note in turn.turn.model_call.notes:
-            found = _TRIAL.fullmatch(note.label)
-            if found and isinstance(note.data.get("passed"), bool):  # its line: the template's
-                groups.append((found, note.data, anchors.make(anchor, "trial", found[1]), turns[start : index + 1]))
-                start = index + 1
-                break
-    return groups if groups and start == len(turns) else []
+def _trials(run: ScenarioRun, turns: list[TurnView], anchor: str, anchors: Anchors) -> list[_Trial]:
+    # The turns' views grouped as the run's turns are, trial by trial (none unless every turn is in one).
+    groups, start = [], 0
+    for line, number, trial in summary.trials(run):
+        groups.append((line, anchors.make(anchor, "trial", str(number)), turns[start : start + len(trial)]))
+        start += len(trial)
+    return groups
 
 
 def _asked(turn: Turn | None) -> list[str]:

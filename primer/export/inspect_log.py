@@ -42,7 +42,7 @@ from typing import Any
 
 from primer.evaluate import TRIAL_NOTE, TrialResult, evaluation_of
 from primer.export._runs import Placed, placed, provider_name
-from primer.files import write_if_changed
+from primer.files import write_output
 from primer.trace import ChapterRun, Failure, Message, ModelCall, ScenarioRun, ToolRun, Turn, Usage
 
 __all__ = ["SCORER", "eval_log", "model_name", "write"]
@@ -108,8 +108,12 @@ def eval_log(run: ChapterRun, *, start: datetime | None = None) -> Json:
 def write(run: ChapterRun, path: Path, *, start: datetime | None = None) -> Path:
     """Write the run's eval log to ``path``: Inspect's ``.json``, or its zipped ``.eval``, by the name.
 
-    Written atomically (``primer.files``): a reader never finds half a log.
+    Written atomically (``primer.files.write_output``): a reader never finds half a log.
     """
+    if path.suffix not in (".json", ".eval"):  # Inspect reads a log by its name's ending
+        raise ValueError(
+            f"An Inspect log is written as .json or .eval, not {path.name!r}: give -o NAME.json or NAME.eval."
+        )
     log = eval_log(run, start=start)
     if path.suffix == ".json":
         data = _dumps(log, indent=2)
@@ -117,7 +121,7 @@ def write(run: ChapterRun, path: Path, *, start: datetime | None = None) -> Path
         zipped = io.BytesIO()
         _zipped(log, zipped)
         data = zipped.getvalue()
-    write_if_changed(path, data)
+    write_output(path, data)
     return path
 
 

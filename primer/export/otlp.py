@@ -198,12 +198,18 @@ def file_spans(path: Path, *, at: datetime | None = None) -> list[ReadableSpan]:
                 "(site/traces/CHAPTER.otlp.json) or `python -m primer export otlp -o FILE` wrote."
             ) from None
     try:
-        return _spans(*requests, at=at)
+        spans = _spans(*requests, at=at)
     except (ValueError, KeyError) as error:  # a value the JSON mapping takes but a span cannot hold
         raise ExportFailed(
             f"{path} holds a span that is not OTLP's ({error}): give a file the book published "
             "(site/traces/CHAPTER.otlp.json) or `python -m primer export otlp -o FILE` wrote."
         ) from None
+    if not spans:  # an empty file, or `{}`: nothing to send, which is not what was meant
+        raise ExportFailed(
+            f"{path} holds no spans: give a file the book published (site/traces/CHAPTER.otlp.json) "
+            "or `python -m primer export otlp -o FILE` wrote."
+        )
+    return spans
 
 
 def _spans(*requests: ExportTraceServiceRequest, at: datetime | None = None) -> list[ReadableSpan]:

@@ -407,6 +407,8 @@ def test_a_deep_link_to_a_payload_block_opens_it(browser: Any, site: str, book: 
         assert is_open(page, "ch09_who_retries-service_is_busy-mock-turn-1-tool-1")
         # Just below Material's sticky header, not under it, once what moves the page has been laid out.
         assert 0 <= _below_the_header(page, target) <= 40
+        # The block alone, without the payload page's heading and link back to this page.
+        assert page.locator(".tr-body .tr-payload-head, .tr-body .tr-payload-to").count() == 0
         # Its copy button is Material's, as on any code block (no outline of the traces' buttons).
         button = block.locator(".md-code__button").first
         assert button.evaluate("b => getComputedStyle(b).borderTopStyle") == "none"
@@ -455,7 +457,11 @@ def test_a_hand_edited_payload_page_runs_nothing_when_filled_in(browser: Any, si
     hostile = (
         '<div class="tr-payload" id="{id}"><p class="tr-note" onclick="window.__ran=1" '
         'onmouseover="window.__ran=1">evil <img src=x onerror="window.__ran=1"><a href="javascript:window.__ran=1" '
-        'class="tr-evil">link</a><svg onload="window.__ran=1"></svg><script>window.__ran=1</script></p></div>'
+        'class="tr-evil">link</a><svg onload="window.__ran=1"></svg><script>window.__ran=1</script>'
+        # The attributes traces.js itself turns into links: neither may become a javascript: one.
+        '<a class="tr-evil-page" data-tr-page-link="javascript:window.__ran=1">to the page</a>'
+        '<a class="tr-evil-root" data-tr-root-relative="javascript:window.__ran=1//">to the site</a>'
+        '<a class="tr-evil-root" data-tr-root-relative="JaVaScRiPt:window.__ran=1">to the site</a></p></div>'
     )
 
     def edited(route: Any) -> None:
@@ -472,5 +478,11 @@ def test_a_hand_edited_payload_page_runs_nothing_when_filled_in(browser: Any, si
     assert page.locator(".tr-body img, .tr-body svg, .tr-body script").count() == 0
     assert page.locator(".tr-body [onclick], .tr-body [onmouseover]").count() == 0
     assert page.locator(".tr-body a.tr-evil").first.get_attribute("href") is None
+    hrefs = page.evaluate("[...document.querySelectorAll('.tr-body a[href]')].map(a => a.href)")
+    assert not [href for href in hrefs if not href.startswith(("http:", "https:"))], hrefs
+    assert page.locator(".tr-body a.tr-evil-page[href], .tr-body a.tr-evil-root[href]").count() == 0
+    for link in (".tr-body a.tr-evil-page", ".tr-body a.tr-evil-root"):
+        page.locator(link).first.click()
+    assert page.evaluate("window.__ran") is None
     assert "evil" in (note.text_content() or "")
     page.context.close()

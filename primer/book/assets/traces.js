@@ -406,7 +406,8 @@
     // the href absolute against the page's URL.
     scope.querySelectorAll(".tr a[data-tr-root-relative]").forEach(function (link) {
       var path = link.getAttribute("data-tr-root-relative");
-      if (!/^([a-z]+:)?\/\//i.test(path) && path.charAt(0) !== "/") link.href = new URL(path, ROOT).href + link.hash;
+      // A path below the site's root only: never another scheme (javascript:) nor another site.
+      if (!/^[a-z][a-z0-9+.-]*:|^[\/\\]/i.test(path)) link.href = new URL(path, ROOT).href + link.hash;
       link.removeAttribute("data-tr-root-relative");
     });
     if (!stubs) return;
@@ -433,7 +434,9 @@
     Array.prototype.forEach.call(node.attributes, function (attribute) {
       var name = attribute.name.toLowerCase();
       if (!ATTRIBUTES.test(name)) return;
-      if (name === "href" && !/^(#|[a-z0-9._\/-]*(\.[a-z]+)?(#|$)|https?:)/i.test(attribute.value.trim())) return;
+      // A link, or the attributes traces.js makes one of: a fragment, a relative path or http(s).
+      var link = name === "href" || name === "data-tr-page-link" || name === "data-tr-root-relative";
+      if (link && !/^(#|[a-z0-9._\/-]*(\.[a-z]+)?(#|$)|https?:)/i.test(attribute.value.trim())) return;
       copy.setAttribute(name, attribute.value);
     });
     Array.prototype.forEach.call(node.childNodes, function (child) {
@@ -453,7 +456,8 @@
         if (!source) return; // not in the payload page: the link stays
         var content = document.createDocumentFragment();
         Array.prototype.forEach.call(source.childNodes, function (node) {
-          if (node.nodeType === 1 && node.classList.contains("tr-payload-head")) return;
+          // Not the block's heading, nor its link to the chapter page: on the chapter page, it is there.
+          if (node.nodeType === 1 && /\btr-payload-(head|to)\b/.test(node.className)) return;
           var copy = copied(node);
           if (copy) content.appendChild(copy);
         });
@@ -464,7 +468,8 @@
         stub.replaceWith(body);
         // A link the payload page sends to the chapter page is, here, in the page.
         body.querySelectorAll("a[data-tr-page-link]").forEach(function (link) {
-          link.setAttribute("href", link.getAttribute("data-tr-page-link"));
+          var fragment = link.getAttribute("data-tr-page-link");
+          if (fragment.charAt(0) === "#") link.setAttribute("href", fragment);
           link.removeAttribute("data-tr-root-relative");
         });
         rootRelative(body);
