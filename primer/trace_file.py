@@ -175,7 +175,7 @@ def parse(data: bytes, path: Path) -> ChapterRun:
         fields, at = ("1 field does not", "at") if count == 1 else (f"{count} fields do not", "the first at")
         reason = f"{fields} fit the trace schema, {at} {_where(first['loc'])}: {first['msg']}"
         raise UnreadableTrace(path, reason) from None
-    problem = _first_problem(run, ())
+    problem = _first_problem(run, ()) or _misnamed(run)
     if problem is not None:
         raise UnreadableTrace(path, problem)
     if version < OFFSETS_SINCE:  # the migration: version 1 is read as 2 as it is
@@ -236,6 +236,18 @@ def _non_finite(value: Any, loc: tuple[str | int, ...] = ()) -> tuple[tuple[str 
         if found is not None:
             return found
     return None
+
+
+def _misnamed(run: ChapterRun) -> str | None:
+    """A name a chapter's module and scenarios could not have (they become file names and anchors), or one twice."""
+    from primer.locator import NAME
+
+    names = [scenario.name for scenario in run.scenarios]
+    for where, name in [("chapter", run.chapter), *((f"scenarios.{i}.name", n) for i, n in enumerate(names))]:
+        if not NAME.fullmatch(name):
+            return f"the field {where} holds {name!r}, and a name is made of lower-case letters, digits and underscores"
+    twice = next((name for index, name in enumerate(names) if name in names[:index]), None)
+    return f"two scenarios are named {twice!r}, and each scenario has a name of its own" if twice else None
 
 
 def _first_problem(model: BaseModel, loc: tuple[str | int, ...]) -> str | None:

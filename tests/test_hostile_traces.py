@@ -74,6 +74,14 @@ def nan(run: dict[str, Any]) -> None:
     run["scenarios"][0]["timing"]["total_ms"] = float("nan")  # Python's writer writes NaN, as a careless tool would
 
 
+def misnamed(run: dict[str, Any]) -> None:
+    run["scenarios"][0]["name"] = "../../x<img src=x onerror=alert(1)>"  # a name becomes a file name and an anchor
+
+
+def twice(run: dict[str, Any]) -> None:
+    run["scenarios"][1]["name"] = run["scenarios"][0]["name"]
+
+
 #: Each hostile file, written by a function of its path, and what the refusal must say.
 def _write(text: str) -> Callable[[Path], None]:
     return lambda path: path.write_text(text)
@@ -98,6 +106,8 @@ CASES: dict[str, tuple[Callable[[str], Callable[[Path], None]], str]] = {
     "not JSON": (lambda c: _write(trace(c)[:-40]), "it is not valid JSON ("),
     "a NaN": (lambda c: _write(trace(c, nan)), "the field scenarios.0.timing.total_ms holds NaN"),
     "a newer schema version": (lambda c: _write(trace(c, newer)), "its schema version is 99"),
+    "a name no scenario has": (lambda c: _write(trace(c, misnamed)), "the field scenarios.0.name holds '../../x<img"),
+    "two scenarios of one name": (lambda c: _write(trace(c, twice)), "two scenarios are named"),
 }
 
 
