@@ -169,6 +169,13 @@ def test_callgrind_counts_instructions(tmp_path: Path, started: Runs) -> None:
             id="dirty_serve",
         ),
         pytest.param(
+            "new_book.py",
+            ["--no-install", "--repeat", "1"],  # the wheel's install is tests/test_new_book.py's
+            ["lines an author writes", "new` wrote", "the writing loop", "mkdocs serve --dirty", "zensical serve"],
+            marks=slow,
+            id="new_book",
+        ),
+        pytest.param(
             "page_weight.py",
             ["--browser", "--quick"],
             ["bytes raw", "DOMContentLoaded", "elements styled", "outside requests blocked", "growth"],

@@ -41,7 +41,7 @@ __all__ = sorted([*_HOME, "quiet_theme"])  # noqa: PLE0605
 def quiet_theme() -> str:
     """Turn Material's end-of-life notice off for this process (``NO_MKDOCS_2_WARNING``), unless it is set.
 
-    Material prints its nine lines as MkDocs loads the theme, before any plugin or hook runs, so
+    Material prints its boxed notice as MkDocs loads the theme, before any plugin or hook runs, so
     neither can; MkDocs reads ``mkdocs.yml`` before that, and a book calls this from there::
 
         extra:
