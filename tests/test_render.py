@@ -485,10 +485,14 @@ def _skeleton(tree: Node) -> list[tuple[str, int]]:
     def depth(node: Node) -> int:
         return sum(1 for _ in node.ancestors())
 
+    # Not the stretch before the first turn: drawn when the run took a millisecond or more to start,
+    # which a loaded machine decides, not the text (two runs made one after another differ in it).
     return [
         (n.tag, depth(n))
         for n in tree.elements()
-        if not _rendered_reply(n) and not any(map(_rendered_reply, n.ancestors()))
+        if not _rendered_reply(n)
+        and not any(map(_rendered_reply, n.ancestors()))
+        and "tr-tl-before" not in (n.attrs.get("class") or "")
     ]
 
 
