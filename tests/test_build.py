@@ -415,3 +415,25 @@ def test_published_files_are_world_readable(tmp_path):
     assert book.build().returncode == 0
     mode = (book.root / "site" / "traces" / "ch_alpha.json").stat().st_mode & 0o777
     assert mode & 0o044 == 0o044
+
+
+def test_each_marker_of_a_chapter_that_cannot_be_imported_shows_why(tmp_path):
+    # ch_beta with a frozen live trace, and a marker naming one of its scenarios: once its module stops
+    # importing, that marker shows the error (not "no scenario greets", nor its live run as if all were well).
+    book = make_book(tmp_path)
+    assert book.build().returncode == 0
+    mock = ChapterRun.model_validate(_published(book, "ch_beta")["mock"])
+    live = mock.model_copy(update={"mode": "live", "model": "some-model", "recorded_at": "2025-01-02T03:04:05+00:00"})
+    live.scenarios = [s.model_copy(update={"mode": "live"}) for s in live.scenarios]
+    (book.docs / "traces").mkdir()
+    (book.docs / "traces" / "ch_beta.live.json").write_text(live.model_dump_json(indent=2) + "\n")
+    edit(book.chapter("ch_beta"), '"""Chapter beta: one scenario."""', '"""Chapter beta: one scenario."""\nx = (')
+    done = book.build()
+    assert done.returncode == 0, done.log
+    [said] = done.lines("could not be imported")
+    assert "ch_beta.py, line 2)" in said, said
+    page = html.unescape(book.page())
+    section = page[page.index("<h2") :]  # the ## Beta section: its one marker, `::: trace ch_beta greets`
+    assert f"The chapter module {book.package}.ch_beta could not be imported." in section
+    assert "SyntaxError" in section
+    assert "has no scenario" not in page

@@ -247,7 +247,7 @@ def prepare(
     """Each scenario of the chapter (or ``only``), replies worded as ``said``; ``NotFound`` names the ones there are."""
     runs = {(s.name, run.mode): s for run in (traces.mock, traces.live) if run for s in run.scenarios}
     names = list(dict.fromkeys(name for name, _ in runs))
-    only = None if names == [IMPORT_RUN] else only  # the chapter could not be imported: each marker shows why
+    only = IMPORT_RUN if only and (IMPORT_RUN, "mock") in runs else only  # not imported: each marker shows why
     if only is not None and only not in names:
         raise NotFound(
             f"Chapter {traces.chapter} has no scenario {only!r}. Its scenarios are: {', '.join(names) or 'none'}."

@@ -215,7 +215,7 @@ class TraceExtension(Extension):
         page = self.page_url or sources.page_source(self.md) or ""
         variant = posixpath.dirname(page)
         if summary is not None and cache is not None:
-            sources.require_scenario(chapter, scenario, summary.names)
+            sources.require_scenario(chapter, scenario if summary.importable else None, summary.names)
             kept = cache.cached(chapter, scenario, summary.key, used=self._ids, head=head, variant=variant)
             if kept is not None:
                 return kept
