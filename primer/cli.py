@@ -209,12 +209,13 @@ def _book_here() -> tuple[str | None, str, PriceTable]:
 def _export(args: argparse.Namespace, chapters: ChapterLocator, settings: Settings) -> int:
     """``export``: the chapter's traces as OTLP or an Inspect log; 1 if an endpoint refused them."""
     if args.format == "inspect":
-        from primer.export.inspect_log import write
+        from primer.export.inspect_log import eval_log, write
 
         run = _exported_run(args.chapter, args.mode, Path(args.traces), chapters, settings)
         path = Path(args.output or f"{run.chapter}.{run.mode}.json")
         _save(path, lambda: write(run, path))
-        return _write(f"wrote {path}: {len(run.scenarios)} samples ({run.mode} runs of {run.chapter})")
+        samples = len(eval_log(run)["samples"])  # a sample per scenario, or per trial of an evaluation
+        return _write(f"wrote {path}: {samples} samples ({run.mode} runs of {run.chapter})")
     try:
         at = _otlp_usage(args)
     except ValueError as error:

@@ -74,6 +74,22 @@ def test_prune_keeps_what_the_build_used_and_the_last_few_of_each_chapter(tmp_pa
     assert not (tmp_path / "gone").exists(), "a chapter no longer shown"
 
 
+def test_prune_keeps_the_last_few_of_each_kind(tmp_path: Path) -> None:
+    # A build shown from its key's entry uses neither the mock run nor the verdict it was made from: newer keys
+    # (edits undone since) must not push them out, or the next full build runs and replays again for nothing.
+    cache = TraceCache(tmp_path)
+    names = [f"{kind}{n}" for n in range(KEEP + 2) for kind in ("k", "mock-c", "verdict-v")]
+    for age, name in enumerate(names):
+        cache.entry("ch", name).write("x.json", "{}")
+        os.utime(tmp_path / "ch" / name, ns=(age * 10**9, age * 10**9))
+    cache.reset()
+    cache.entry("ch", "k0")
+    cache.prune(["ch"])
+    left = {path.name for path in (tmp_path / "ch").iterdir()}
+    newest = {f"{kind}{n}" for n in range(2, KEEP + 2) for kind in ("k", "mock-c", "verdict-v")}
+    assert left == {"k0", *newest}
+
+
 def test_a_cache_that_is_off_keeps_nothing(tmp_path: Path) -> None:
     cache = TraceCache(tmp_path / "c", enabled=False)
     entry = cache.entry("ch", "k")

@@ -216,3 +216,13 @@ def test_the_log_is_written_without_inspect_ai(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert read_eval_log(out).results is not None
     assert [path.name for path in tmp_path.iterdir()] == ["ch16.eval"], "no temporary file left beside it"
+
+
+def test_the_command_counts_the_samples_the_log_holds(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # An evaluation is a sample per trial: ch16's two scenarios run five trials each.
+    out = tmp_path / "ch16.json"
+    assert main(["export", "inspect", "ch16_evaluation", "-o", str(out)]) == 0
+    log = read_eval_log(str(out))
+    assert log.samples is not None
+    assert capsys.readouterr().out.strip() == f"wrote {out}: {len(log.samples)} samples (mock runs of ch16_evaluation)"
+    assert len(log.samples) == 10

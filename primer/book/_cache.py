@@ -5,7 +5,7 @@ trace's bytes, the options that matter (a secret only as set) and ``renderer_ver
 ``entries/CHAPTER/KEY/`` keeps what the pages show, the markers' HTML and the published files.
 What depends on less is kept by its own inputs: a mock run by the code and the installed distributions
 (``mock-CODE-RAN/``), a replay's verdict by those and the frozen file (``verdict-DIGEST/``). Entries
-unused by a full build are pruned but the last ``KEEP``. Off (``PRIMER_CACHE=off``) nothing is read
+unused by a full build are pruned but the last ``KEEP`` of each kind. Off (``PRIMER_CACHE=off``) nothing is read
 or kept; a file not read or written is a miss; a process whose renderer code changed since it started
 keeps nothing it draws (``changed_code``). Frozen live traces are ``docs/traces/CHAPTER.live.json``
 (committed); one that does not read as a ``ChapterRun`` raises ``CorruptTrace`` naming it.
@@ -244,7 +244,12 @@ class TraceCache:
                 os.utime(self.folder / chapter / key)
         for folder in self.folder.iterdir():
             if folder.is_dir() and not folder.name.startswith("."):
-                for path in self._entries(folder.name, used)[KEEP if folder.name in chapters else 0 :]:
+                # The last of each kind (keys, mock runs, verdicts): a build shown from its key's entry uses no other,
+                # and an undone edit must find its mock run and verdict again, not only its key's entry.
+                kinds: dict[str, list[Path]] = {}
+                for path in self._entries(folder.name, used):
+                    kinds.setdefault(path.name.split("-")[0] if "-" in path.name else "", []).append(path)
+                for path in (old for same in kinds.values() for old in same[KEEP if folder.name in chapters else 0 :]):
                     shutil.rmtree(path, ignore_errors=True)
                 with contextlib.suppress(OSError):
                     folder.rmdir()  # a chapter gone, its entries removed
