@@ -31,7 +31,6 @@ import importlib.util
 import inspect
 import re
 import sys
-import traceback
 from collections.abc import Iterable, Mapping, Sequence
 from types import ModuleType
 from typing import TYPE_CHECKING
@@ -186,8 +185,7 @@ class ChapterLocator:
         except Exception as error:  # the author's to fix: one sentence, not a traceback through the import system
             from primer.trace import ErrorInfo  # the trace core (pydantic) only once one failed
 
-            trace = "".join(traceback.format_exception(error))
-            info = ErrorInfo(type=type(error).__name__, message=str(error), traceback=trace)
+            info = ErrorInfo.of(error)
             raise ChapterError(
                 f"The chapter module {self.module_name(chapter)} could not be imported: {info}{info.where()}."
             ) from error

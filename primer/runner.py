@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import dataclasses
 import sys
-import traceback
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -36,7 +35,7 @@ if TYPE_CHECKING:
     import httpx
     import httpx2
 
-__all__ = ["Environment", "error_info", "error_run", "mock_environment", "run_chapter", "run_mock", "run_scenario"]
+__all__ = ["Environment", "error_run", "mock_environment", "run_chapter", "run_mock", "run_scenario"]
 
 #: What live mode without a key says.
 NEEDS_KEY = "Live mode needs PRIMER_API_KEY: set it to your provider's key and run again."
@@ -163,7 +162,7 @@ def run_scenario(
     try:
         ending = scenario.loop(agent, context, scenario.max_turns)
     except Exception as exc:  # noqa: BLE001 - a broken scenario is shown, not fatal
-        error = error_info(exc, env.redactor)
+        error = ErrorInfo.of(exc, env.redactor.text)
         ending = Ending(reason="scenario_error", detail=f"{error.type}: {error.message}")
     finally:
         env.close()
@@ -189,12 +188,6 @@ def run_scenario(
     return run
 
 
-def error_info(error: BaseException, redactor: Redactor) -> ErrorInfo:
-    """An exception as a trace holds it: its type, message and traceback, each scrubbed of secrets."""
-    trace = redactor.text("".join(traceback.format_exception(error)))
-    return ErrorInfo(type=type(error).__name__, message=redactor.text(str(error)), traceback=trace)
-
-
 def error_run(name: str, mode: Mode, error: BaseException | ErrorInfo | str, redactor: Redactor) -> ScenarioRun:
     """A scenario run that ended in ``scenario_error``: an exception, or a sentence saying why (a time limit).
 
@@ -203,7 +196,7 @@ def error_run(name: str, mode: Mode, error: BaseException | ErrorInfo | str, red
     if isinstance(error, ErrorInfo):
         info = error
     elif isinstance(error, BaseException):
-        info = error_info(error, redactor)
+        info = ErrorInfo.of(error, redactor.text)
     else:
         info = ErrorInfo(type="TimeoutError", message=redactor.text(error))
     ending = Ending(reason="scenario_error", detail=f"{info.type}: {info.message}")

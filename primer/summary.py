@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from primer.errors import quoted
@@ -122,15 +122,18 @@ def _run_tokens(runs: Iterable[ScenarioRun]) -> list[str]:
 _TRIAL = re.compile(r"trial (\d+) of (\d+)")
 
 
-def trial_verdicts(run: ScenarioRun) -> list[tuple[int, bool]]:
-    """Each trial of a repeated run, in order, with whether it passed (from its notes; none for one run)."""
-    verdicts = []
-    for turn in run.turns:
+def _trial_notes(run: ScenarioRun) -> Iterator[tuple[int, re.Match[str], dict[str, Any]]]:
+    # Each trial's verdict note (``trial 2 of 5``, with ``passed``), by the index of the turn whose model call has it.
+    for index, turn in enumerate(run.turns):
         for note in turn.model_call.notes:
             found = _TRIAL.fullmatch(note.label)
             if found and isinstance(note.data.get("passed"), bool):
-                verdicts.append((int(found[1]), bool(note.data["passed"])))
-    return verdicts
+                yield index, found, note.data
+
+
+def trial_verdicts(run: ScenarioRun) -> list[tuple[int, bool]]:
+    """Each trial of a repeated run, in order, with whether it passed (from its notes; none for one run)."""
+    return [(int(found[1]), bool(data["passed"])) for _, found, data in _trial_notes(run)]
 
 
 def trials(run: ScenarioRun) -> list[tuple[str, int, list[Turn]]]:
@@ -140,19 +143,15 @@ def trials(run: ScenarioRun) -> list[tuple[str, int, list[Turn]]]:
     last model call (``primer.evaluate``), as the page heads the trial and the terminal prints it.
     """
     groups, start = [], 0
-    for index, turn in enumerate(run.turns):
-        for note in turn.model_call.notes:
-            found = _TRIAL.fullmatch(note.label)
-            if found and isinstance(note.data.get("passed"), bool):
-                why = note.data.get("why")
-                verdict = (
-                    "passed" if note.data["passed"] else "failed" + (f": {why}" if isinstance(why, str) and why else "")
-                )
-                turns = run.turns[start : index + 1]
-                line = f"trial {int(found[1])} of {int(found[2])} · {verdict} · {count(len(turns), 'turn')}"
-                groups.append((line, int(found[1]), turns))
-                start = index + 1
-                break
+    for index, found, data in _trial_notes(run):
+        if index < start:  # a turn ends one trial at most
+            continue
+        why = data.get("why")
+        verdict = "passed" if data["passed"] else "failed" + (f": {why}" if isinstance(why, str) and why else "")
+        turns = run.turns[start : index + 1]
+        line = f"trial {int(found[1])} of {int(found[2])} · {verdict} · {count(len(turns), 'turn')}"
+        groups.append((line, int(found[1]), turns))
+        start = index + 1
     return groups if groups and start == len(run.turns) else []
 
 

@@ -41,8 +41,9 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
+from traceback import format_exception
 from typing import Annotated, Any, Literal
 
 from pydantic import (
@@ -359,6 +360,12 @@ class ErrorInfo(_Model):
     type: str
     message: str
     traceback: str | None = None
+
+    @classmethod
+    def of(cls, error: BaseException, scrub: Callable[[str], str] = str) -> ErrorInfo:
+        """An exception as a trace holds it: its type, and its message and traceback as ``scrub`` leaves them."""
+        trace = scrub("".join(format_exception(error)))
+        return cls(type=type(error).__name__, message=scrub(str(error)), traceback=trace)
 
     def __str__(self) -> str:
         return f"{self.type}: {self.message}"

@@ -75,9 +75,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             check = verify_chapter(read_trace(Path(path)), Chapters(package).scenarios(chapter))
             output.checks[chapter] = check.model_dump(mode="json")
         except Exception as error:  # noqa: BLE001 - reported to the build, which warns naming the file
-            output.errors[chapter] = ErrorInfo(type=type(error).__name__, message=redactor.text(str(error)))
+            output.errors[chapter] = ErrorInfo.of(error, redactor.text)
     else:
-        from primer.runner import error_info, run_mock
+        from primer.runner import run_mock
 
         package, *names = args
         chapters = Chapters(package)
@@ -85,7 +85,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             try:  # run_mock shows a scenario's error in its run: what raises is the chapter's import
                 output.runs.append(run_mock(name, chapters.scenarios(name), settings))
             except Exception as error:  # noqa: BLE001 - reported to the build, which shows it
-                output.errors[name] = error_info(error, redactor)
+                output.errors[name] = ErrorInfo.of(error, redactor.text)
     sys.stdout.write(output.model_dump_json())
     return 0
 
