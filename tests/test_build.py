@@ -9,6 +9,7 @@ import os
 import re
 import subprocess
 import sys
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -374,16 +375,21 @@ def test_traces_off_loads_neither_the_engine_nor_pydantic(tmp_path):
     assert not {"page_content", "page_context"} & set(called)
 
 
+def _frozen_from_mock(book, chapter: str) -> tuple[ChapterRun, Path]:
+    """The chapter's published mock run frozen as its live trace, as a publisher would have committed one."""
+    mock = ChapterRun.model_validate(_published(book, chapter)["mock"])
+    live = mock.model_copy(update={"mode": "live", "model": "some-model", "recorded_at": "2025-01-02T03:04:05+00:00"})
+    live.scenarios = [s.model_copy(update={"mode": "live"}) for s in live.scenarios]
+    frozen = book.docs / "traces" / f"{chapter}.live.json"
+    frozen.parent.mkdir(exist_ok=True)
+    frozen.write_text(live.model_dump_json(indent=2) + "\n")
+    return live, frozen
+
+
 def test_a_live_trace_without_a_key_is_published_as_it_is(tmp_path):
     book = make_book(tmp_path)
     assert book.build().returncode == 0
-    mock = ChapterRun.model_validate(_published(book, "ch_beta")["mock"])
-    # A frozen live trace, as a publisher would have committed it.
-    live = mock.model_copy(update={"mode": "live", "model": "some-model", "recorded_at": "2025-01-02T03:04:05+00:00"})
-    live.scenarios = [s.model_copy(update={"mode": "live"}) for s in live.scenarios]
-    frozen = book.docs / "traces" / "ch_beta.live.json"
-    frozen.parent.mkdir()
-    frozen.write_text(live.model_dump_json(indent=2) + "\n")
+    live, frozen = _frozen_from_mock(book, "ch_beta")
     before = frozen.read_bytes()
 
     done = book.build("--strict")  # no PRIMER_* variable is set: no key
@@ -422,11 +428,7 @@ def test_each_marker_of_a_chapter_that_cannot_be_imported_shows_why(tmp_path):
     # importing, that marker shows the error (not "no scenario greets", nor its live run as if all were well).
     book = make_book(tmp_path)
     assert book.build().returncode == 0
-    mock = ChapterRun.model_validate(_published(book, "ch_beta")["mock"])
-    live = mock.model_copy(update={"mode": "live", "model": "some-model", "recorded_at": "2025-01-02T03:04:05+00:00"})
-    live.scenarios = [s.model_copy(update={"mode": "live"}) for s in live.scenarios]
-    (book.docs / "traces").mkdir()
-    (book.docs / "traces" / "ch_beta.live.json").write_text(live.model_dump_json(indent=2) + "\n")
+    _frozen_from_mock(book, "ch_beta")
     edit(book.chapter("ch_beta"), '"""Chapter beta: one scenario."""', '"""Chapter beta: one scenario."""\nx = (')
     done = book.build()
     assert done.returncode == 0, done.log
