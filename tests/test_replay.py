@@ -290,6 +290,24 @@ def test_a_trace_file_that_cannot_be_read_is_named(tmp_path: Path, content: byte
 # -- python -m primer verify -------------------------------------------------------------
 
 
+def test_the_committed_live_traces_are_stamped_for_the_code_as_committed() -> None:
+    """A fresh clone's first build shows them as they are, replaying nothing.
+
+    A trace stamped for earlier code is replayed by every cold build (about 60 ms of this book's machinery share,
+    and the SDK imported) and, with a key, every publish verifies it again: a change to the code a live trace
+    depends on is committed with the stamps ``python -m primer.book build --stamp`` writes once it verified.
+    """
+    from primer.book._chapters import Chapters
+
+    chapters, frozen = Chapters("primer.chapters"), sorted(TRACES.glob("*.live.json"))
+    stale = [
+        path.name
+        for path in frozen
+        if json.loads(path.read_bytes())["source_hash"] != chapters.fingerprint(path.name.removesuffix(".live.json"))
+    ]
+    assert frozen and not stale, f"{stale}: run `python -m primer.book build --stamp` and commit what it stamps"
+
+
 def test_verify_prints_one_line_per_scenario_and_exits_0_when_all_verify(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
