@@ -71,12 +71,13 @@ def _chapter(
     head: bool = True,
     **more: Any,
 ) -> str:
-    # The chapter template rendered from the views prepared for it; ``more`` adds to what it is given.
+    # The chapter template rendered from the views prepared for it, not yet ``clean``ed (a payload page keeps
+    # only the blocks ``more`` collects); ``more`` adds to what it is given.
     anchor = anchors.make(traces.chapter, *([scenario] if scenario else []), "traces")
     failure_anchor = anchors.make(anchor, "failure") if head and traces.live_status.failure else ""
     markdown = ReplyMarkdown()
     template = _environment().get_template("chapter.html.j2")
-    html = template.render(
+    return template.render(
         traces=traces,
         anchor=anchor,
         failure_anchor=failure_anchor,
@@ -89,7 +90,6 @@ def _chapter(
         payloads_url=safe_url(traces.payloads_url),
         **more,
     )
-    return clean(html)
 
 
 def render_traces(
@@ -105,7 +105,7 @@ def render_traces(
     ``anchors`` keeps ids unique across several traces on a page; ``head=False`` leaves out the chapter's
     switch, totals, live status and download link (a page's second marker of a chapter).
     """
-    return _chapter(traces, scenario, anchors or Anchors(), prices, head=head)
+    return clean(_chapter(traces, scenario, anchors or Anchors(), prices, head=head))
 
 
 def render_error(message: str, *, marker: str | None = None) -> str:
