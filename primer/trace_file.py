@@ -75,8 +75,9 @@ OFFSETS_SINCE = 3
 RESTORE = "Restore it from version control, or delete it to record it again."
 UPGRADE = "A newer primer wrote it: upgrade primer to read it, or delete it to record it again."
 
-# A JSON string (escapes included), to leave out of the bracket count.
-_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"')
+# A JSON string (escapes included), to leave out of the bracket count; one left open runs to the end, or
+# every quote after it would start a scan to the end again (a file of escaped quotes took minutes).
+_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*(?:"|\Z)', re.S)
 _NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
 _STEP = [1 if b in b"[{" else -1 for b in range(256)]
 
@@ -124,6 +125,20 @@ def read(path: Path) -> bytes:
     return data
 
 
+def _text(data: bytes, path: Path) -> str:
+    # UTF-8 first: json.loads reads UTF-16 and UTF-32 too, whose brackets the count below does not see.
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as error:
+        reason = f"it is not UTF-8 text (the byte at offset {error.start} cannot be decoded)"
+        raise UnreadableTrace(path, reason) from None
+    brackets = _STRING.sub(b"", data).translate(None, _NOT_BRACKETS)
+    depth = max(accumulate(map(_STEP.__getitem__, brackets)), default=0)
+    if depth > MAX_DEPTH:
+        raise UnreadableTrace(path, f"it nests {depth} levels deep, over the limit of {MAX_DEPTH}")
+    return text
+
+
 def parse(data: bytes, path: Path) -> ChapterRun:
     """A trace file's content as a ``ChapterRun`` of this schema version; ``UnreadableTrace`` naming ``path``."""
     from pydantic import ValidationError
@@ -133,10 +148,7 @@ def parse(data: bytes, path: Path) -> ChapterRun:
     from primer.settings import Settings
     from primer.trace import READABLE_VERSIONS, SCHEMA_VERSION, ChapterRun, versions_read
 
-    brackets = _STRING.sub(b"", data).translate(None, _NOT_BRACKETS)
-    depth = max(accumulate(map(_STEP.__getitem__, brackets)), default=0)
-    if depth > MAX_DEPTH:
-        raise UnreadableTrace(path, f"it nests {depth} levels deep, over the limit of {MAX_DEPTH}")
+    text = _text(data, path)
     constants: list[str] = []
 
     def constant(token: str) -> float:
@@ -145,14 +157,11 @@ def parse(data: bytes, path: Path) -> ChapterRun:
         return float(token)
 
     try:
-        raw: Any = json.loads(data, parse_constant=constant)
+        raw: Any = json.loads(text, parse_constant=constant)
     except json.JSONDecodeError as error:
         # json's messages are made to be followed by a place ("Unterminated string starting at").
         what = re.sub(r"(?: starting)? at$", "", error.msg)
         reason = f"it is not valid JSON ({what} at line {error.lineno}, column {error.colno})"
-        raise UnreadableTrace(path, reason) from None
-    except UnicodeDecodeError as error:
-        reason = f"it is not UTF-8 text (the byte at offset {error.start} cannot be decoded)"
         raise UnreadableTrace(path, reason) from None
     if not isinstance(raw, dict):
         raise UnreadableTrace(path, f"it holds {_kind(raw)}, where a trace file holds a JSON object")

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -87,6 +88,11 @@ def _write(text: str) -> Callable[[Path], None]:
     return lambda path: path.write_text(text)
 
 
+def _utf16(text: str) -> Callable[[Path], None]:
+    # json.loads reads UTF-16 bytes too; the nesting count, made for UTF-8, did not see their brackets.
+    return lambda path: path.write_bytes(text.encode("utf-16"))
+
+
 def _link(path: Path) -> None:
     path.symlink_to("/dev/zero")
 
@@ -98,6 +104,8 @@ def _folder(path: Path) -> None:
 CASES: dict[str, tuple[Callable[[str], Callable[[Path], None]], str]] = {
     "300 levels deep": (lambda c: _write(trace(c, deep=300)), f"over the limit of {MAX_DEPTH}"),
     "10,000 levels deep": (lambda c: _write(trace(c, deep=10_000)), f"over the limit of {MAX_DEPTH}"),
+    "10,000 levels deep in UTF-16": (lambda c: _utf16(trace(c, deep=10_000)), "it is not UTF-8 text (the byte at"),
+    "UTF-16": (lambda c: _utf16(trace(c)), "it is not UTF-8 text (the byte at offset 0 cannot be decoded)"),
     "a link to /dev/zero": (lambda c: _link, "symbolic link"),
     "a folder": (lambda c: _folder, "not a regular file"),
     "a negative duration": (lambda c: _write(trace(c, negative)), "a duration is never negative"),
@@ -257,3 +265,13 @@ def test_the_recorder_keeps_no_more_events_than_a_reader_reads(replay_provider: 
     )
     run.scenarios[0].turns.append(Turn(number=1, model_call=call))
     parse(run.model_dump_json().encode(), Path("ch.live.json"))  # within the limits: it reads back
+
+
+def test_a_string_left_open_is_refused_in_one_pass() -> None:
+    """A file of escaped quotes with no closing one: each quote began a scan to the end (quadratic: 32 KB took 3 s,
+    the 16 MB a file may hold would take days). Now the open string runs to the end once; refused as bad JSON."""
+    data = b'{"schema_version": 3, "chapter": "' + b'\\"' * 100_000  # 200 KB: minutes before
+    started = time.perf_counter()
+    with pytest.raises(UnreadableTrace, match="it is not valid JSON"):
+        parse(data, Path("planted.live.json"))
+    assert time.perf_counter() - started < 5  # a guard against the hang, not a speed target: it takes milliseconds
