@@ -46,13 +46,16 @@ def _statements(tree: ast.AST) -> Iterator[ast.AST]:
             todo += getattr(node, field, ())
 
 
-def _tree_digest(tree: ast.AST) -> str:
+def _tree_digest(tree: ast.AST, source: bytes) -> str:
     for node in _statements(tree):
         if isinstance(node, ast.Module | ast.FunctionDef | ast.AsyncFunctionDef) and node.body:
             first = node.body[0]
             if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and type(first.value.value) is str:
                 node.body = node.body[1:] or [ast.Pass()]
-    return hashlib.sha256(_dump(tree).encode()).hexdigest()
+    try:
+        return hashlib.sha256(_dump(tree).encode()).hexdigest()
+    except RecursionError:  # nested deeper than the walk's stack (an elif chain of a thousand): hashed as bytes
+        return "bytes " + hashlib.sha256(source).hexdigest()
 
 
 def _dump(tree: ast.AST) -> str:
@@ -108,8 +111,8 @@ def code_digest(source: bytes) -> str:
     True
     """
     try:
-        return _tree_digest(ast.parse(source))
-    except (SyntaxError, ValueError):  # hashed as bytes: running it shows the error
+        return _tree_digest(ast.parse(source), source)
+    except (SyntaxError, ValueError, RecursionError):  # hashed as bytes: running it shows the error
         return "bytes " + hashlib.sha256(source).hexdigest()
 
 
@@ -230,8 +233,8 @@ class CodeGraph:
             return "", None
         try:
             tree = ast.parse(data, filename=str(path))
-            kept = (_imports(name, path, tree), _tree_digest(tree))
-        except (SyntaxError, ValueError):
+            kept = (_imports(name, path, tree), _tree_digest(tree, data))
+        except (SyntaxError, ValueError, RecursionError):
             kept = ([], code_digest(data))
         key = f"{name} {digest_of(data)}"
         self._load()[key], self._grown = kept, True
@@ -243,7 +246,7 @@ class CodeGraph:
         with self.snapshot():
             for name in modules:
                 if (module := self._module(name)) is not None:
-                    found |= {name: module, **self._closure(module[2])[0]}
+                    found |= {name: module, **self._closure([*module[2], *_parents(name)])[0]}
         return found
 
     def _closure(self, starts: list[str]) -> tuple[dict[str, Module], frozenset[str]]:
@@ -254,7 +257,7 @@ class CodeGraph:
             while todo:
                 if (name := todo.pop()) not in seen:
                     seen[name] = found = self._module(name)
-                    todo += found[2] if found is not None else []
+                    todo += [*found[2], *_parents(name)] if found is not None else []
             closure = {name: found for name, found in seen.items() if found is not None}
             self._closures[key] = closure, frozenset(f"{m[1]} {m[3]}\n" for m in closure.values())
         return self._closures[key]
@@ -263,8 +266,9 @@ class CodeGraph:
         """One hash of the normalised code of the modules' dependencies, by name, and of the trace schema version."""
         with self.snapshot():
             lines: set[str] = set()
-            for module in filter(None, map(self._module, modules)):
-                lines |= {f"{module[1]} {module[3]}\n", *self._closure(module[2])[1]}
+            for name in modules:
+                if (module := self._module(name)) is not None:
+                    lines |= {f"{module[1]} {module[3]}\n", *self._closure([*module[2], *_parents(name)])[1]}
             if self._schema is None:  # read from its source: a warm build does not import the models
                 spec = importlib.util.find_spec("primer.trace")
                 found = _SCHEMA.search(file_bytes(spec.origin if spec else None) or b"")
@@ -288,6 +292,12 @@ class CodeGraph:
             with suppress(OSError):  # a cache: the next process parses again
                 write_if_changed(self.imports_cache, json.dumps({"format": _FILE_FORMAT, "modules": kept}))
                 self._grown = False
+
+
+def _parents(name: str) -> list[str]:
+    # Importing ``a.b.c`` runs ``a/__init__.py`` and ``a/b/__init__.py`` first: their code is the module's too.
+    parts = name.split(".")
+    return [".".join(parts[:end]) for end in range(1, len(parts))]
 
 
 def chapter_graph(package: str, *, imports_cache: Path | None = None) -> CodeGraph:

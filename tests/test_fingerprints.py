@@ -254,10 +254,10 @@ def test_a_digest_is_the_same_under_a_python_that_adds_an_empty_field() -> None:
     assert "type_params=[]" in ast.dump(tree)  # as 3.12 prints it
     from primer.fingerprint import _tree_digest
 
-    assert _tree_digest(tree) == digest
+    assert _tree_digest(tree, LIB.encode()) == digest
     # A field that holds something still counts.
     next(node for node in tree.body if isinstance(node, newer)).type_params = [ast.Name(id="T")]
-    assert _tree_digest(tree) != digest
+    assert _tree_digest(tree, LIB.encode()) != digest
 
 
 AGENT_CHAPTER = '''"""A chapter whose agent is the author's own package, beside the book."""
@@ -332,3 +332,46 @@ def test_a_file_saved_again_within_its_time_stamp_is_hashed_again(tmp_path: Path
     os.utime(path, ns=(stamp, stamp))
     assert file_digest(str(path)) != first
     assert file_digest(str(tmp_path / "gone.py")) is None
+
+
+def test_code_nested_deeper_than_the_walk_still_has_a_digest() -> None:
+    # Python compiles an elif chain of a thousand branches; the digest's walk recursed past the stack and the
+    # build ended in a RecursionError. Now such a file is hashed as bytes: its comments count, nothing fails.
+    source = (
+        "def route(x):\n    if x == 0:\n        return 0\n"
+        + "".join(f"    elif x == {i}:\n        return {i}\n" for i in range(1, 1000))
+    ).encode()
+    compile(source, "m.py", "exec")
+    assert code_digest(source) == code_digest(source)
+    assert code_digest(source) != code_digest(source + b"# a comment\n")  # hashed as bytes
+    assert code_digest(source.replace(b"return 999", b"return 998")) != code_digest(source)
+
+
+def test_a_package_init_the_import_runs_is_part_of_the_fingerprint(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # `from qlib.tools import greet` runs qlib/__init__.py first, which may change what greet returns: an edit
+    # there left the fingerprint as it was, and the build showed the trace of the code before it. A module that
+    # nests deeper than the digest's walk is followed too (its imports read; its code hashed as bytes).
+    monkeypatch.syspath_prepend(str(tmp_path))
+    deep = "def route(x):\n    if x == 0:\n        return 0\n" + "".join(
+        f"    elif x == {i}:\n        return {i}\n" for i in range(1, 1000)
+    )
+    files = {
+        "qbook/__init__.py": "",
+        "qbook/ch1.py": "from qlib.tools import greet\n",
+        "qlib/__init__.py": "from qlib import tools\ntools.G = 1\n",
+        "qlib/tools.py": "from qlib import deep\nG = 0\ndef greet():\n    return G\n",
+        "qlib/deep.py": deep,
+    }
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+        os.utime(tmp_path / name, ns=(10**9, 10**9))  # saved long ago: its digest may be kept
+    graph = CodeGraph(["qbook", "primer"])
+    assert {"qlib", "qlib.tools", "qlib.deep"} <= set(graph.modules("qbook.ch1"))
+    before = graph.fingerprint("qbook.ch1")
+    for name, added in (("qlib/__init__.py", "tools.G = 2\n"), ("qlib/deep.py", "\n# a comment\n")):
+        (tmp_path / name).write_text(files[name] + added)
+        assert CodeGraph(["qbook", "primer"]).fingerprint("qbook.ch1") != before, name
+        before = CodeGraph(["qbook", "primer"]).fingerprint("qbook.ch1")

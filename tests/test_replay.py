@@ -305,7 +305,8 @@ def test_the_committed_live_traces_are_stamped_for_the_code_as_committed() -> No
         for path in frozen
         if json.loads(path.read_bytes())["source_hash"] != chapters.fingerprint(path.name.removesuffix(".live.json"))
     ]
-    assert frozen and not stale, f"{stale}: run `python -m primer.book build --stamp` and commit what it stamps"
+    assert frozen, "no frozen live trace found in docs/traces"
+    assert not stale, f"{stale}: run `python -m primer.book build --stamp` and commit what it stamps"
 
 
 def test_verify_prints_one_line_per_scenario_and_exits_0_when_all_verify(
