@@ -19,7 +19,7 @@ import time
 from itertools import count
 from pathlib import Path
 
-__all__ = ["TEMP_SUFFIX", "digest_of", "file_bytes", "file_digest", "write_if_changed"]
+__all__ = ["TEMP_SUFFIX", "digest_of", "file_bytes", "file_digest", "write_if_changed", "write_new", "write_output"]
 
 # How much earlier than a look a file must have been saved for its bytes to be those
 # executed after it, and for its digest to be kept: file systems stamp coarsely (FAT: 2 s).
@@ -119,9 +119,9 @@ def write_if_changed(path: Path, data: bytes | str, *, durable: bool = True) -> 
         old = path.stat()
         if old.st_size == len(data) and path.read_bytes() == data:
             return False
-        mode = stat.S_IMODE(old.st_mode)  # a replaced file keeps its permissions
+        mode: int | None = stat.S_IMODE(old.st_mode)  # a replaced file keeps its permissions
     except OSError:
-        mode = 0o644  # not there yet
+        mode = None  # not there yet: made as open() makes a file (0o666 less the umask)
     path.parent.mkdir(parents=True, exist_ok=True)
     prefix = f".{path.name}."  # ``.NAME.*.tmp``: the dot before ``tmp`` is not the prefix's
     for name in os.listdir(path.parent):
@@ -132,15 +132,43 @@ def write_if_changed(path: Path, data: bytes | str, *, durable: bool = True) -> 
     # The writer's pid in the name tells a later write whether it is still under way; the count, which write.
     temp = path.with_name(f".{path.name}.{os.getpid()}-{next(_WRITES)}{TEMP_SUFFIX}")
     try:
-        with temp.open("wb") as out:
+        with open(os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666), "wb") as out:
             out.write(data)
             if durable:  # on disk before the rename: a power cut cannot leave an empty file
                 out.flush()
                 os.fsync(out.fileno())
-        os.chmod(temp, mode)
+        if mode is not None:
+            os.chmod(temp, mode)
         os.replace(temp, path)
     except BaseException:
         with contextlib.suppress(OSError):
             temp.unlink()
         raise
     return True
+
+
+def write_new(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path``, made for it as ``open`` makes a file, or (there already) ``write_if_changed``.
+
+    For output made again at will, many files at a time (a site's published traces): not flushed to disk, and
+    not through a temporary file when new (``os.open``, no file object: 5 M instructions less for the 300
+    files of a 100-chapter book). A write that fails part way (a full disk) leaves nothing behind.
+    """
+    try:
+        file = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+    except FileExistsError:
+        write_if_changed(path, data, durable=False)
+        return
+    except FileNotFoundError:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_new(path, data)
+        return
+    try:
+        view = memoryview(data)
+        while view:  # a regular file takes it whole; a short write is not an error
+            view = view[os.write(file, view) :]
+    except BaseException:
+        path.unlink(missing_ok=True)
+        raise
+    finally:
+        os.close(file)

@@ -305,3 +305,35 @@ def test_a_chapters_package_that_cannot_be_imported_is_said_once_naming_the_opti
     [said] = [line for line in done.stderr.splitlines() if "no_such_chapters_here" in line and "imported" in line]
     assert said.count("could not be imported") == 1, said
     assert "the trace-book plugin's chapters option" in said
+
+
+def test_a_cache_folder_that_cannot_be_made_leaves_the_build_unlocked_not_failed(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Like the cache it guards, the lock is best effort: a cache_dir under a file (or on a read-only disk) ended
+    # every build in a traceback, PRIMER_CACHE=off or not. A lock not taken is tried again by the next build.
+    import errno
+    import fcntl
+
+    from primer.book._lock import BuildLock
+
+    (tmp_path / "a_file").write_text("")
+    lock = BuildLock(tmp_path / "a_file" / "cache")
+    with caplog.at_level(logging.INFO):
+        lock.acquire(logging.getLogger("mkdocs.plugins.primer"))
+    assert f"traces: the cache {tmp_path / 'a_file' / 'cache'} cannot be used (Not a directory)" in caplog.text
+    lock.release()  # nothing held: nothing to do
+
+    lock = BuildLock(tmp_path / "cache")
+
+    def refused(file: object, how: int) -> None:
+        raise OSError(errno.ENOLCK, "No locks available")  # NFS without a lock daemon
+
+    monkeypatch.setattr(fcntl, "flock", refused)
+    lock.acquire(logging.getLogger("mkdocs.plugins.primer"))
+    monkeypatch.undo()
+    lock.acquire(logging.getLogger("mkdocs.plugins.primer"))  # taken now, not skipped as if held
+    try:
+        assert (tmp_path / "cache" / "build.lock").read_text() == f"{os.getpid()}\n"
+    finally:
+        lock.release()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import concurrent.futures
+import errno
 import importlib
 import json
 import os
@@ -27,7 +28,7 @@ from primer.book._publish import publish
 from primer.book._render import render_traces
 from primer.book._source import ChapterTraces, LiveStatus, Shown
 from primer.errors import NotFound
-from primer.files import TEMP_SUFFIX, write_if_changed
+from primer.files import TEMP_SUFFIX, write_if_changed, write_new
 from primer.fingerprint import CodeGraph
 from primer.live_pool import run_bounded
 from primer.settings import Settings
@@ -96,9 +97,16 @@ def test_a_replaced_file_keeps_its_permissions(tmp_path):
     path.chmod(0o640)
     write_if_changed(path, "new")
     assert path.stat().st_mode & 0o777 == 0o640
-    fresh = tmp_path / "fresh.json"
-    write_if_changed(fresh, "x")
-    assert fresh.stat().st_mode & 0o777 == 0o644
+    # A new file is made as open() makes one: what the umask leaves of 0o666 (it was 0o644 whatever the umask, so
+    # under umask 077 an export or a live trace was readable by every user).
+    for umask, expected in ((0o022, 0o644), (0o077, 0o600)):
+        fresh = tmp_path / f"fresh-{umask:o}.json"
+        before = os.umask(umask)
+        try:
+            write_if_changed(fresh, "x")
+        finally:
+            os.umask(before)
+        assert fresh.stat().st_mode & 0o777 == expected
 
 
 # -- trace files --------------------------------------------------------------
@@ -556,7 +564,36 @@ def test_chapters_discovery_is_the_default_package():
     assert not any(d.name == "book" for d in chapters.watched_dirs())
 
 
-def test_test_books_chapters_are_valid():
-    # The sources the build tests write must stay in step with the library's API.
-    for source in (ALPHA, BETA):
-        compile(source, "chapter", "exec")
+def test_test_books_chapters_are_valid(tmp_path, monkeypatch):
+    # The sources the build tests write must stay in step with the library's API: each imports and declares the
+    # scenarios the build tests count (compiling them, as this test did, let a renamed import pass).
+    from primer.locator import scenarios_of
+
+    monkeypatch.syspath_prepend(str(tmp_path))
+    (tmp_path / "apitest_chapters").mkdir()
+    for name, source in (("alpha", ALPHA), ("beta", BETA)):
+        (tmp_path / "apitest_chapters" / f"{name}.py").write_text(source)
+    names = {
+        n: [s.name for s in scenarios_of(importlib.import_module(f"apitest_chapters.{n}"))] for n in ("alpha", "beta")
+    }
+    assert len(names["alpha"]) + len(names["beta"]) == 3, names  # "traces: ran 3" in the build tests
+
+
+def test_a_published_file_a_full_disk_cut_short_is_not_left_behind(tmp_path, monkeypatch):
+    # A new file in the site (or docs/traces, which Zensical publishes) was written in place: a write that failed
+    # part way left a truncated JSON there. Now it goes, and the error is raised to the build as before.
+    real, calls = os.write, []
+
+    def filling(fd, data):
+        calls.append(len(data))
+        if len(calls) == 1:
+            return real(fd, bytes(data[:10]))  # a short write, as a filling disk gives
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    target = tmp_path / "traces" / "ch01.json"
+    monkeypatch.setattr(os, "write", filling)
+    with pytest.raises(OSError, match="No space left"):
+        write_new(target, b'{"chapter": "ch01", "mock": {"scenarios": []}, "live": null}\n')
+    monkeypatch.undo()
+    assert len(calls) == 2
+    assert not target.exists()

@@ -56,7 +56,7 @@ log = book_logger("mkdocs.plugins.primer.book")
 FORMAT = 2
 #: Set to ``off`` to turn the cache off.
 CACHE_VARIABLE = "PRIMER_CACHE"
-#: Entries of a chapter kept besides those a build used.
+#: Entries of a chapter kept besides those a build used: the last this many of each kind (keys, mock runs, verdicts).
 KEEP = 2
 #: The part of an entry that keeps its markers' HTML: a JSON line (slot -> [ids, length]), then the HTML as it is.
 MARKERS = "markers.txt"
