@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import re
 from html.parser import HTMLParser
 from types import SimpleNamespace
 from typing import Any
@@ -61,7 +62,8 @@ def test_every_trace_block_is_set_aside_as_its_summary_text_and_comes_back(name:
     # The templates' promise the summary text relies on: one match per excluded
     # block, and no div inside one (its first </div> closes it).
     blocks = PAYLOAD.findall(html)
-    assert len(blocks) == html.count("data-search-exclude") > 0
+    controls = re.findall(r'<(div|p|span) class="tr-(?:head|status|switch)[^>]* data-search-exclude', html)
+    assert len(blocks) + len(controls) == html.count("data-search-exclude") > len(blocks) > 0
     assert not any(f"<{tag}" in content for _, tag, content, _ in blocks)
     # What search reads of the block is one paragraph of plain text: no tag to walk.
     assert emptied.startswith("<h1>Page</h1>\n<!--trace-book:0--><p>")
@@ -84,6 +86,12 @@ def test_every_trace_block_is_set_aside_as_its_summary_text_and_comes_back(name:
     if name == "ch09 linked":
         assert "payloads (on their own page)" in html
     assert "payloads (on their own page)" not in squeezed
+    # ...nothing of the chapter's head, live status or switches (a result's text read "show: mock live ..."
+    # and the download links' labels)...
+    assert "show:" not in squeezed
+    assert "trace JSON" not in squeezed
+    assert "recorded 20" not in squeezed
+    assert not re.search(r"\bmock live\b", squeezed)
     # ...and nothing of the renderer's script.
     assert "<script>" in block
     assert "requestAnimationFrame" not in squeezed

@@ -53,9 +53,14 @@ _TAG = re.compile(r"<[^>]*>")
 _SPACE = re.compile(r"\s+")
 
 
+#: What else search leaves out, as the page marks it: the chapter's head (switch, totals, downloads), its live
+#: status lines and a scenario's switch, controls and labels a search result would show as its text.
+_UNSEARCHED = re.compile(r"<(div|p|span)\b[^>]* data-search-exclude[^>]*>.*?</\1>", re.S)
+
+
 def search_text(block: str) -> str:
     """A trace block's text outside its payloads, escaped, on one line: what search indexes of it (the plugin's)."""
-    text = _TAG.sub(" ", _SCRIPT.sub("", PAYLOAD.sub("", block)))
+    text = _TAG.sub(" ", _SCRIPT.sub("", _UNSEARCHED.sub("", PAYLOAD.sub("", block))))
     # Unescaped and escaped again: what search reads is exactly the text a reader sees. A character beyond
     # Latin-1 (the story line's arrow) as a reference: one would make the whole page, as search and the theme
     # read it, and the cached HTML two bytes a character (6 M instructions of a warm build at 100 chapters).

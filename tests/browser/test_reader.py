@@ -53,9 +53,28 @@ def test_expand_and_collapse_by_mouse_and_keyboard(browser: Any, site: str) -> N
     assert page.locator(f"#{turn}-model > summary").is_visible()
     page.keyboard.press("Space")
     assert not is_open(page, turn)
+    # The focus ring stands out from the page at 3:1 at least (WCAG 2.2, 1.4.11): the accent, amber, was 1.9:1.
+    assert _contrast(*page.evaluate(RING, f"#{turn} > summary")) >= 3
     page.locator(f"#{run} > summary").click()
     assert not is_open(page, run)
     page.context.close()
+
+
+#: The focused element's outline colour and the page's background, as [r, g, b] each.
+RING = """selector => {
+  const rgb = value => value.match(/[0-9.]+/g).slice(0, 3).map(Number);
+  const ring = getComputedStyle(document.querySelector(selector)).outlineColor;
+  return [rgb(ring), rgb(getComputedStyle(document.body).backgroundColor)];
+}"""
+
+
+def _contrast(one: list[float], other: list[float]) -> float:
+    def luminance(rgb: list[float]) -> float:
+        linear = [c / 255 / 12.92 if c / 255 <= 0.04045 else ((c / 255 + 0.055) / 1.055) ** 2.4 for c in rgb]
+        return 0.2126 * linear[0] + 0.7152 * linear[1] + 0.0722 * linear[2]
+
+    light, dark = sorted((luminance(one), luminance(other)), reverse=True)
+    return (light + 0.05) / (dark + 0.05)
 
 
 def test_the_switch_is_remembered_across_instant_navigation(browser: Any, site: str) -> None:
@@ -267,6 +286,12 @@ def test_print_all_prints_every_run_with_everything_open(browser: Any, site: str
     assert folded.count() == page.locator(".tr-whole, .tr-sent").count()
     assert not folded.first.locator("p.tr-note").is_visible()
     assert page.locator(".tr-run[data-mode='live']").first.is_visible()
+    # No control of the traces on paper (Material prints its copy buttons, as on its own code blocks): a turn's
+    # "fold all" printed under each turn, its rule outranking the print rule.
+    shown = "[...document.querySelectorAll('.tr button[class^=tr-]')].filter(b => b.getClientRects().length)"
+    shown += ".map(b => b.className)"
+    assert page.locator(".tr details.tr-d > .tr-all").count() > 0
+    assert page.evaluate(shown) == []
     page.evaluate("window.dispatchEvent(new Event('afterprint'))")
     page.emulate_media(media="screen")
     assert page.locator(".tr details[open]").count() == opened
