@@ -255,8 +255,8 @@
     });
   }
 
-  function revealHash() {
-    var id = location.hash.slice(1);
+  function revealHash(hash) {
+    var id = (typeof hash === "string" ? hash : location.hash).slice(1); // a hashchange passes its event
     if (!id) return;
     try {
       id = decodeURIComponent(id);
@@ -768,22 +768,41 @@
     var value = remembered();
     var modes = modesOf();
     var every = MODES.join(" ");
-    var changes = location.hash || Object.keys(modes).some(function (name) {
+    var hash = fragment();
+    var changes = hash || Object.keys(modes).some(function (name) {
       return applicable(value, modes[name]) !== every;
     });
-    if (changes) view(value, modes);
-    else setTimeout(function () { view(remembered(), modes); }, 0);
+    if (changes) view(value, modes, hash);
+    else setTimeout(function () { view(remembered(), modes, hash); }, 0);
+  }
+
+  // The fragment the page was opened at. Under instant navigation, Material's
+  // tracking (navigation.tracking) may take it off the URL before the new page
+  // is set up, when it names nothing there yet (a payload block not filled
+  // in): then it is the one of the link followed to this page.
+  var followed = null;
+  function onFollow(event) {
+    var link = event.target.closest && event.target.closest("a[href]");
+    var here = !(event.button || event.ctrlKey || event.metaKey || event.shiftKey || event.altKey); // no new tab
+    var away = here && link && link.hash && link.origin === location.origin && link.pathname !== location.pathname;
+    followed = away ? { path: link.pathname, hash: link.hash } : null;
+  }
+
+  function fragment() {
+    var hash = location.hash || (followed && followed.path === location.pathname ? followed.hash : "");
+    followed = null;
+    return hash;
   }
 
   // The switches shown, the view applied, the folds a link names opened; the rest a task later.
-  function view(value, modes) {
+  function view(value, modes, hash) {
     document.querySelectorAll(".tr-chapter").forEach(function (chapter) {
       chapter.querySelectorAll(".tr-switch").forEach(function (node) {
         node.hidden = false;
       });
       showChapter(chapter, value, modes);
     });
-    revealHash();
+    revealHash(hash);
     setTimeout(finish, 0);
   }
 
@@ -819,6 +838,7 @@
   document.addEventListener("toggle", onToggle, true); // toggle does not bubble
   window.addEventListener("click", onCopy, true);
   window.addEventListener("hashchange", revealHash);
+  document.addEventListener("click", onFollow, true); // before Material's instant navigation takes the click
   window.addEventListener("beforeprint", beforePrint, true);
   window.addEventListener("afterprint", afterPrint);
 
