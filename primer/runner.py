@@ -9,7 +9,9 @@ and an exception inside it ends that scenario (recorded), not the run.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import sys
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -203,14 +205,32 @@ def error_run(name: str, mode: Mode, error: BaseException | ErrorInfo | str, red
     return ScenarioRun(name=name, mode=mode, ending=ending, error=info)
 
 
-def run_mock(chapter: str, scenarios: Sequence[Scenario], settings: Settings) -> ChapterRun:
-    """The chapter's scenarios in mock mode; one that cannot even start is its ``error_run``."""
+#: Seconds after which a mock scenario still running is said to be: it takes milliseconds, so one that has run
+#: this long is waiting or looping in its own code, and a build that ran it would otherwise say nothing at all.
+SLOW_MOCK = 30.0
+
+
+def run_mock(
+    chapter: str, scenarios: Sequence[Scenario], settings: Settings, *, slow: Callable[[str], object] | None = None
+) -> ChapterRun:
+    """The chapter's scenarios in mock mode; one that cannot even start is its ``error_run``.
+
+    ``slow`` (by default, standard error: a worker's output is its JSON) is told, naming it, of a scenario still
+    running after ``SLOW_MOCK`` seconds.
+    """
     runs = []
     for scenario in scenarios:
+        said = f"{chapter} / {scenario.name} (mock) has run for {SLOW_MOCK:g} s, where a mock run takes milliseconds:"
+        said += " its code may wait or loop for ever (Ctrl+C stops the build; the traceback shows where)"
+        watch = threading.Timer(SLOW_MOCK, slow or functools.partial(print, file=sys.stderr), [said])
+        watch.daemon = True  # never keeps the process alive
+        watch.start()
         try:
             runs.append(run_scenario(scenario, "mock", settings))
         except Exception as error:  # noqa: BLE001 - shown on the page, never fatal
             runs.append(error_run(scenario.name, "mock", error, settings.redactor()))
+        finally:
+            watch.cancel()
     return ChapterRun(chapter=chapter, mode="mock", model="mock", scenarios=runs)
 
 

@@ -254,7 +254,8 @@ def tool_line(run: ToolRun, *, live: bool = False) -> str:
     if run.failure is not None:
         parts.append(f"raised: {cut(run.failure.message)}")
     else:
-        parts.append(f"returned: {cut(run.result or '')}")
+        # None: nothing went back to the model (the scenario ended first), which "returned: " would not say.
+        parts.append("no result sent back" if run.result is None else f"returned: {cut(run.result)}")
     return " · ".join(parts)
 
 
@@ -329,7 +330,7 @@ def scenario_story(run: ScenarioRun) -> str:
                 story += f" · {fixed} in turn {again[0]}"
         parts.append(story)
     if not parts and len(runs) <= _LISTED:
-        parts = [f"{tool.name} → {cut(tool.result or '', 30)}" for _, tool in runs]
+        parts = [f"{tool.name} → {'no result' if tool.result is None else cut(tool.result, 30)}" for _, tool in runs]
     elif not parts:
         called = Counter(tool.name for _, tool in runs)
         parts = [f"{len(runs)} tool calls: " + ", ".join(f"{name} ({n})" for name, n in called.items())]

@@ -376,9 +376,10 @@ class ErrorInfo(_Model):
         if not frames:
             return ""
         path, line = frames[-1]
-        if f"line {line})" in self.message:  # a SyntaxError's says where already
-            return ""
-        return f" ({os.path.relpath(path) if Path(path).is_relative_to(Path.cwd()) else path}, line {line})"
+        shown = os.path.relpath(path) if Path(path).is_relative_to(Path.cwd()) else path
+        if f"line {line})" in self.message:  # a SyntaxError's says the line, and of the file only its name
+            return "" if f"({shown}," in self.message else f" (in {shown})"
+        return f" ({shown}, line {line})"
 
 
 class ModelCall(_Model):

@@ -469,3 +469,37 @@ def test_an_exception_in_the_loop_itself_is_recorded_with_its_traceback(broken_c
     assert "loop_that_breaks" in run.error.traceback
     # The turn made before the exception is kept.
     assert len(run.turns) == 1
+
+
+def test_a_mock_scenario_still_running_after_a_while_is_said_to_be(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A mock run takes milliseconds; one whose code waits or loops for ever hung the build with no line at all.
+    from primer import runner
+    from primer.models.mock import ask, call, say
+    from primer.scenario import Scenario
+    from primer.settings import Settings
+    from primer.shop import price_of
+
+    real = runner.run_scenario
+
+    def waiting(*args: object) -> object:
+        time.sleep(0.3)  # its code waits, as one waiting for ever does for the first 0.3 s
+        return real(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(runner, "SLOW_MOCK", 0.05)
+    monkeypatch.setattr(runner, "run_scenario", waiting)
+    slow = Scenario(
+        name="waits", prompt="Milk?", tools=[price_of], mock=[ask(call("price_of", item="milk")), say("1.20")]
+    )
+    quick = Scenario(name="quick", prompt="Hi.", tools=[], mock=[say("Hello.")])
+    said: list[str] = []
+    run = runner.run_mock("ch_slow", [slow], Settings(), slow=said.append)
+    assert said == [
+        "ch_slow / waits (mock) has run for 0.05 s, where a mock run takes milliseconds: its code may wait or loop "
+        "for ever (Ctrl+C stops the build; the traceback shows where)"
+    ]
+    assert run.scenarios[0].ending.label == "no_tool_calls"
+    monkeypatch.undo()
+    said.clear()
+    runner.run_mock("ch_quick", [quick], Settings(), slow=said.append)
+    time.sleep(0.1)
+    assert said == []  # a quick one is not said, and its watch is gone

@@ -138,6 +138,11 @@ def test_what_the_runs_show_is_kept_in_the_chapters_entry_by_its_key(tmp_path: P
     assert [p.parent.name for p in (tmp_path / "entries").glob("ch_a/*/prose.json")] == ["k1"]
     assert kept_corpora(store("k2", None), "ch_a", None) == {}, "a new key: made again, from the runs it has"
     assert kept_corpora(store("k1", None), "ch_b", None) is None, "a chapter the build does not show"
+    # A chapter that no longer imports shows its error, and its prose is not held to the runs it has none of
+    # (the build told the author to change a sentence that was right, beside the import error).
+    broken = Shown("ch_a", "k3", "code", ("asks",), None, LiveStatus("missing"), None, False)
+    entries = TraceCache(tmp_path / "entries", tmp_path / "traces")
+    assert kept_corpora(Prepared(Report(), {"ch_a": broken}, entries), "ch_a", None) is None
 
 
 # -- mode blocks --------------------------------------------------------------------

@@ -574,6 +574,22 @@ def test_the_timeline_agrees_with_the_tool_line_when_attempt_times_are_unknown()
     assert round(by_kind["library"], 1) == 201.2
 
 
+def test_a_tool_whose_result_never_went_back_says_so_not_an_empty_returned() -> None:
+    # A scenario that ended before a tool's result was sent (its agent raised after the call): "returned: " with
+    # nothing after it read as an empty answer. An empty answer is still "returned: ".
+    from primer.trace import ModelCall, ScenarioRun, ToolRun, Turn
+
+    lost = ToolRun(call_id="c1", name="multiply", arguments={"a": 12, "b": 3}, message="")
+    empty = ToolRun(call_id="c2", name="stock_of", arguments={"item": "apples"}, message="", result="")
+    assert summary.tool_line(lost).endswith(" · given: a=12, b=3 · no result sent back")
+    assert summary.tool_line(empty).endswith(" · given: item=apples · returned: ")
+    turn = Turn(number=1, model_call=ModelCall(kind="mock", context=[]), tools=[lost, empty])
+    run = ScenarioRun.model_validate(
+        {"name": "s", "mode": "mock", "turns": [turn], "ending": {"reason": "no_tool_calls"}}
+    )
+    assert summary.scenario_story(run) == "multiply → no result · stock_of → "
+
+
 # -- ids, plurals, stories, time -------------------------------------------------
 
 

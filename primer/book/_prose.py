@@ -184,7 +184,7 @@ _KEPT = "prose.json"
 def kept_corpora(shown: Prepared, chapter: str, prices: PriceTable | None) -> Corpora | None:
     """``corpora`` of a chapter a build shows (None: it shows none), kept in the chapter's entry of the one cache."""
     summary = shown.summary(chapter)
-    if summary is None or shown.cache is None:
+    if summary is None or shown.cache is None or not summary.importable:  # its pages show the import error alone
         return None
     entry = shown.cache.entry(chapter, summary.key)
     with contextlib.suppress(ValueError, TypeError):  # not kept, or unreadable: made again

@@ -156,8 +156,8 @@ class Run:
         elif (scenarios := self.load(work)) is not None:
             from primer.runner import run_mock  # the library's runner: only when something runs
 
-            with self.clock("run"):
-                run = run_mock(work.name, scenarios, self.settings)
+            with self.clock("run"):  # a scenario still running after a while is said to be: a mock never waits
+                run = run_mock(work.name, scenarios, self.settings, slow=lambda it: self.book.log.info(f"traces: {it}"))
             self.ran(work, run)
 
     def fresh_mock(self, works: list[Work]) -> None:
