@@ -293,7 +293,7 @@ def test_a_trace_file_that_cannot_be_read_is_named(tmp_path: Path, content: byte
 def test_the_committed_live_traces_are_stamped_for_the_code_as_committed() -> None:
     """A fresh clone's first build shows them as they are, replaying nothing.
 
-    A trace stamped for earlier code is replayed by every cold build (about 60 ms of this book's machinery share,
+    A trace stamped for earlier code is replayed by every cold build (about 60 ms of this book's, in its chapters' code,
     and the SDK imported) and, with a key, every publish verifies it again: a change to the code a live trace
     depends on is committed with the stamps ``python -m primer.book build --stamp`` writes once it verified.
     """
