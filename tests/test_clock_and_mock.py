@@ -482,24 +482,22 @@ def test_a_mock_scenario_still_running_after_a_while_is_said_to_be(monkeypatch: 
     real = runner.run_scenario
 
     def waiting(*args: object) -> object:
-        time.sleep(0.3)  # its code waits, as one waiting for ever does for the first 0.3 s
+        time.sleep(1.5)  # its code waits, as one waiting for ever does for its first 1.5 s
         return real(*args)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(runner, "SLOW_MOCK", 0.05)
-    monkeypatch.setattr(runner, "run_scenario", waiting)
     slow = Scenario(
         name="waits", prompt="Milk?", tools=[price_of], mock=[ask(call("price_of", item="milk")), say("1.20")]
     )
     quick = Scenario(name="quick", prompt="Hi.", tools=[], mock=[say("Hello.")])
+    monkeypatch.setattr(runner, "SLOW_MOCK", 0.5)
     said: list[str] = []
+    runner.run_mock("ch_quick", [quick], Settings(), slow=said.append)
+    time.sleep(1.0)
+    assert said == []  # a quick one is not said: its watch went with it
+    monkeypatch.setattr(runner, "run_scenario", waiting)
     run = runner.run_mock("ch_slow", [slow], Settings(), slow=said.append)
     assert said == [
-        "ch_slow / waits (mock) has run for 0.05 s, where a mock run takes milliseconds: its code may wait or loop "
+        "ch_slow / waits (mock) has run for 0.5 s, where a mock run takes milliseconds: its code may wait or loop "
         "for ever (Ctrl+C stops the build; the traceback shows where)"
     ]
     assert run.scenarios[0].ending.label == "no_tool_calls"
-    monkeypatch.undo()
-    said.clear()
-    runner.run_mock("ch_quick", [quick], Settings(), slow=said.append)
-    time.sleep(0.1)
-    assert said == []  # a quick one is not said, and its watch is gone
