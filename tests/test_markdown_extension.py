@@ -242,7 +242,9 @@ def test_mkdocs_build_keeps_payloads_out_of_the_search_index(tmp_path: Path) -> 
     # Summary lines are found by search ...
     assert "Prose about retries" in text
     assert "asked for: price_of" in text
-    assert "mock turns=9" in text
+    # ... the chapter's head is not (its switch, totals and download links read as a result's text).
+    assert "mock turns=9" not in text
+    assert "show:" not in text
     # ... payloads are not: the system prompt, schemas, headers, JSON bodies.
     for payload in ("You answer briefly and plainly", "GroceryItem", "x-amz-cf-pop", "chatcmpl", 'finish_reason"'):
         assert payload not in text, payload
