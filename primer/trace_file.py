@@ -163,6 +163,8 @@ def parse(data: bytes, path: Path) -> ChapterRun:
         what = re.sub(r"(?: starting)? at$", "", error.msg)
         reason = f"it is not valid JSON ({what} at line {error.lineno}, column {error.colno})"
         raise UnreadableTrace(path, reason) from None
+    except ValueError:  # valid JSON Python will not read: an integer of over 4,300 digits
+        raise UnreadableTrace(path, "it holds a number too long to read (over 4,300 digits)") from None
     if not isinstance(raw, dict):
         raise UnreadableTrace(path, f"it holds {_kind(raw)}, where a trace file holds a JSON object")
     if "schema_version" not in raw:

@@ -113,6 +113,11 @@ CASES: dict[str, tuple[Callable[[str], Callable[[Path], None]], str]] = {
     "too large": (lambda c: _write(trace(c, huge)), f"over the limit of {MAX_BYTES:,}"),
     "not JSON": (lambda c: _write(trace(c)[:-40]), "it is not valid JSON ("),
     "a NaN": (lambda c: _write(trace(c, nan)), "the field scenarios.0.timing.total_ms holds NaN"),
+    # Valid JSON, written as text (Python writes no integer that long either): reading it was a bare traceback.
+    "a 5,001-digit number": (
+        lambda c: _write(trace(c).replace('"total_ms": ', '"total_ms": ' + "9" * 5001 + ', "was": ', 1)),
+        "it holds a number too long to read",
+    ),
     "a newer schema version": (lambda c: _write(trace(c, newer)), "its schema version is 99"),
     "a name no scenario has": (lambda c: _write(trace(c, misnamed)), "the field scenarios.0.name holds '../../x<img"),
     "two scenarios of one name": (lambda c: _write(trace(c, twice)), "two scenarios are named"),

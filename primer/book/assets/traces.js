@@ -283,7 +283,12 @@
   function onLink(event) {
     var link = event.target.closest('.tr a[href^="#"]');
     if (!link || link.classList.contains("tr-anchor")) return;
-    var id = decodeURIComponent(link.getAttribute("href").slice(1));
+    var id;
+    try {
+      id = decodeURIComponent(link.getAttribute("href").slice(1));
+    } catch (error) {
+      return; // a malformed escape names nothing
+    }
     var target = byId(id);
     if (target) reveal(target);
     else fillAll().then(function () { reveal(byId(id)); });
@@ -783,7 +788,8 @@
   var followed = null;
   function onFollow(event) {
     var link = event.target.closest && event.target.closest("a[href]");
-    var here = !(event.button || event.ctrlKey || event.metaKey || event.shiftKey || event.altKey); // no new tab
+    var here = !(event.button || event.ctrlKey || event.metaKey || event.shiftKey || event.altKey) && // no new tab
+      !(link && link.target && link.target !== "_self");
     var away = here && link && link.hash && link.origin === location.origin && link.pathname !== location.pathname;
     followed = away ? { path: link.pathname, hash: link.hash } : null;
   }
