@@ -423,12 +423,15 @@ def test_published_files_are_world_readable(tmp_path):
     assert mode & 0o044 == 0o044
 
 
-def test_each_marker_of_a_chapter_that_cannot_be_imported_shows_why(tmp_path):
-    # ch_beta with a frozen live trace, and a marker naming one of its scenarios: once its module stops
-    # importing, that marker shows the error (not "no scenario greets", nor its live run as if all were well).
+@pytest.mark.parametrize("frozen", [True, False])
+def test_each_marker_of_a_chapter_that_cannot_be_imported_shows_why(tmp_path, frozen):
+    # ch_beta, with a frozen live trace or none (a new author's book), and a marker naming one of its scenarios:
+    # once its module stops importing, that marker shows the error (not "no scenario greets. Its scenarios are:
+    # import", nor its live run as if all were well).
     book = make_book(tmp_path)
     assert book.build().returncode == 0
-    _frozen_from_mock(book, "ch_beta")
+    if frozen:
+        _frozen_from_mock(book, "ch_beta")
     edit(book.chapter("ch_beta"), '"""Chapter beta: one scenario."""', '"""Chapter beta: one scenario."""\nx = (')
     done = book.build()
     assert done.returncode == 0, done.log

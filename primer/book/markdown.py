@@ -219,15 +219,16 @@ class TraceExtension(Extension):
         # Links are made relative to the page (MkDocs' URL, or the file Zensical renders): its folder is in the slot.
         page = self.page_url or sources.page_source(self.md) or ""
         variant = posixpath.dirname(page)
+        checked = scenario if summary is None or summary.importable else None  # else its import error, at each marker
         if summary is not None and cache is not None:
-            sources.require_scenario(chapter, scenario if summary.importable else None, summary.names)
+            sources.require_scenario(chapter, checked, summary.names)
             kept = cache.cached(chapter, scenario, summary.key, used=self._ids, head=head, variant=variant)
             if kept is not None:
                 return kept
         started = time.perf_counter()
         from primer.book._render import Anchors, render_traces  # the first marker's: its share too
 
-        traces = collect(source, chapter, scenario)
+        traces = collect(source, chapter, checked)
 
         def render() -> str:
             html = render_traces(traces, scenario, anchors=Anchors(used=self._ids), head=head, prices=self.options)
