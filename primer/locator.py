@@ -26,6 +26,7 @@ phrase the same check with ``unknown``).
 from __future__ import annotations
 
 import ast
+import difflib
 import importlib
 import importlib.util
 import inspect
@@ -81,14 +82,24 @@ def chapter_names_in(path: Iterable[str]) -> list[str]:
     return names
 
 
+def nearest(name: str, names: Iterable[str]) -> str:
+    """`` Did you mean NAME?`` for the one name a typo most likely meant (0.8 of difflib's ratio at least), or ""."""
+    close = difflib.get_close_matches(name, list(names), n=1, cutoff=0.8)
+    return f" Did you mean {close[0]}?" if close else ""
+
+
 def no_chapter(chapter: str, names: Sequence[str]) -> NotFound:
-    """The error for a chapter that does not exist, naming those that do."""
-    return NotFound(f"There is no chapter {chapter!r}. The chapters are: {', '.join(names) or 'none'}.")
+    """The error for a chapter that does not exist, naming those that do (and the one it likely meant)."""
+    listed = ", ".join(names) or "none"
+    return NotFound(f"There is no chapter {chapter!r}. The chapters are: {listed}.{nearest(chapter, names)}")
 
 
 def no_scenario(chapter: str, scenario: str, names: Sequence[str]) -> NotFound:
-    """The error for a scenario a chapter does not have, naming those it has."""
-    return NotFound(f"Chapter {chapter} has no scenario {scenario!r}. Its scenarios are: {', '.join(names) or 'none'}.")
+    """The error for a scenario a chapter does not have, naming those it has (and the one it likely meant)."""
+    listed = ", ".join(names) or "none"
+    return NotFound(
+        f"Chapter {chapter} has no scenario {scenario!r}. Its scenarios are: {listed}.{nearest(scenario, names)}"
+    )
 
 
 def unknown(chapter: str, scenario: str | None, known: Mapping[str, Sequence[str] | None]) -> str | None:
@@ -101,10 +112,11 @@ def unknown(chapter: str, scenario: str | None, known: Mapping[str, Sequence[str
     of ch_a. Its scenarios are: one, two.``
     """
     if chapter not in known:
-        return f"names no chapter. The chapters are: {', '.join(sorted(known)) or 'none'}."
+        return f"names no chapter. The chapters are: {', '.join(sorted(known)) or 'none'}.{nearest(chapter, known)}"
     names = known[chapter]
     if scenario is not None and names is not None and scenario not in names:
-        return f"names no scenario of {chapter}. Its scenarios are: {', '.join(names) or 'none'}."
+        listed = ", ".join(names) or "none"
+        return f"names no scenario of {chapter}. Its scenarios are: {listed}.{nearest(scenario, names)}"
     return None
 
 

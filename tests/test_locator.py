@@ -64,6 +64,29 @@ def test_the_locator_finds_a_packages_chapters_and_scenarios(altchapters: str) -
         chapters.scenario("ch_y", "waves")
     with pytest.raises(ConfigError, match=r"no_such_package_here could not be imported.*PRIMER_CHAPTERS"):
         ChapterLocator("no_such_package_here").names()
+    # A typo is answered with the name it most likely meant; a name near none (above) with the list alone.
+    with pytest.raises(NotFound, match=r"ch_x, ch_y\. Did you mean ch_x\?$"):
+        chapters.load("ch__x")
+    with pytest.raises(NotFound, match=r"Its scenarios are: asks_price, answers_at_once\. Did you mean asks_price\?$"):
+        chapters.scenario("ch_x", "ask_price")
+
+
+def test_a_marker_with_a_typo_is_told_the_name_it_likely_meant() -> None:
+    from primer.locator import unknown
+
+    known = {"ch03_weather": ["oslo", "paris"], "ch04_shop": None}
+    assert (
+        unknown("ch03_weathr", None, known)
+        == "names no chapter. The chapters are: ch03_weather, ch04_shop. Did you mean ch03_weather?"
+    )
+    assert (
+        unknown("ch03_weather", "osloo", known)
+        == "names no scenario of ch03_weather. Its scenarios are: oslo, paris. Did you mean oslo?"
+    )
+    assert (
+        unknown("ch03_weather", "rome", known) == "names no scenario of ch03_weather. Its scenarios are: oslo, paris."
+    )
+    assert unknown("ch04_shop", "any", known) is None  # not importable: its scenarios are not known
 
 
 @pytest.mark.slow
