@@ -9,13 +9,14 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from primer.book import _configuration as plugin_options
 from primer.book._configuration import SETTINGS
 from primer.book._plugin import TraceBookPlugin
-from primer.book._steps import Run, Work
+from primer.book._steps import Run
 from primer.fingerprint import CodeGraph
 from primer.variables import BOOK_VARIABLES, VARIABLES
 from tests.books import make_book
@@ -108,6 +109,19 @@ def test_a_book_configured_with_the_plugin_alone_shows_its_traces(tmp_path: Path
     assert book.build("--strict").count() == "traces: ran 0, reused 3"
 
 
+def _freezes_at(monkeypatch: pytest.MonkeyPatch, owner: type, name: str) -> list[int]:
+    """How many objects were frozen (``gc.get_freeze_count``) at each call of ``owner.name``, as the build goes."""
+    counts: list[int] = []
+    method = getattr(owner, name)
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        counts.append(gc.get_freeze_count())
+        return method(*args, **kwargs)
+
+    monkeypatch.setattr(owner, name, counted)
+    return counts
+
+
 def test_what_a_build_made_before_its_pages_is_frozen_for_them_and_unfrozen_at_its_end(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -128,33 +142,12 @@ def test_what_a_build_made_before_its_pages_is_frozen_for_them_and_unfrozen_at_i
 
     monkeypatch.setattr(TraceBookPlugin, "on_page_markdown", seen)
     # Frozen in the prepare too: what MkDocs made before it (its config, the theme) is walked by no collection.
-    in_prepare: list[int] = []
-    fingerprint = CodeGraph.fingerprint
-
-    def fingerprinted(self: CodeGraph, *modules: str) -> str:
-        in_prepare.append(gc.get_freeze_count())
-        return fingerprint(self, *modules)
-
-    monkeypatch.setattr(CodeGraph, "fingerprint", fingerprinted)
+    in_prepare = _freezes_at(monkeypatch, CodeGraph, "fingerprint")
     # And once the chapters' code ran: what it made (its imports, a framework's) is walked by no collection either.
-    ran: list[int] = []
-    verify = Run.verify
-
-    def verified(self: Run, work: Work) -> None:
-        ran.append(gc.get_freeze_count())
-        verify(self, work)
-
-    monkeypatch.setattr(Run, "verify", verified)
+    ran = _freezes_at(monkeypatch, Run, "verify")
     # After each chapter's mocks, not once after all: a framework's import in one chapter was walked by every
     # full collection the next chapters' imports set off (350 ms of this book's cold build; about 190 ms now).
-    mocked: list[int] = []
-    mock = Run.mock
-
-    def mocking(self: Run, work: Work) -> None:
-        mocked.append(gc.get_freeze_count())
-        mock(self, work)
-
-    monkeypatch.setattr(Run, "mock", mocking)
+    mocked = _freezes_at(monkeypatch, Run, "mock")
     monkeypatch.chdir(book.root)
     monkeypatch.setenv("PRIMER_CHAPTERS", book.package)
     config = load_config(str(book.root / "mkdocs.yml"))
