@@ -27,7 +27,6 @@ from primer.files import write_output
 from primer.inert import inert
 from primer.locator import ChapterLocator
 from primer.prices import PriceTable, default_prices
-from primer.redact import Redactor
 from primer.script_check import unused_warnings
 from primer.settings import Settings
 from primer.spent import before, names, spent_line
@@ -380,7 +379,7 @@ def _verify(
             continue
         except Exception as error:  # noqa: BLE001 - one chapter's broken replay is its line, not a traceback
             # The error may quote what the recording held: scrubbed as the divergences are.
-            said = Redactor(Settings.keys_from_env().values()).text(str(error))
+            said = Settings.keys_redactor().text(str(error))
             lines.append(f"{name}: not verified: the replay broke: {type(error).__name__}: {said}")
             counts["broken"] += 1
             continue

@@ -261,6 +261,11 @@ class Settings(BaseModel):
                 keys[field] = _secret(VARIABLES[field], value)
         return keys
 
+    @classmethod
+    def keys_redactor(cls, environ: Mapping[str, str] | None = None) -> Redactor:
+        """A redactor of the keys the environment sets (``keys_from_env``), whatever else is wrong in it."""
+        return Redactor(cls.keys_from_env(environ).values())
+
     @staticmethod
     def unknown_variables(environ: Mapping[str, str]) -> list[str]:
         """One sentence for each ``PRIMER_*`` name no setting reads (``primer.variables.unknown_variables``)."""

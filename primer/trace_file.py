@@ -144,7 +144,6 @@ def parse(data: bytes, path: Path) -> ChapterRun:
     from pydantic import ValidationError
 
     from primer.offsets import migrate
-    from primer.redact import Redactor
     from primer.settings import Settings
     from primer.trace import READABLE_VERSIONS, SCHEMA_VERSION, ChapterRun, versions_read
 
@@ -180,7 +179,7 @@ def parse(data: bytes, path: Path) -> ChapterRun:
         token = "NaN" if math.isnan(number) else "Infinity" if number > 0 else "-Infinity"
         raise UnreadableTrace(path, f"the field {_where(loc)} holds {token}, and a trace holds only finite numbers")
     try:
-        run = ChapterRun.model_validate(_as_recorded(raw, Redactor(Settings.keys_from_env().values())))
+        run = ChapterRun.model_validate(_as_recorded(raw, Settings.keys_redactor()))
     except ValidationError as error:
         first, count = error.errors()[0], error.error_count()
         fields, at = ("1 field does not", "at") if count == 1 else (f"{count} fields do not", "the first at")

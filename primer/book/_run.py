@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, Field
 
 from primer.errors import ConfigError
-from primer.redact import Redactor
 from primer.settings import Settings
 from primer.trace import ChapterRun, ErrorInfo
 
@@ -49,7 +48,7 @@ def in_worker(arguments: Sequence[str], chapters: Sequence[str], time_limit: flo
         said = said.decode(errors="replace") if isinstance(said, bytes) else said
         took = f"it took over {time_limit:g} s: " if isinstance(error, subprocess.TimeoutExpired) else ""
         # What the chapter's code printed may hold a key: scrubbed, as the build's own errors are.
-        why = Redactor(Settings.keys_from_env().values()).text(took + said.strip()[-2000:])
+        why = Settings.keys_redactor().text(took + said.strip()[-2000:])
         failed = ErrorInfo(type=type(error).__name__, message=f"the worker in a new interpreter failed: {why}")
         return WorkerOutput(errors=dict.fromkeys(chapters, failed))
 
@@ -74,7 +73,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         settings = Settings.from_env()
     except ConfigError:  # the build said so already, and runs the mocks all the same
         settings = Settings.without_live(os.environ)
-    redactor = Redactor(Settings.keys_from_env().values())  # the keys, even where the settings could not be read
+    redactor = Settings.keys_redactor()  # the keys, even where the settings could not be read
     if args[:1] == ["--verify"]:
         from primer.replay import verify_chapter
         from primer.trace_file import read_trace

@@ -56,7 +56,6 @@ from urllib.parse import urlsplit, urlunsplit
 from primer.errors import ExportFailed, MissingExtra, NotFound
 from primer.export._runs import unix_nanoseconds
 from primer.export.otlp_json import MODE, RECORDED_AT, SERVICE_NAME, chapter_data, chapter_json
-from primer.redact import Redactor
 from primer.settings import Settings
 from primer.trace import ChapterRun
 
@@ -141,7 +140,7 @@ def shown_url(endpoint: str) -> str:
         host = f"[{host}]"
     origin = f"{parts.scheme}://{host}{f':{port}' if port else ''}" if host else f"{parts.scheme}://…"
     path = parts.path if parts.path in ("", "/", _TRACES_PATH) else "/…"
-    return Redactor(Settings.keys_from_env().values()).text(origin + path)
+    return Settings.keys_redactor().text(origin + path)
 
 
 def _hex_ids(item: dict[str, Any]) -> None:
