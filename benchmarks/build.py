@@ -391,9 +391,12 @@ def compare(books: list[Book], checkouts: int) -> None:
     target = COLD_SHARE_TARGET / ISSUE_COLD_SHARE
     for this, baseline in zip(books[::checkouts], books[1::checkouts], strict=True):
         print(f"\n{this.label} over {baseline.label}, the machinery's share of cold builds in the same rounds:")
-        for what, ours, theirs in (
-            ("with the otel extra", this.cold_share, baseline.cold_share),
-            ("as the README installs the book", this.cold_share_readme, baseline.cold_share_readme),
+        # The yardstick is the baseline as the issue measured it (the otel extra installed) for both ways of
+        # installing this checkout: the target is 0.8 s of that build's 2.23 s, however the book is installed.
+        theirs = baseline.cold_share
+        for what, ours in (
+            ("with the otel extra", this.cold_share),
+            ("as the README installs it", this.cold_share_readme),
         ):
             if ours and len(ours) == len(theirs):
                 print(f"  {what + ':':34} {ratios(ours, theirs).against(target, counted='a larger --repeat')}")

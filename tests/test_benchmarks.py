@@ -178,7 +178,14 @@ def test_callgrind_counts_instructions(tmp_path: Path, started: Runs) -> None:
         pytest.param(
             "page_weight.py",
             ["--browser", "--quick"],
-            ["bytes raw", "DOMContentLoaded", "elements styled", "outside requests blocked", "growth"],
+            [
+                "bytes raw",
+                "DOMContentLoaded",
+                "elements styled",
+                "outside requests blocked",
+                "of loads alone",
+                "growth",
+            ],
             marks=[slow, pytest.mark.browser],
             id="page_weight",
         ),
