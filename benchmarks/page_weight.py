@@ -379,10 +379,10 @@ class Compared:
     dcl: dict[str, list[float]] = field(default_factory=dict)
 
     def counted(self, which: str, attribute: str) -> float:
-        return statistics.median(getattr(x, attribute) for x in self.work[which])
+        return float(statistics.median(getattr(x, attribute) for x in self.work[which]))
 
     def median(self, which: str, attribute: str) -> float:
-        return statistics.median(getattr(x, attribute) for x in getattr(self, which))
+        return float(statistics.median(getattr(x, attribute) for x in getattr(self, which)))
 
     def ratio(self, attribute: str) -> Spread:
         return ratios([getattr(x, attribute) for x in self.on], [getattr(x, attribute) for x in self.off])
