@@ -58,6 +58,8 @@ NEAR_MISSES = {
     "::: trace ch_alpha asks-price": "`asks-price` is not a name",
     "::: trace ch-alpha": "`ch-alpha` is not a name",
     "  ::: trace ch_alpha": "it is indented",
+    "::: trcae ch_alpha": "the word is `trace`, not `trcae`",  # a typo before a name
+    "::: Tarce ch_alpha asks_price": "the word is `trace`, not `Tarce`",
 }
 
 
@@ -75,7 +77,10 @@ def test_a_line_meant_as_a_marker_is_a_near_miss_saying_what_is_wrong(line: str,
     [
         "::: package.module",  # mkdocstrings' identifiers are not ours
         "::: tracemalloc",
+        "::: tracer",  # a word near trace naming nothing after it: another extension's
+        "::: tracemalloc ch_alpha",
         "::: trace.module",
+        "::: live ch_alpha",
         "    ::: trace ch_alpha",  # indented code: an example
         "Prose about ::: trace ch_alpha in a sentence.",
         "::::: tabs",

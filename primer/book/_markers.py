@@ -25,8 +25,8 @@ OFF_CLASS = "primer-traces-off"
 # The lines read, each after its line feed (a literal: found fast): a fence (indented or not, as fences nest in
 # lists and admonitions), or one starting with ":::".
 _LINE = re.compile(r"\n([ \t]*(?:(`{3,}|~{3,})|:::).*)")
-# Meant as a marker: at most three spaces (four make indented code), ":::", "trace" or "traces", any case.
-_MEANT = re.compile(r"(?P<indent> {0,3}):::(?P<gap>[ \t]*)(?P<word>traces?)(?P<rest>[ \t].*)?", re.I)
+# Meant as a marker: at most three spaces (four make code), ":::", "trace(s)" in any case or a typo before a name.
+_MEANT = re.compile(r"(?i)(?P<indent> {0,3}):::(?P<gap>[ \t]*)(?P<word>traces?|[trace]{4,}(?=\s+\S))(?P<rest>[ \t].*)?")
 _NAME = re.compile(r"[A-Za-z0-9_]+")
 #: A marker as written (the common case, read in one match): what ``parse_line`` would find nothing wrong with.
 _VALID = re.compile(r":::[ \t]+trace[ \t]+([A-Za-z0-9_]+)(?:[ \t]+([A-Za-z0-9_]+))?[ \t]*")
