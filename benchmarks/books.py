@@ -20,6 +20,7 @@ The figures' statistics (pairs, medians, spreads) are in ``figures.py``.
 
 from __future__ import annotations
 
+import functools
 import importlib.metadata
 import os
 import re
@@ -242,6 +243,10 @@ markdown_extensions:
 """
 
 
+def _exec_block(n: int, marker: re.Match[str]) -> str:
+    return EXEC_BLOCK.format(n=n, name=marker[2])
+
+
 def generate_exec(root: Path, chapters: int) -> Path:
     """``generate``'s book as markdown-exec would have it: the same pages, a Python block run per marker.
 
@@ -253,7 +258,7 @@ def generate_exec(root: Path, chapters: int) -> Path:
     marker = re.compile(r"^::: trace (\S+) (\S+)$", re.MULTILINE)
     for n in range(1, chapters + 1):
         page = PAGE.format(n=n, name=chapter_name(n), filler=filler)
-        page = marker.sub(lambda m, n=n: EXEC_BLOCK.format(n=n, name=m[2]), page)
+        page = marker.sub(functools.partial(_exec_block, n), page)
         (root / "docs" / f"{chapter_name(n)}.md").write_text(page)
     (root / "docs" / "index.md").write_text("# Synthetic\n\nA book generated to measure markdown-exec.\n")
     (root / "mkdocs.yml").write_text(EXEC_CONFIG)

@@ -365,16 +365,16 @@ def report(book: Book) -> None:
     for (args, kind), record in book.saves.items():
         name = f"serve {args}".replace(" --no-strict", "").strip()
         s = spread(record.seconds)
-        shown = sum(1 for x in record.seconds if not math.isnan(x))
+        served = sum(1 for x in record.seconds if not math.isnan(x))
         rebuild = median(record.rebuild)
         extra = max(record.rebuilds, default=0)
         print(
             f"    {name + ': save ' + kind:28} {s.value:6.2f} s (IQR {s.q1:.2f}-{s.q3:.2f})"
-            f"   its rebuild {rebuild:5.2f} s   shown {shown}/{len(record.seconds)}   rebuilds per save <= {extra}"
+            f"   its rebuild {rebuild:5.2f} s   shown {served}/{len(record.seconds)}   rebuilds per save <= {extra}"
             f"{missed(record)}"
         )
-        seen, after = median(record.seen), median(record.after)
-        print(f"    {'':28} of which: seen by MkDocs' poll {seen:5.2f} s, then {after:5.2f} s")
+        polled, after = median(record.seen), median(record.after)
+        print(f"    {'':28} of which: seen by MkDocs' poll {polled:5.2f} s, then {after:5.2f} s")
         if kind == OFF_PROSE and len((on := book.saves[args, "prose"]).seconds) == len(record.seconds):
             # Paired: each save with traces on, then the same save with them off, in one round.
             print(f"    {name + ': prose on / off':28} {ratios(on.seconds, record.seconds).text()}")

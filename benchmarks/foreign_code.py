@@ -22,6 +22,7 @@ drift falls on all of them alike:
 from __future__ import annotations
 
 import argparse
+import functools
 import logging
 import statistics
 import sys
@@ -165,11 +166,11 @@ def frameworks(rounds: int) -> None:
     from primer.chapters.ch18_three_ways import agents_sdk, own_loop, pydantic_ai
 
     scenarios = [own_loop, pydantic_ai, agents_sdk]
-    cold = {s.name: _timed(lambda s=s: run_scenario(s, "mock")) for s in scenarios}
+    cold = {s.name: _timed(functools.partial(run_scenario, s, "mock")) for s in scenarios}
     warm: dict[str, list[float]] = {s.name: [] for s in scenarios}
     for _ in range(rounds):
         for scenario in scenarios:
-            warm[scenario.name].append(_timed(lambda s=scenario: run_scenario(s, "mock")))
+            warm[scenario.name].append(_timed(functools.partial(run_scenario, scenario, "mock")))
     base = statistics.median(warm["own_loop"])
     print(f"chapter 18, mock runs, median of {rounds} warm rounds (cold: the first run in the process)")
     for name, times in warm.items():

@@ -38,6 +38,7 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import SupportsIndex
 
 from figures import spread, turns
 
@@ -55,10 +56,10 @@ class SleepMeter:
     def __init__(self) -> None:
         self.calls = 0
         self.seconds = 0.0
-        self._original: Callable[[float], None] = time.sleep
+        self._original: Callable[[float | SupportsIndex], None] = time.sleep
 
     def __enter__(self) -> SleepMeter:
-        def measured(seconds: float) -> None:
+        def measured(seconds: float | SupportsIndex) -> None:
             started = time.perf_counter()
             try:
                 self._original(seconds)

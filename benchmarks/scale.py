@@ -45,6 +45,7 @@ import argparse
 import shutil
 import statistics
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from books import FORMS, MACHINERY, Run, build, callgrind, generate, has_callgrind, mkdocs, scratch
@@ -144,7 +145,7 @@ def front_ends(size: int, work: Path, rounds: int) -> None:
     def zensical(*args: str) -> Run:
         return build(book, "zensical", "build", *args)
 
-    ways = {
+    ways: dict[str, Callable[[], Run]] = {
         "mkdocs": lambda: build(book, "mkdocs", "build", "-d", "site_mkdocs"),
         "properdocs": lambda: build(book, "properdocs", "build", "-f", "mkdocs.yml", "-d", "site_properdocs"),
         "zensical (cached pages)": zensical,
