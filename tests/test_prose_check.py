@@ -11,7 +11,7 @@ import pytest
 from primer.book import _prose as prose
 from primer.book._book import Prepared, Report
 from primer.book._cache import TraceCache
-from primer.book._markers import check
+from primer.book._markers import check, scan
 from primer.book._prose import corpora, facts, kept_corpora
 from primer.book._source import ChapterTraces, LiveStatus, Shown
 from primer.book.markdown import TraceExtension
@@ -196,6 +196,7 @@ def test_a_mode_block_shows_labelled_with_its_mode_where_its_runs_are() -> None:
         ("::: live x y z", "`::: live x y z`"),
         ("::: end  live now", "`::: end  live now`"),
         ("    ::: live x", "`::: live x`"),
+        ("::: lvie x", "`::: lvie x`"),  # a misspelled word before a name
     ],
 )
 def test_a_line_meant_as_a_mode_block_that_is_not_one_is_warned_about(line: str, why: str) -> None:
@@ -203,6 +204,16 @@ def test_a_line_meant_as_a_mode_block_that_is_not_one_is_warned_about(line: str,
     [warning, *rest] = check("docs/p.md", page, {"x": None})
     assert warning.startswith(f"docs/p.md line 3: {why} looks like the line of a mode block but is not one.")
     assert all("line 8" not in each and "line 10" not in each for each in rest), "code and other words are not ours"
+
+
+def test_a_closing_line_with_no_block_open_is_said() -> None:
+    # Its opening line misspelled, say: both are said, and the page shows neither as prose about a mode.
+    page = "::: lvie x\nProse.\n::: end live\n\n::: live x\nMore.\n::: end live\n"
+    assert [w[: w.index(". ")] for w in check("p.md", page, {"x": None})] == [
+        "p.md line 1: `::: lvie x` looks like the line of a mode block but is not one",
+        "p.md line 3: `::: end live` closes no block",
+    ]
+    assert [(b.start, b.end) for b in scan(page).blocks] == [(5, 7)]
 
 
 def test_a_block_closed_by_the_other_modes_line_is_said() -> None:

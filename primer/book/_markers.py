@@ -35,7 +35,7 @@ _SPACES = re.compile(r"[ \t]+")
 _PLACING = re.compile(r"[ \t]*:::[ \t]+trace[ \t]+(\w+)(?:[ \t]+(\w+))?\s*")
 _OPEN = re.compile(r" {0,3}:::[ \t]+(live|mock)[ \t]+(\w+)(?:[ \t]+(\w+))?\s*", re.A)
 _CLOSE = re.compile(r" {0,3}:::[ \t]+end[ \t]+(live|mock)\s*")
-_BLOCK_MEANT = re.compile(r"[ \t]*:::[ \t]*(?:end[ \t]*)?(?:live|mock)(?:\s|$)", re.I)
+_BLOCK_MEANT = re.compile(r"(?i)[ \t]*:::[ \t]*(?:end[ \t]*)?(?:live\b|mock\b|(?:[live]{3,5}|[mock]{3,5})\s+\w)")
 _FORMS = (
     "The valid forms are `::: live CHAPTER [SCENARIO]` (or `::: mock ...`) and `::: end live` (or `::: end mock`), "
     "at the start of the line, a space after `:::`, the names made of letters, digits and underscores."
@@ -142,8 +142,9 @@ def _blocks(lines: list[tuple[int, str]]) -> tuple[list[ModeBlock], list[tuple[i
                 wrong.append((current.start, f"{current.about} {why}"))
             blocks.append(current._replace(end=number))
             current = None
-        elif not close and _BLOCK_MEANT.match(line):
-            wrong.append((number, f"`{line.strip()}` looks like the line of a mode block but is not one. {_FORMS}"))
+        elif _BLOCK_MEANT.match(line):  # a close with no block open, or a line meant as a block's (a typo too)
+            said = "closes no block" if close else "looks like the line of a mode block but is not one"
+            wrong.append((number, f"`{line.strip()}` {said}. {_FORMS}"))
     if current is not None:  # left as written: what it would hide is unclear
         wrong.append((current.start, f"{current.about} is not closed: end it with a line `::: end {current.mode}`."))
     return blocks, wrong
