@@ -80,6 +80,24 @@ def copy_book(source: Path, target: Path) -> Path:
     return target
 
 
+def chapters_of(checkout: Path) -> set[str]:
+    """The chapters the book of ``checkout`` has pages for (``docs/ch*.md``, by name)."""
+    return {page.stem for page in (checkout / "docs").glob("ch*.md")}
+
+
+def keep_chapters(book: Path, kept: set[str]) -> None:
+    """Leave only the chapters ``kept`` in the copy at ``book``: the others' pages, modules and traces removed, with
+    the lines of ``mkdocs.yml`` and ``docs/index.md`` that name their pages (so that two checkouts build one book)."""
+    for name in chapters_of(book) - kept:
+        for path in [book / "docs" / f"{name}.md", book / "primer" / "chapters" / f"{name}.py"]:
+            path.unlink()
+        for path in (book / "docs" / "traces").glob(f"{name}.*"):
+            path.unlink()
+        for listing in (book / "mkdocs.yml", book / "docs" / "index.md"):
+            lines = listing.read_text(encoding="utf-8").splitlines(keepends=True)
+            listing.write_text("".join(line for line in lines if f"{name}.md" not in line), encoding="utf-8")
+
+
 def compile_library(book: Path) -> None:
     """Write the bytecode of the book's ``primer`` once, as an installed wheel or an earlier import has it.
 

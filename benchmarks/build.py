@@ -1,6 +1,7 @@
 """What a build costs on each path an author takes, and how fast `mkdocs serve` shows a saved edit.
 
-    .venv/bin/python benchmarks/build.py [--books this 100] [--repeat 7] [--saves 7] [--no-serve] [--baseline DIR]
+    .venv/bin/python benchmarks/build.py [--books this 100] [--repeat 7] [--saves 7] [--no-serve]
+        [--baseline DIR [--same-chapters]]
 
 Each book is built in a scratch folder in memory (``books.py``): ``this``, a
 copy of this checkout's book (all its chapters, the frozen live traces, the
@@ -78,7 +79,11 @@ up to 1.7x within an hour, so the cold share's target (0.8 s against the
 2.23 s issue 21 measured: 0.36 of it) is judged against the code the issue
 measured, in the same rounds: ``git worktree add DIR 1239f78`` (its hook
 logs the same share line); printed last, the shares' ratio, round by
-round, against 0.36. ``--quick``: a 1-chapter book (and the
+round, against 0.36, and with ``--kinds cold off`` the same ratio of each
+whole build's cold - off (which leaves nothing out: the chapters' imports
+are in the old line and apart in the new). ``--same-chapters`` builds
+this book with only the baseline's chapters (its 17 then; 22 now): the
+target was set on that book. ``--quick``: a 1-chapter book (and the
 live one), one round, one save of each under a plain serve, for CI
 (tests/test_benchmarks.py); its figures mean nothing. ``dirty_serve.py``
 measures ``serve --dirty`` against markdown-exec's.
@@ -103,11 +108,13 @@ from books import (
     Run,
     add_live_chapter,
     callgrind,
+    chapters_of,
     copy_book,
     diverge,
     edits,
     generate,
     has_callgrind,
+    keep_chapters,
     mkdocs,
     scratch,
 )
@@ -171,8 +178,10 @@ class Book:
 LIVE = "one with a live trace"
 
 
-def make(label: str, checkout: Path, spec: str, work: Path) -> Book:
+def make(label: str, checkout: Path, spec: str, work: Path, chapters: set[str] | None = None) -> Book:
     """The book ``spec`` names (``this`` or a chapter count) of ``checkout``, in ``work``, and its diverged copy.
+
+    ``chapters``: this book with only those chapters (``--same-chapters``).
 
     A synthetic book takes this book's chapter with a frozen live trace
     (``books.add_live_chapter``), so that it has one to verify and to make
@@ -183,6 +192,8 @@ def make(label: str, checkout: Path, spec: str, work: Path) -> Book:
     for path in (folder, folder.with_name(folder.name + "-diverged")):
         if spec == "this":
             copies.append(copy_book(checkout, path))
+            if chapters is not None:
+                keep_chapters(path, chapters)
         elif spec.isdigit():
             copies.append(generate(path, int(spec), library=checkout))
             add_live_chapter(path, checkout)
@@ -400,6 +411,16 @@ def compare(books: list[Book], checkouts: int) -> None:
         ):
             if ours and len(ours) == len(theirs):
                 print(f"  {what + ':':34} {ratios(ours, theirs).against(target, counted='a larger --repeat')}")
+        if all("cold" in book.runs and "off" in book.runs for book in (this, baseline)):
+            # The whole build's difference, which no timing line can leave anything out of (what a chapter's
+            # import costs, for one): cold - off of each, in the same rounds.
+            whole = ratios(
+                *(
+                    [c.wall - o.wall for c, o in zip(b.runs["cold"], b.runs["off"], strict=True)]
+                    for b in (this, baseline)
+                )
+            )
+            print(f"  {'cold - off, the whole build:':34} {whole.against(target, counted='a larger --repeat')}")
 
 
 def main() -> None:
@@ -410,6 +431,9 @@ def main() -> None:
     parser.add_argument("--wait", type=float, default=60, help="seconds a save may take to start a rebuild")
     parser.add_argument("--baseline", type=Path, help="another checkout to measure alongside, e.g. before a change")
     parser.add_argument("--no-serve", action="store_true", help="measure builds only")
+    parser.add_argument(
+        "--same-chapters", action="store_true", help="this book with only the chapters the baseline's has (--baseline)"
+    )
     parser.add_argument("--callgrind", type=int, default=0, metavar="N", help="count instructions too, N runs each")
     parser.add_argument("--kinds", nargs="+", help="time only these kinds (and warm): more pairs for a fine ratio")
     parser.add_argument("--count", nargs="+", default=list(COUNTED), help="the kinds --callgrind counts, or all")
@@ -426,7 +450,13 @@ def main() -> None:
         checkouts["baseline"] = args.baseline.resolve()
     with scratch() as folder:
         work = Path(folder)
-        books = [make(label, checkout, spec, work) for spec in args.books for label, checkout in checkouts.items()]
+        # The cold share's target was set on the book of its day: the same chapters, built by either checkout.
+        same = chapters_of(checkouts["baseline"]) if args.same_chapters and args.baseline else None
+        books = [
+            make(label, checkout, spec, work, same if label == "this" else None)
+            for spec in args.books
+            for label, checkout in checkouts.items()
+        ]
         for book in books:
             book.chosen = args.kinds
             unknown = [k for k in args.kinds or [] if k not in book.all_kinds()]

@@ -221,10 +221,15 @@ def test_build_compares_the_cold_share_with_the_baseline_round_by_round() -> Non
     """With ``--baseline`` (the issue's code), the cold share's target is judged as a ratio: 0.8 s of 2.23 s."""
     code = (
         "from types import SimpleNamespace as B; import build\n"
-        "ours = B(label='this', cold_share=[700, 720, 760, 800, 690, 730], cold_share_readme=[600])\n"
-        "theirs = B(label='baseline', cold_share=[2100, 2000, 2200, 2300, 2050, 2150], cold_share_readme=[])\n"
+        "ours = B(label='this', cold_share=[700, 720, 760, 800, 690, 730], cold_share_readme=[600], runs={})\n"
+        "theirs = B(label='baseline', cold_share=[2100, 2000, 2200, 2300, 2050, 2150], cold_share_readme=[], runs={})\n"
         "build.compare([ours, theirs], 2)\n"
         "build.compare([ours], 1)\n"
+        # With cold and off builds timed, each whole build's cold - off too (3.0 - 2.0 over 5.0 - 2.0, ...).
+        "walls = lambda *w: [B(wall=x) for x in w]\n"
+        "ours.runs = {'cold': walls(3.0, 3.2), 'off': walls(2.0, 2.0)}\n"
+        "theirs.runs = {'cold': walls(5.0, 6.0), 'off': walls(2.0, 2.2)}\n"
+        "build.compare([ours, theirs], 2)\n"
     )
     done = subprocess.run([sys.executable, "-c", code], cwd=BENCHMARKS, capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stderr
@@ -234,4 +239,48 @@ def test_build_compares_the_cold_share_with_the_baseline_round_by_round() -> Non
     assert lines[1].startswith("  with the otel extra:")
     assert "0.342 (95 %" in lines[1]
     assert "target <= 0.358744" in lines[1]
-    assert len(lines) == 2  # no pairs as the README installs it; one checkout: nothing to compare
+    # No pairs as the README installs it; one checkout: nothing to compare; then the whole builds' row too.
+    assert len(lines) == 6
+    assert lines[2:4] == ["", lines[0]]
+    # 1.0/3.0 and 1.2/3.8: the median of two pairs is their mean, 0.325.
+    assert lines[5].startswith("  cold - off, the whole build:")
+    assert "0.325 (min-max 0.316-0.333" in lines[5]
+
+
+def test_same_chapters_keeps_only_the_baselines_chapters(tmp_path: Path) -> None:
+    """``--same-chapters``: the copy loses the chapters the baseline has no page for, and every line naming them."""
+    book = tmp_path / "book"
+    (book / "docs" / "traces").mkdir(parents=True)
+    (book / "primer" / "chapters").mkdir(parents=True)
+    for name in ("ch01_one", "ch02_two"):
+        (book / "docs" / f"{name}.md").write_text(f"# {name}\n")
+        (book / "primer" / "chapters" / f"{name}.py").write_text("SCENARIOS = []\n")
+        (book / "docs" / "traces" / f"{name}.live.json").write_text("{}")
+    (book / "mkdocs.yml").write_text("nav:\n  - index.md\n  - ch01_one.md\n  - ch02_two.md\n")
+    (book / "docs" / "index.md").write_text("| [1](ch01_one.md) |\n| [2](ch02_two.md) |\nend\n")
+    baseline = tmp_path / "baseline"
+    (baseline / "docs").mkdir(parents=True)
+    (baseline / "docs" / "ch01_one.md").write_text("# one\n")
+    code = (
+        "import books, pathlib, sys; book, baseline = map(pathlib.Path, sys.argv[1:]); "
+        "books.keep_chapters(book, books.chapters_of(baseline)); print(sorted(books.chapters_of(book)))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(book), str(baseline)],
+        cwd=BENCHMARKS,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "['ch01_one']"
+    left = sorted(str(p.relative_to(book)) for p in book.rglob("*") if p.is_file())
+    assert left == [
+        "docs/ch01_one.md",
+        "docs/index.md",
+        "docs/traces/ch01_one.live.json",
+        "mkdocs.yml",
+        "primer/chapters/ch01_one.py",
+    ]
+    assert (book / "mkdocs.yml").read_text() == "nav:\n  - index.md\n  - ch01_one.md\n"
+    assert (book / "docs" / "index.md").read_text() == "| [1](ch01_one.md) |\nend\n"

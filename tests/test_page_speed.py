@@ -12,9 +12,10 @@ every task at ``DOMContentLoaded`` delays it:
   run shown (nothing remembered, a chapter with both modes), it writes nothing
   then, its switches and view waiting a task too;
 * a payload block not filled in yet is its link alone;
-* a scenario below the first screen is not drawn until ``DOMContentLoaded`` is
-  over (templates/later.html.j2), though the browser would draw it within one
-  and a half screens of it: ch09's first, at 390 px.
+* a scenario off the screen is not drawn until ``DOMContentLoaded`` is over
+  (templates/later.html.j2), though the browser would draw it within one and a
+  half screens of it: ch09's first, at 390 px; one on the screen is drawn at
+  once, and nothing waits without JavaScript.
 
 The book as published (``built_book``, tests/conftest.py), served from 127.0.0.1;
 every other request is refused.
@@ -67,10 +68,10 @@ def browser() -> Iterator[Any]:
 
 @contextlib.contextmanager
 def opened(
-    browser: Any, url: str, width: int = 390, before: str = "", height: int = 844, at: str = ""
+    browser: Any, url: str, width: int = 390, before: str = "", height: int = 844, at: str = "", script: bool = True
 ) -> Iterator[Any]:
     """ch09 at ``width`` x ``height`` px (``at``: a fragment), ``before`` run ahead of the page's own scripts."""
-    context = browser.new_context(viewport={"width": width, "height": height})
+    context = browser.new_context(viewport={"width": width, "height": height}, java_script_enabled=script)
     context.route("**/*", lambda route: route.continue_() if route.request.url.startswith(url) else route.abort())
     page = context.new_page()
     if before:
@@ -184,12 +185,14 @@ def test_a_payload_block_is_its_link_alone_until_its_fold_opens(browser: Any, ur
 # Which scenarios wait, and whether each is drawn, at the end of DOMContentLoaded.
 AT_DCL = """
 window.addEventListener("DOMContentLoaded", () => {
+  const waiting = document.documentElement.hasAttribute("data-tr-wait");
   window.__scenarios = [...document.querySelectorAll(".tr-scenario")].map(s => ({
-    top: s.getBoundingClientRect().top, waits: s.hasAttribute("data-tr-later"),
+    top: s.getBoundingClientRect().top, waits: waiting && s.hasAttribute("data-tr-later"),
     drawn: s.querySelector(".tr-run").checkVisibility({contentVisibilityAuto: true}),
   }));
 });
 """
+WAITED = "!document.documentElement.hasAttribute('data-tr-wait')"
 DRAWN = """[...document.querySelectorAll(".tr-scenario .tr-run")]
   .map(run => run.checkVisibility({contentVisibilityAuto: true}))"""
 
@@ -200,7 +203,7 @@ def test_a_scenario_below_the_first_screen_is_drawn_only_after_domcontentloaded(
 ) -> None:
     with opened(browser, url, before=AT_DCL, height=height) as page:
         scenarios = page.evaluate("window.__scenarios")
-        page.wait_for_function("!document.querySelector('[data-tr-later]')")
+        page.wait_for_function(WAITED)
         drawn = page.evaluate(DRAWN)
     first = scenarios[0]
     # Below the screen it waits; on it (a tall screen), it is drawn from the first frame on.
@@ -208,6 +211,19 @@ def test_a_scenario_below_the_first_screen_is_drawn_only_after_domcontentloaded(
     assert first["drawn"] is not first["waits"]
     assert all(not s["drawn"] for s in scenarios if s["waits"])
     assert drawn[0] is True  # then drawn, as near the screen as it is
+
+
+def test_nothing_waits_on_a_reload_or_without_javascript(browser: Any, url: str) -> None:
+    with opened(browser, url, before=AT_DCL) as page:
+        page.wait_for_function(WAITED)
+        page.reload(wait_until="load")  # the browser puts the reader back where they were: all drawn for it
+        assert page.evaluate("window.__scenarios.map(s => s.waits)") == [False] * 4
+    with opened(browser, url, script=False) as page:
+        # The parts are marked, but no script says the page waits: every scenario is drawn as it comes near.
+        assert page.locator(".tr-scenario[data-tr-later]").count() == 4
+        assert page.evaluate(WAITED) is True
+        page.locator(".tr-scenario").first.scroll_into_view_if_needed()
+        assert page.evaluate(DRAWN)[0] is True
 
 
 def test_nothing_waits_when_a_link_names_a_fold(browser: Any, url: str) -> None:
