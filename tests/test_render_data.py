@@ -333,7 +333,7 @@ class FixtureSource:
 #: The one script the renderer writes, once a page (templates/later.html.j2): a trace comes from the
 #: template, never from what a run says.
 LATER = re.search(
-    r"<script class=\"tr-later\">(.*?)</script>",
+    r"<script>(.*?)</script>",
     (Path(__file__).resolve().parent.parent / "primer/book/templates/later.html.j2").read_text("utf-8"),
     re.S,
 )[1]

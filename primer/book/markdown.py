@@ -48,7 +48,7 @@ log = book_logger("mkdocs.plugins.primer.book")
 #: opening tag, its name, content, closing tag.
 PAYLOAD = re.compile(r'(<(div|a) class="tr-(?:body|timeline|load)[^"]*" data-search-exclude[^>]*>)(.*?)(</\2>)', re.S)
 #: The renderer's one script (templates/later.html.j2): its source is no text to search.
-_SCRIPT = re.compile(r"<script\b[^>]*>.*?</script>", re.S)
+_SCRIPT = re.compile(r"<script>.*?</script>", re.S)
 _TAG = re.compile(r"<[^>]*>")
 _SPACE = re.compile(r"\s+")
 
