@@ -442,6 +442,8 @@ def main() -> None:
     args = parser.parse_args()
     if args.quick:
         args.books, args.repeat, args.saves, args.wait = ["1"], 1, 1, 5
+    if args.same_chapters and args.baseline is None:
+        parser.error("--same-chapters keeps the chapters of the baseline's book: give it with --baseline DIR")
 
     if args.callgrind and not has_callgrind():
         raise SystemExit("--callgrind needs valgrind (apt-get install valgrind)")
@@ -451,7 +453,7 @@ def main() -> None:
     with scratch() as folder:
         work = Path(folder)
         # The cold share's target was set on the book of its day: the same chapters, built by either checkout.
-        same = chapters_of(checkouts["baseline"]) if args.same_chapters and args.baseline else None
+        same = chapters_of(checkouts["baseline"]) if args.same_chapters else None
         books = [
             make(label, checkout, spec, work, same if label == "this" else None)
             for spec in args.books

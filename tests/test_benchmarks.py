@@ -284,3 +284,11 @@ def test_same_chapters_keeps_only_the_baselines_chapters(tmp_path: Path) -> None
     ]
     assert (book / "mkdocs.yml").read_text() == "nav:\n  - index.md\n  - ch01_one.md\n"
     assert (book / "docs" / "index.md").read_text() == "| [1](ch01_one.md) |\nend\n"
+
+
+def test_same_chapters_without_a_baseline_is_refused() -> None:
+    done = subprocess.run(
+        [sys.executable, "build.py", "--same-chapters"], cwd=BENCHMARKS, capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 2
+    assert "--same-chapters keeps the chapters of the baseline's book: give it with --baseline DIR" in done.stderr
