@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib.util
 import itertools
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -189,6 +190,12 @@ class SmallBook:
         """A built page's HTML."""
         path = self.root / "site" / ("index.html" if name == "index" else f"{name}/index.html")
         return path.read_text()
+
+    def shown(self, name: str = "index") -> str:
+        """A built page's HTML and its chapters' payload pages, which hold each run's turns and calls."""
+        page = self.page(name)
+        urls = dict.fromkeys(re.findall(r'data-tr-payloads="([^"]+)"', page))
+        return page + "".join((self.root / "site" / url).read_text() for url in urls)
 
 
 def save(path: Path, text: str) -> None:

@@ -216,8 +216,8 @@ def test_the_own_code_example_builds_strict_and_passes_its_test(tmp_path: Path) 
     assert built.returncode == 0, built.stderr[-3000:]
     page = (tmp_path / "site" / "index.html").read_text(encoding="utf-8")
     assert "scenario umbrella" in page
-    assert "No umbrella: it is sunny in Paris." in page
-    # The wire requests are in the chapter's payload page, which the page links to.
+    # The run's turns and calls, and their wire requests, are in the chapter's payload page, which the page links to.
     payloads = (tmp_path / "site" / "traces" / "ch01_weather.payloads.html").read_text(encoding="utf-8")
+    assert "No umbrella: it is sunny in Paris." in payloads
     assert "https://weather.example/today?city=Paris" in payloads
     assert "https://provider.mock/v1/chat/completions" in payloads

@@ -133,7 +133,8 @@ def test_the_new_book_builds_strict_at_once_and_shows_both_scenarios(book: NewBo
     assert "NO_MKDOCS_2_WARNING" not in done.stderr, done.stderr
     assert done.stderr.lstrip().startswith("INFO    -  traces: "), done.stderr
     assert "traces: ran 2, reused 0" in done.stderr
-    page = book.page()
+    # The page, and its chapter's payload page with each run's turns and calls.
+    page = book.page() + (book.root / "site" / "traces" / f"{CHAPTER}.payloads.html").read_text(encoding="utf-8")
     # On the library: primer's Agent and a tool.
     assert "scenario calls_a_tool" in page
     assert "asked for: spell" in page

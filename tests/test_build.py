@@ -45,9 +45,10 @@ def test_rebuilds_run_only_what_changed(tmp_path, plugin):
     assert f"turns={alpha.turns} · messages={alpha.messages}" in html.unescape(page)  # beyond ASCII: references
     assert html.escape(scenario_line(alpha.scenario("asks_price")).split(" · ")[0]) in page
     assert "scenario greets" in page
-    # Untrusted text from the model is escaped, never markup.
-    assert "<b>1.20</b>" not in page
-    assert "&lt;b&gt;1.20&lt;/b&gt;" in page
+    # Untrusted text from the model is escaped, never markup (a reply is in its run, on the payload page).
+    shown = book.shown()
+    assert "<b>1.20</b>" not in shown
+    assert "&lt;b&gt;1.20&lt;/b&gt;" in shown
     # Both modes are published for download; the mock cache stays out of the site.
     assert set(published) >= {"chapter", "mock", "live", "live_status"}
     assert published["live"] is None
@@ -70,7 +71,7 @@ def test_rebuilds_run_only_what_changed(tmp_path, plugin):
     edit(book.chapter("ch_beta"), "Beta says hi.", "Beta says hello again.")
     code = book.build()
     assert code.count() == "traces: ran 1, reused 2"
-    assert "Beta says hello again." in book.page()
+    assert "Beta says hello again." in book.shown()
     assert cache.stat().st_mtime_ns == stamp, "editing beta must leave alpha's trace alone"
 
 
@@ -81,7 +82,7 @@ def test_without_the_extension_named_the_hook_adds_it_as_the_plugin_does(tmp_pat
     done = book.build()
     assert done.returncode == 0, done.log
     assert all("traces: docs/index.md line" not in w or "its own chapter's" in w for w in done.lines("WARNING"))
-    page = book.page()
+    page = book.shown()
     assert "scenario asks_price" in page
     assert "Milk is &lt;b&gt;1.20&lt;/b&gt; &amp; fresh." in page
     assert "<b>1.20</b>" not in page
@@ -248,7 +249,7 @@ def test_a_warm_build_renders_nothing_and_search_skips_payloads(tmp_path):
     third = book.build("--verbose")
     [share] = third.lines("the machinery's share of this build")
     assert "markers rendered 1, reused 1" in share
-    assert "Beta says hello." in book.page()
+    assert "Beta says hello." in book.shown()
 
 
 @pytest.mark.parametrize("plugin", [None, ""], ids=["hook", "plugin"])

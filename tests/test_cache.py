@@ -182,5 +182,5 @@ def test_a_mock_run_is_made_again_once_the_packages_it_ran_with_change(tmp_path:
     (site / f"{extra}-1.0.dist-info" / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {extra}\nVersion: 1.0\n")
     second = book.build(PYTHONPATH=path)
     assert "traces: ran 1, reused 0" in second.log, second.log
-    assert "Framed and answered." in book.page()
+    assert "Framed and answered." in book.shown()
     assert "traces: ran 0, reused 1" in book.build(PYTHONPATH=path).log

@@ -281,12 +281,12 @@ def test_an_edit_to_the_authors_own_agent_package_runs_its_chapters_again(tmp_pa
     (tmp_path / agent / "__init__.py").write_text('"""The author\'s agent."""\n\nREPLY = "The first reply."\n')
     book = make_book(tmp_path, {"ch_alpha": AGENT_CHAPTER.format(agent=agent)})
     assert book.build().returncode == 0
-    assert "The first reply." in book.page()
+    assert "The first reply." in book.shown()
     (tmp_path / agent / "__init__.py").write_text('"""The author\'s agent."""\n\nREPLY = "The second reply."\n')
     done = book.build()
     assert done.returncode == 0, done.log
     assert "traces: ran 1, reused 0" in done.log
-    assert "The second reply." in book.page()
+    assert "The second reply." in book.shown()
     # A comment there changes nothing a run does: the trace is reused.
     edit(tmp_path / agent / "__init__.py", "REPLY =", "# said once\nREPLY =")
     assert "traces: ran 0, reused 1" in book.build().log

@@ -128,11 +128,13 @@ def test_a_new_book_shows_both_traces_from_the_installed_package(tmp_path: Path,
     page = (book / "site" / "index.html").read_text(encoding="utf-8")
     assert "scenario says_hello" in page
     assert "scenario spells_a_word" in page
-    # The script calls the tool by its name (the arguments model's class name), so it ran.
-    assert "asked for: Spell" in page
-    assert "returned: T-R-A-C-E" in page
-    assert "no such tool" not in page
-    assert "It is spelt T-R-A-C-E." in page
+    # The script calls the tool by its name (the arguments model's class name), so it ran; the runs' turns and
+    # calls are on the chapter's payload page.
+    payloads = (book / "site" / "traces" / "ch01_hello.payloads.html").read_text(encoding="utf-8")
+    assert "asked for: Spell" in payloads
+    assert "returned: T-R-A-C-E" in payloads
+    assert "no such tool" not in page + payloads
+    assert "It is spelt T-R-A-C-E." in payloads
     # The assets come from the package: the author copied none.
     assert not (book / "docs" / "assets").exists()
     assert 'href="assets/trace-book/traces.css"' in page
@@ -166,7 +168,7 @@ def test_a_new_book_with_only_the_plugin_entry_builds(tmp_path: Path, installed:
     assert "traces: ran 2, reused 0" in done.stderr
     page = (book / "site" / "index.html").read_text(encoding="utf-8")
     assert "scenario says_hello" in page
-    assert "It is spelt T-R-A-C-E." in page
+    assert "It is spelt T-R-A-C-E." in (book / "site" / "traces" / "ch01_hello.payloads.html").read_text("utf-8")
     assert 'href="assets/trace-book/traces.css"' in page
     assert (book / "site" / "traces" / "ch01_hello.json").is_file()
     # A mistyped option fails the configuration, naming it.

@@ -165,16 +165,16 @@ def test_with_every_run_shown_nothing_is_written_at_domcontentloaded(browser: An
         assert page.locator(".tr-run[data-mode='live']:visible").count() > 0
 
 
-def test_a_payload_block_is_its_link_alone_until_its_fold_opens(browser: Any, url: str) -> None:
-    model = "ch09_who_retries-service_is_busy-mock-turn-1-model"
+def test_a_run_is_its_link_alone_until_it_opens(browser: Any, url: str) -> None:
+    # A closed run's turns and calls (most of what its page parsed at load) are on the payload page.
+    run = "ch09_who_retries-service_is_busy-mock"
+    model = f"{run}-turn-1-model"
     with opened(browser, url, 1280) as page:
-        stub = page.locator(f"a.tr-load[href$='#{model}-body']")
-        assert stub.evaluate("e => [e.tagName, e.childElementCount, e.id]") == ["A", 0, ""]
-        page.evaluate(
-            "id => { const d = document.getElementById(id); d.closest('.tr-scn').open = true; "
-            "d.closest('.tr-turn').open = true; d.open = true; }",
-            model,
-        )
+        stub = page.locator(f"#{run} > a.tr-load")
+        assert stub.evaluate("e => [e.childElementCount, e.id, e.nextElementSibling]") == [0, "", None]
+        assert stub.evaluate("e => e.hash") == f"#{run}-body"
+        assert page.locator(f"[id='{model}']").count() == 0
+        page.evaluate("id => { document.getElementById(id).open = true; }", run)
         page.wait_for_function("id => document.getElementById(id + '-body')?.tagName === 'DIV'", arg=model)
         body = page.locator(f"[id='{model}-body']")
         assert body.get_attribute("data-search-exclude") == ""

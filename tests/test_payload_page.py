@@ -31,10 +31,14 @@ def test_the_payload_page_links_back_and_heads_each_block_in_words() -> None:
     headings = re.findall(r"<h2>([^<]+)</h2>", page)
     assert headings == [f"scenario {s.name}" for s in traces.mock.scenarios]
     blocks = [b.strip() for b in re.findall(r"<h3 class=\"tr-payload-head\">([^<]+)<", page)]
-    assert "mock run · turn 1 · model call" in blocks
-    assert "live run · turn 1 · tool call 1" in blocks
-    assert "mock run · transcript" in blocks
+    # A block per run, its turns and calls each under its line (as on the chapter page), and the comparison.
+    assert blocks.count("mock run") == len(traces.mock.scenarios)
+    assert "live run" in blocks
     assert "mock and live side by side" in blocks
+    lines = re.findall(r'<div class="tr-sum">([^<]+)</div>', page)
+    assert any(line.startswith("turn 1 · ") and line.endswith(" · asked for: price_of") for line in lines)
+    assert any(line.startswith("tool price_of · ") and "attempts: 2" in line for line in lines)
+    assert any(line.startswith("transcript — ") for line in lines)
     assert not any("ch09_who_retries-" in block for block in blocks), "no raw ids for headings"
     # A heading is its words alone: the link to the chapter page stands beside it, not in it.
     assert re.findall(r"<h3 class=\"tr-payload-head\">[^<]+</h3> <a class=\"tr-payload-to\" ", page)
@@ -72,8 +76,10 @@ def test_the_home_page_as_chapter_page_is_the_site_root() -> None:
     assert '<a href="../" data-tr-root-relative="./">Back to the chapter page</a>' in page
 
 
-def test_the_payload_page_draws_its_blocks_alone_not_the_lines_around_them(monkeypatch: pytest.MonkeyPatch) -> None:
-    # The lines the chapter page shows around each block were a third of the payload page's cost, thrown away.
+def test_the_payload_page_draws_the_runs_inside_not_the_lines_the_chapter_page_shows(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Its runs' turns and calls under their lines; not the lines the chapter page shows closed (scenario, story).
     from primer import summary
 
     drawn: list[str] = []
@@ -87,12 +93,12 @@ def test_the_payload_page_draws_its_blocks_alone_not_the_lines_around_them(monke
 
         return drawing
 
-    # (Not turn_line: the side-by-side table, a payload, is made of turn lines.)
     for name in ("scenario_line", "scenario_story", "model_line", "tool_line", "chapter_line"):
         monkeypatch.setattr(summary, name, counted(name))
     traces = FixtureSource().traces("ch09_who_retries")
     page = render_payloads(traces, page_url="ch09_who_retries/")
-    assert "mock run · turn 1 · model call" in page
-    assert drawn == []
+    assert '<h3 class="tr-payload-head">mock run</h3>' in page
+    assert set(drawn) == {"model_line", "tool_line"}
+    drawn.clear()
     render_traces(traces)
     assert {"scenario_line", "model_line", "tool_line", "chapter_line"} <= set(drawn)

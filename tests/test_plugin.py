@@ -94,7 +94,7 @@ def test_a_book_configured_with_the_plugin_alone_shows_its_traces(tmp_path: Path
     done = book.build("--strict")
     assert done.returncode == 0, done.log
     assert done.count() == "traces: ran 3, reused 0"
-    page = book.page()
+    page = book.shown()
     assert "scenario asks_price" in page
     assert "Milk is &lt;b&gt;1.20&lt;/b&gt; &amp; fresh." in page
     assert 'href="assets/trace-book/traces.css"' in page

@@ -6,6 +6,7 @@ and is parsed back into a tree to assert on structure, not on snapshots.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from pathlib import Path
@@ -752,7 +753,7 @@ def _published(traces: ChapterTraces) -> ChapterTraces:
 
 _STUB = re.compile(
     r'<a class="tr-load" data-search-exclude href="(?P<href>(?P<path>[^"#]+)#(?P<id>[^"]+))">'
-    r"payloads \(on their own page\)</a>"
+    r"(?:payloads|turns and calls) \(on their own page\)</a>"
 )
 _ELEMENT = re.compile(
     r'<div class="tr-payload" id="(?P<id>[^"]+)"><h3 class="tr-payload-head">[^<]*</h3>(?: <a [^>]*>[^<]*</a>)?\n'
@@ -785,14 +786,21 @@ def test_payload_blocks_link_to_the_payload_page_which_holds_each_one_as_drawn_i
     drawn_inline = render_traces(
         ChapterTraces(chapter, traces.mock, traces.live, traces.live_status, traces.download_url)
     )
+    # A run is one block (its turns and calls, their payloads in place), the comparison another; each payload in
+    # them as drawn inline, and every id of a run drawn inline is on the payload page. A run that broke is drawn
+    # whole on the chapter page, its payloads links into its block.
+    assert [i for i in elements if not i.endswith("-compare-body")] == [
+        f"{run}-body" for run in re.findall(r'<details class="tr-d tr-scn" id="([^"]+)">', html)
+    ]
     inline = {m["id"]: m["body"] for m in _INLINE.finditer(drawn_inline)}
-    assert list(elements) == list(inline) == ids
+    on_the_page = elements | {m["id"]: m["body"] for m in _INLINE.finditer(payloads)}
+    assert set(ids) <= set(on_the_page)
+    assert ("hostile-hostile_error-mock-turn-1-model-body" in ids) is (chapter == "hostile")
+    assert inline
     for anchor, body in inline.items():
-        # Links to a call land on its payload, which is in the payload page too.
-        linked = re.sub(
-            r'href="#([^"]+)"', lambda m: f'href="#{m[1]}-body"' if f"{m[1]}-body" in inline else m[0], body
-        )
-        assert elements[anchor] == page_relative(linked, f"traces/{chapter}.payloads.html")
+        assert on_the_page[anchor] == page_relative(body, f"traces/{chapter}.payloads.html")
+    ids_of = functools.partial(re.findall, r' id="([^"]+)"')
+    assert set(ids_of(drawn_inline)) - set(ids_of(html)) <= set(ids_of(payloads))
     assert "<script" not in payloads.lower().replace("&lt;script", "")
     if chapter == "ch09_who_retries":
         assert "You answer briefly" in payloads

@@ -78,6 +78,11 @@ class Server:
         with urllib.request.urlopen(self.url + path, timeout=120) as response:
             return str(response.read().decode())
 
+    def shown(self, path: str = "") -> str:
+        """The page and its chapters' payload pages, where each run's turns and calls (a reply's words) are."""
+        page = self.get(path)
+        return page + "".join(self.get(url) for url in dict.fromkeys(re.findall(r'data-tr-payloads="([^"]+)"', page)))
+
     def stop(self) -> None:
         self.process.terminate()
         try:
@@ -123,7 +128,7 @@ def test_serve_rebuilds_once_and_reruns_only_the_edited_chapter(tmp_path: Path) 
         assert server.builds() == ["traces: ran 3, reused 0"]
         watching = server.lines[server.wait_for("Watching paths for changes")]
         assert book.package in watching
-        page = server.get()
+        page = server.shown()
         assert "Beta says hi." in page
         # Livereload is on with the installed click: the page carries its poller.
         epoch = int(re.search(r"livereload\((\d+), \d+\)", page)[1])  # type: ignore[index]
@@ -138,7 +143,7 @@ def test_serve_rebuilds_once_and_reruns_only_the_edited_chapter(tmp_path: Path) 
         poll.join(timeout=10)
         assert answer
         assert int(answer[0]) > epoch
-        assert "Beta says hello." in server.get()
+        assert "Beta says hello." in server.shown()
 
         # Prose runs nothing.
         assert _rebuilt(server, lambda: edit(book.docs / "index.md", "Some prose.", "New prose.")) == (
@@ -204,7 +209,7 @@ def test_a_rebuild_that_changed_nothing_the_traces_are_made_from_shows_what_the_
             "traces: ran 2, reused 1",
             False,
         )
-        assert "Hi from alpha." in server.get()
+        assert "Hi from alpha." in server.shown()
         # the cache (cleared by hand: its scenarios run again, the page is whole),
         assert rebuilt(functools.partial(edit, book.docs / "index.md", prose, "Again.")) == (
             "traces: ran 0, reused 3",
@@ -213,7 +218,7 @@ def test_a_rebuild_that_changed_nothing_the_traces_are_made_from_shows_what_the_
         shutil.rmtree(book.root / ".cache" / "trace-book" / "entries")
         line, reused = rebuilt(functools.partial(edit, book.docs / "index.md", "Again.", "Cleared."))
         assert (line, reused) == ("traces: ran 3, reused 0", False)
-        page = server.get()
+        page = server.shown()
         assert "Cleared." in page
         assert "Hi from alpha." in page
         assert "Beta says hi." in page
@@ -248,13 +253,13 @@ def test_a_dirty_serve_rebuilds_the_pages_whose_traces_changed(tmp_path: Path) -
         assert _rebuilt(server, lambda: edit(book.chapter("ch_alpha"), "Hello from alpha.", "Hi from alpha.")) == (
             "traces: ran 2, reused 1"
         )
-        assert "Hi from alpha." in server.get()
+        assert "Hi from alpha." in server.shown()
         assert "Hi from alpha." in server.get("traces/ch_alpha.json"), "a chapter whose traces changed is published"
         assert _rebuilt(server, lambda: edit(book.chapter("ch_beta"), "Beta says hi.", "Beta says hello.")) == (
             "traces: ran 1, reused 2"
         )
-        assert "Beta says hello." in server.get()
-        assert "Beta says hello." in server.get("other/")
+        assert "Beta says hello." in server.shown()
+        assert "Beta says hello." in server.shown("other/")
         # Prose saves, each served with its edit (no rebuild serves a page without it); they
         # publish nothing, and what was published stands.
         prose = "Other prose."
@@ -278,13 +283,17 @@ def test_a_saved_chapter_reloads_the_open_page(tmp_path: Path) -> None:
         try:
             page = browser.new_page()
             page.goto(server.url)
-            assert "Beta says hi." in page.content()
+            # The reply is in its run, which comes from the chapter's payload page as it opens.
+            opened = "() => { document.querySelectorAll('details.tr-scn').forEach(d => { d.open = true; }); }"
+            page.evaluate(opened)
+            page.get_by_text("Beta says hi.").first.wait_for()
             # Gone after a reload: proves the page itself was reloaded, not patched.
             page.evaluate("window.primerMark = 1")
             with page.expect_event("load", timeout=30_000):
                 edit(book.chapter("ch_beta"), "Beta says hi.", "Beta says hi from the browser test.")
             assert page.evaluate("window.primerMark") is None
-            assert "Beta says hi from the browser test." in page.content()
+            page.evaluate(opened)
+            page.get_by_text("Beta says hi from the browser test.").first.wait_for()
         except Exception:
             print("\n".join(server.lines))
             raise
@@ -366,10 +375,10 @@ def test_a_package_the_book_first_imports_while_serving_is_watched_from_then_on(
             server, lambda: book.write_chapter("ch_beta", beta.replace('say("Beta says hi.")', "say(GREETING)"))
         )
         assert line == "traces: ran 1, reused 2"
-        assert "Beta says howdy." in server.get()
+        assert "Beta says howdy." in server.shown()
         line = _rebuilt(server, lambda: edit(helpers / "words.py", "Beta says howdy.", "Beta says hey there."))
         assert line == "traces: ran 1, reused 2"
-        page = server.get()
+        page = server.shown()
         assert "Beta says hey there." in page
         assert "Beta says howdy." not in page
 

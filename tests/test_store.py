@@ -25,7 +25,7 @@ from primer.book._cache import CorruptTrace, TraceCache
 from primer.book._chapters import Chapters
 from primer.book._markers import Marker, check, scan
 from primer.book._publish import publish
-from primer.book._render import render_traces
+from primer.book._render import render_payloads, render_traces
 from primer.book._source import ChapterTraces, LiveStatus, Shown
 from primer.errors import NotFound
 from primer.files import TEMP_SUFFIX, write_if_changed, write_new
@@ -436,7 +436,7 @@ def test_a_chapter_that_cannot_be_imported_is_shown_not_fatal(package, tmp_path,
     # A marker naming one of its scenarios shows why there are none, not that the scenario is unknown.
     html = render_traces(prepared.traces("ch_two"), "asks_price")
     assert "could not be imported" in html
-    assert "nowhere_to_be_found" in html
+    assert "nowhere_to_be_found" in render_payloads(prepared.traces("ch_two")), "in the run, on its payload page"
     assert not list((tmp_path / ".cache" / "entries" / "ch_two").glob("mock-*")), (
         "a failed import is tried again next build"
     )

@@ -19,10 +19,12 @@ PAYLOADS_SUFFIX = ".payloads.html"
 #: How a payload page the book wrote begins (an author's own HTML there stays).
 PAYLOADS_HEAD = "<!doctype html>\n<!-- trace-book payloads -->"
 
-# A payload block's link (its page named by its chapter's div, ``data-tr-payloads``), or a relative href, maybe with a
-# fragment, and the same path marked root-relative later in the tag: both after `href="`, found first (7x faster).
+# A payload block's or a timeline turn's link (its page named by its chapter's div, ``data-tr-payloads``), or a
+# relative href, maybe with a fragment, and the same path marked root-relative later in the tag: both after `href="`,
+# found first (7x faster).
 _LINK = re.compile(
-    r'href="(?:(?<=<a class="tr-load" data-search-exclude href=")(?P<stub>[^"#?:/][^"#?:]*)'
+    r'href="(?:(?:(?<=<a class="tr-load" data-search-exclude href=")|(?<=<a class="tr-tl-turn" href="))'
+    r'(?P<stub>[^"#?:/][^"#?:]*)'
     r'|(?P<path>[^"#?:/][^"#?:]*)(?P<fragment>#[^"]*)?"(?P<between>[^<>]*?) data-tr-root-relative="(?P=path)")'
 )
 

@@ -57,7 +57,6 @@ def _environment() -> Environment:
         spent=spent,
         keep=None,
         to=_here,
-        to_page=_here,
     )
     return env
 
@@ -117,24 +116,20 @@ def render_payloads(traces: ChapterTraces, *, page_url: str | None = None, price
     """The chapter's payload page (``traces/CHAPTER.payloads.html``): every payload block, by the id it has on a page.
 
     It stands alone, for a reader without JavaScript: a link back to the chapter's page (``page_url``, from the
-    site root), a heading per scenario and block (*mock run · turn 2 · model call*), links to here or the page.
+    site root), a heading per scenario and block (*mock run*: its turns and calls, their payloads in place), links
+    that land here.
     """
     page = None if page_url is None else page_url or "./"
     kept: dict[str, list[tuple[str, str, Markup]]] = {}  # by scenario: each block's id, heading and HTML
 
-    def there(anchor: str) -> Markup:
-        # Root-relative (made relative to this page below), and the fragment traces.js
-        # links to in place once the block is filled into the chapter page.
-        return Markup('href="{0}#{1}" data-tr-page-link="#{1}" data-tr-root-relative="{0}"').format(page, anchor)
+    def there(anchor: str) -> Markup:  # root-relative, made relative to this page below
+        return Markup('href="{0}#{1}" data-tr-root-relative="{0}"').format(page, anchor)
 
     def keep(anchor: str, scenario: str, what: str, html: Markup) -> str:
         kept.setdefault(scenario, []).append((anchor, what, html))
         return ""
 
-    # A call lands here, on its payload (a turn or an ending: ``there``).
-    _chapter(
-        traces, None, Anchors(), prices, keep=keep, to=lambda a: _here(f"{a}-body"), to_page=there if page else _here
-    )
+    _chapter(traces, None, Anchors(), prices, keep=keep)
     template = _environment().get_template("payloads.html.j2")
     html = template.render(head=PAYLOADS_HEAD, chapter=traces.chapter, page=page, scenarios=kept.items(), there=there)
     return page_relative(clean(html), f"{PUBLISHED_DIR}/{traces.chapter}{PAYLOADS_SUFFIX}")

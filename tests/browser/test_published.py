@@ -9,7 +9,7 @@ from urllib.parse import urljoin
 
 import pytest
 
-from tests.browser.pages import SCHEMES, SCREENS, WIDTHS, Book, open_everything, open_page
+from tests.browser.pages import SCHEMES, SCREENS, WIDTHS, Book, is_open, open_everything, open_page
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -150,9 +150,11 @@ def test_screenshots(browser: Any, book: Book, scheme: str) -> None:
         page.wait_for_timeout(400)  # Material's header title fades on scroll
         folded = SCREENS / f"ch09-{width}-{scheme}-folded.png"
         page.screenshot(path=str(folded))
-        page.evaluate(
-            "document.querySelectorAll('#ch09_who_retries-service_is_busy details').forEach(d => d.open = true)"
-        )
+        open_all = "document.querySelectorAll('#ch09_who_retries-service_is_busy details').forEach(d => d.open = true)"
+        page.evaluate(open_all)
+        # The runs' turns and calls come from the payload page as they open, folded: opened again.
+        page.locator("#ch09_who_retries-service_is_busy-live-turn-1").wait_for(state="attached")
+        page.evaluate(open_all)
         page.evaluate("document.getElementById('ch09_who_retries-service_is_busy-live-turn-1').scrollIntoView()")
         page.wait_for_timeout(400)
         expanded = SCREENS / f"ch09-{width}-{scheme}-open.png"
@@ -277,20 +279,39 @@ def test_a_replys_markdown_is_rendered_with_and_without_javascript(browser: Any,
 
 def test_a_payload_block_whose_page_cannot_be_fetched_keeps_a_link_to_it(browser: Any, book: Book) -> None:
     # The links of the payload blocks are made root-relative when their block opens, not at
-    # load (one per call: that pass was a share of the page's setup), and keep their fragment.
+    # load (one per run: that pass was a share of the page's setup), and keep their fragment.
     watched = open_page(browser, book.url, "/ch09_who_retries/")
     page = watched.page
     page.route("**/*.payloads.html", lambda route: route.abort())
-    model = "ch09_who_retries-service_is_busy-mock-turn-1-model"
-    link = page.locator(f"a.tr-load[href$='#{model}-body']")
+    run = "ch09_who_retries-service_is_busy-mock"
+    link = page.locator(f"a.tr-load[href$='#{run}-body']")
     # Instant navigation may resolve a relative href against another page: the chapter's
     # div keeps the payload page's root-relative path, which the opening resolves again.
     page.evaluate("a => { a.href = 'http://elsewhere.invalid/x.html' + a.hash; }", link.element_handle())
     chapter = link.evaluate("a => a.closest('.tr-chapter').getAttribute('data-tr-payloads')")
     assert chapter == "traces/ch09_who_retries.payloads.html"
-    opened = "id => { const d = document.getElementById(id); d.closest('.tr-scn').open = true; d.open = true; }"
-    page.evaluate(opened, model)
-    page.wait_for_function("id => !document.querySelector(`a.tr-load[href^='http://elsewhere']`)", arg=model)
-    assert link.evaluate("a => a.href") == f"{book.url}/traces/ch09_who_retries.payloads.html#{model}-body"
-    assert page.locator(f"[id='{model}-body']").count() == 0, "the block stays a link"
+    page.evaluate("id => { document.getElementById(id).open = true; }", run)
+    page.wait_for_function("() => !document.querySelector(`a.tr-load[href^='http://elsewhere']`)")
+    assert link.evaluate("a => a.href") == f"{book.url}/traces/ch09_who_retries.payloads.html#{run}-body"
+    page.wait_for_timeout(300)
+    assert page.locator(f"[id='{run}-turn-1']").count() == 0, "the run stays a link"
+    assert link.is_visible()
+    page.context.close()
+
+
+def test_a_timeline_turn_opens_its_run_in_place(browser: Any, book: Book) -> None:
+    # A turn's bar links to it on the payload page; with JavaScript, to it here: its run is filled in and opened
+    # at it, without the page being loaded again by Material's instant navigation (which would drop what is filled).
+    page = open_page(browser, book.url, "/ch09_who_retries/").page
+    run = "ch09_who_retries-order_may_have_landed-mock"
+    bar = page.locator(f"#{run}").locator("xpath=..").locator("a.tr-tl-turn").nth(1)
+    page.wait_for_function("() => document.querySelector('a.tr-tl-turn').getAttribute('href').startsWith('#')")
+    assert bar.get_attribute("href") == f"#{run}-turn-2"
+    page.evaluate("document.querySelector('.tr-chapter').__same = true")
+    bar.click()
+    page.wait_for_function(f"document.getElementById('{run}-turn-2')?.open === true")
+    assert is_open(page, run)
+    assert page.evaluate("document.querySelector('.tr-chapter').__same") is True, "not loaded again"
+    top = page.evaluate("id => document.getElementById(id).getBoundingClientRect().top", f"{run}-turn-2")
+    assert 0 < top < 1000, top
     page.context.close()

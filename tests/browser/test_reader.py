@@ -123,42 +123,48 @@ def test_a_scenario_switch_changes_that_scenario_only(browser: Any, site: str) -
 
 
 def test_a_runs_folds_become_details_when_it_first_opens(browser: Any, site: str) -> None:
-    # Material sets up every <details> of the page at DOMContentLoaded: a closed run's
-    # folds are divs until then (parts.html.j2), for every run of the page.
+    # A closed run is its summary and a link: its turns and calls come from the chapter's payload page when
+    # a run is first opened (parts.html.j2), as divs made <details> then, folded.
     page = open_page(browser, site, "/ch09/").page
-    assert page.locator(".tr details.tr-scn details").count() == 0
-    assert page.locator(".tr details.tr-scn div.tr-d").count() > 0
+    runs = page.locator(".tr details.tr-scn")
+    assert runs.count() == page.locator(".tr details.tr-scn > a.tr-load:only-of-type").count() > 0
+    assert page.locator(".tr details.tr-scn details, .tr details.tr-scn div.tr-d").count() == 0
     run = "ch09_who_retries-service_is_busy-mock"
-    # Opened by the reader: folded, as a <details> of the browser's.
     page.locator(f"#{run} > summary").click()
-    assert page.locator(f"#{run} div.tr-d, #{run} .tr-sum").count() == 0
+    page.locator(f"#{run}-turn-1 > summary").wait_for()
+    assert page.locator(f"#{run} div.tr-d, #{run} .tr-sum, #{run} a.tr-load").count() == 0
     folds = page.locator(f"#{run} details")
     assert folds.count() == page.locator(f"#{run} details:not([open])").count() > 0
-    assert page.locator(f"#{run}-turn-1 > summary").is_visible()
     assert not page.locator(f"#{run}-turn-1-model > summary").is_visible()
-    assert page.locator("details.tr-scn:not([open]) div.tr-d").count() > 0  # the other runs wait
-    # Opened otherwise (find in page opens a run to show a match inside): all stays shown.
+    # A link to copy beside each turn, as the run opened.
+    assert page.locator(f"#{run} > a.tr-anchor").count() == page.locator(f"#{run} > details.tr-turn").count() == 2
+    # The payload page, fetched once, filled every run of the chapter in: each closed, its folds folded.
     other = "ch09_who_retries-order_may_have_landed-mock"
-    page.evaluate(f"document.getElementById('{other}').open = true")
-    page.wait_for_function(f"!document.querySelector('#{other} div.tr-d, #{other} a.tr-load')")
-    # Its folds all open; what the payload page brought in (headers, the body as sent)
-    # comes folded, as on any run: it arrives when the fetch does, so it is waited for.
-    assert page.locator(f"#{other} details:not([open]):not(.tr-body details)").count() == 0
-    assert page.locator(f"#{other} .tr-body details").count() > 0
-    assert page.locator(f"#{other}-turn-1-tool-1 > summary").is_visible()
+    assert not is_open(page, other)
+    assert page.locator(f"#{other} div.tr-d, #{other} a.tr-load").count() == 0
+    assert page.locator(f"#{other} details[open]").count() == 0
     page.context.close()
 
 
-def test_a_runs_folds_read_as_open_without_javascript(browser: Any, site: str) -> None:
-    page = open_page(browser, site, "/ch09/", javascript=False).page
+def test_a_runs_inside_is_on_the_payload_page_without_javascript(browser: Any, book: Book) -> None:
+    page = open_page(browser, book.url, "/ch09_who_retries/", javascript=False).page
     run = "ch09_who_retries-order_may_have_landed-mock"
-    line = page.locator(f"#{run}-turn-1-tool-1 > .tr-sum")
-    assert not line.is_visible()
+    link = page.locator(f"#{run} > a.tr-load")
+    assert not link.is_visible()
     page.locator(f"#{run} > summary").click()
+    assert link.inner_text() == "turns and calls (on their own page)"
+    link.click()
+    page.wait_for_url(f"**/traces/ch09_who_retries.payloads.html#{run}-body")
+    # There, the run's turns and calls read as open, each under its line, their payloads in place.
     assert page.locator(f"#{run}-turn-1 > .tr-sum").is_visible()
     assert page.locator(f"#{run}-turn-1-model > .tr-sum").is_visible()
-    assert line.is_visible()
-    assert page.locator(f"#{run}-turn-1-tool-1 > a.tr-load").is_visible()  # its payloads' link
+    assert page.locator(f"#{run}-turn-1-tool-1 > .tr-sum").is_visible()
+    assert page.locator(f"#{run}-turn-1-tool-1-body").is_visible()
+    # A timeline's turn lands there too.
+    page.go_back()
+    page.locator(f"#{run}").locator("xpath=..").locator("a.tr-tl-turn").first.click()
+    page.wait_for_url(f"**/traces/ch09_who_retries.payloads.html#{run}-turn-1")
+    assert page.locator(f"#{run}-turn-1 > .tr-sum").is_visible()
     page.context.close()
 
 
@@ -171,7 +177,7 @@ def test_a_deep_link_opens_every_details_around_its_target(browser: Any, site: s
     # hashchange, to a tool call two levels down in another run
     tool = "ch09_who_retries-order_may_have_landed-mock-turn-1-tool-1"
     page.evaluate(f"location.hash = '#{tool}'")
-    page.wait_for_function(f"document.getElementById('{tool}').open === true")
+    page.wait_for_function(f"document.getElementById('{tool}')?.open === true")
     assert is_open(page, "ch09_who_retries-order_may_have_landed-mock-turn-1")
     assert page.locator(f"#{tool} > summary").is_visible()
     page.context.close()
@@ -238,7 +244,7 @@ def test_a_scenario_off_screen_costs_nothing_until_the_reader_nears_it(browser: 
     page.context.close()
     target = f"{last}-live-turn-1"
     page = open_page(browser, site, f"/ch09/#{target}", width=390).page
-    page.wait_for_function(f"document.getElementById('{target}').open === true")
+    page.wait_for_function(f"document.getElementById('{target}')?.open === true")
     assert page.evaluate(rendered, target)
     top = page.evaluate("id => document.getElementById(id).getBoundingClientRect().top", target)
     assert 0 <= top < 1000  # in view, where the link said
@@ -250,7 +256,7 @@ def test_a_deep_link_into_a_hidden_run_shows_it(browser: Any, site: str) -> None
     page.locator(".tr-head .tr-mode[data-tr-mode='live']").click()
     target = "ch09_who_retries-service_says_no-live-turn-1"
     page.evaluate(f"location.hash = '#{target}'")
-    page.wait_for_function(f"document.getElementById('{target}').open === true")
+    page.wait_for_function(f"document.getElementById('{target}')?.open === true")
     assert page.locator(f"#{target} > summary").is_visible()
     page.evaluate("localStorage.clear()")
     page.context.close()
@@ -279,6 +285,7 @@ def test_printing_prints_what_is_open(browser: Any, site: str) -> None:
     page = open_page(browser, site, "/ch09/").page
     run = "ch09_who_retries-service_is_busy-mock"
     page.locator(f"#{run} > summary").click()
+    page.locator(f"#{run}-turn-1 > summary").wait_for()  # its turns, from the payload page
     closed = page.locator(".tr details:not([open])").count()
     assert closed > 0
     # What the browser fires around printing. Material opens every <details>

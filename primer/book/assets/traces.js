@@ -8,15 +8,16 @@
  *   (this page only); prose about one mode's runs shows and hides with them;
  * - a link to a turn or tool call opens the <details> around it, on load, on
  *   hashchange and after Material's instant navigation;
- * - the folds inside a run come as <div class="tr-d"> (parts.html.j2 says
- *   why) and become <details> when the run is first opened: folded when the
- *   reader opens it, open when something else does (find in page opens it
- *   to show a match inside, which must stay in view);
- * - payloads are not on the page: each payload block links to its element
- *   in the chapter's payload page (traces/CHAPTER.payloads.html, which a
- *   reader without JavaScript lands on). When the first <details> holding
- *   one opens, that page is fetched once and every block of the chapter is
+ * - a closed run's inside (its turns and calls) and the payloads are not on
+ *   the page: each is a link to its element in the chapter's payload page
+ *   (traces/CHAPTER.payloads.html, which a reader without JavaScript lands
+ *   on). When the first <details> holding one opens, or a link names what is
+ *   in one, that page is fetched once and every block of the chapter is
  *   filled in from it, with copy buttons made as Material makes them;
+ * - the folds inside a run come as <div class="tr-d"> (parts.html.j2 says
+ *   why) and become <details>, folded, when it is filled in (a run drawn
+ *   whole, one that broke: when it is first opened, open if not by a click);
+ * - a timeline's turn links to it on the payload page, and here to it in place;
  * - JSON is coloured when the <details> around it is first opened (the page
  *   ships it as plain text: highlighting markup was most of its weight);
  * - "whole context" is filled in from the run's transcript, and "the whole
@@ -279,7 +280,10 @@
   }
 
   // In-page links (the timeline, "as declared in turn 1") open their target
-  // even when the hash is already the same, which fires no hashchange.
+  // even when the hash is already the same, which fires no hashchange. One to
+  // what is not on the page yet (a turn of a run not filled in) is taken from
+  // Material's instant navigation, which would load the page again over what
+  // is filled in (capture phase, at the document: before Material's handler).
   function onLink(event) {
     var link = event.target.closest('.tr a[href^="#"]');
     if (!link || link.classList.contains("tr-anchor")) return;
@@ -290,8 +294,11 @@
       return; // a malformed escape names nothing
     }
     var target = byId(id);
-    if (target) reveal(target);
-    else fillAll().then(function () { reveal(byId(id)); });
+    if (target) return reveal(target);
+    event.preventDefault();
+    event.stopPropagation();
+    history.pushState(null, "", link.hash);
+    fillAll().then(function () { reveal(byId(id)); });
   }
 
   // A link to copy, GitHub's heading anchor, beside each turn and call of an
@@ -415,6 +422,11 @@
       if (!/^[a-z][a-z0-9+.-]*:|^[\/\\]/i.test(path)) link.href = new URL(path, ROOT).href + link.hash;
       link.removeAttribute("data-tr-root-relative");
     });
+    // A timeline's turn links to it on the payload page (which a reader without JavaScript
+    // lands on); here, the run is filled in and opened at it (onLink).
+    scope.querySelectorAll("a.tr-tl-turn").forEach(function (link) {
+      if (link.getAttribute("href").charAt(0) !== "#") link.setAttribute("href", link.hash);
+    });
     if (!stubs) return;
     scope.querySelectorAll("a.tr-load").forEach(function (stub) {
       stub.href = payloadUrl(stub) + stub.hash; // the fragment names the block
@@ -440,7 +452,7 @@
       var name = attribute.name.toLowerCase();
       if (!ATTRIBUTES.test(name)) return;
       // A link, or the attributes traces.js makes one of: a fragment, a relative path or http(s).
-      var link = name === "href" || name === "data-tr-page-link" || name === "data-tr-root-relative";
+      var link = name === "href" || name === "data-tr-root-relative";
       if (link && !/^(#|[a-z0-9._\/-]*(\.[a-z]+)?(#|$)|https?:)/i.test(attribute.value.trim())) return;
       copy.setAttribute(name, attribute.value);
     });
@@ -466,21 +478,23 @@
           var copy = copied(node);
           if (copy) content.appendChild(copy);
         });
-        var body = element("div", "tr-body");
-        body.id = id;
-        body.setAttribute("data-search-exclude", "");
-        body.appendChild(content);
-        stub.replaceWith(body);
-        // A link the payload page sends to the chapter page is, here, in the page.
-        body.querySelectorAll("a[data-tr-page-link]").forEach(function (link) {
-          var fragment = link.getAttribute("data-tr-page-link");
-          if (fragment.charAt(0) === "#") link.setAttribute("href", fragment);
-          link.removeAttribute("data-tr-root-relative");
-        });
+        // A run's inside (its turns and calls) goes straight into the run, its
+        // folds folded as a run opens; a payload into a block of its own, which keeps the id.
+        var run = stub.parentElement.classList.contains("tr-scn") ? stub.parentElement : null;
+        var body = run || element("div", "tr-body");
+        if (!run) {
+          body.id = id;
+          body.setAttribute("data-search-exclude", "");
+          body.appendChild(content);
+        }
+        stub.replaceWith(run ? content : body);
+        if (run) unfold(run, false);
         rootRelative(body);
         body.querySelectorAll("pre").forEach(copyButton);
-        var details = body.closest("details");
-        if (details && details.open) colour(details);
+        var around = body.closest("details");
+        if (!around || !around.open) return;
+        colour(around);
+        if (run) addAnchors(run);
       });
       updateAll();
     });
@@ -838,7 +852,7 @@
   document.addEventListener("click", onRunClick);
   document.addEventListener("click", onSwitch);
   document.addEventListener("click", onAnchor);
-  document.addEventListener("click", onLink);
+  document.addEventListener("click", onLink, true);
   document.addEventListener("click", onAll);
   document.addEventListener("click", onPrintAll);
   document.addEventListener("toggle", onToggle, true); // toggle does not bubble
