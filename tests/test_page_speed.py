@@ -25,6 +25,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import threading
+import time
 from collections.abc import Iterator
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -43,6 +44,23 @@ PAGE = "/ch09_who_retries/"
 class _Quiet(SimpleHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:
         pass
+
+    def do_GET(self) -> None:
+        # `?slow`: the page's first scenario, then a pause, then the rest, as a slow network delivers
+        # a page: the browser draws its first frame before it has the rest.
+        path, _, query = self.path.partition("?")
+        if query != "slow":
+            return super().do_GET()
+        page = (Path(self.directory) / path.strip("/") / "index.html").read_bytes()
+        cut = page.index(b"</section>", page.index(b"<script>(function (page)")) + len(b"</section>")
+        self.send_response(200)
+        self.send_header("Content-Type", "text/html; charset=utf-8")
+        self.send_header("Content-Length", str(len(page)))
+        self.end_headers()
+        self.wfile.write(page[:cut])
+        self.wfile.flush()
+        time.sleep(0.5)
+        self.wfile.write(page[cut:])
 
 
 @pytest.fixture(scope="module")
@@ -185,7 +203,7 @@ def test_a_run_is_its_link_alone_until_it_opens(browser: Any, url: str) -> None:
 AT_DCL = """
 window.addEventListener("DOMContentLoaded", () => {
   window.__scenarios = [...document.querySelectorAll(".tr-scenario")].map(s => ({
-    top: s.getBoundingClientRect().top, waits: s.hasAttribute("data-tr-later"),
+    top: s.getBoundingClientRect().top, waits: getComputedStyle(s).contentVisibility == "hidden",
     drawn: s.querySelector(".tr-run").checkVisibility({contentVisibilityAuto: true}),
   }));
 });
@@ -220,6 +238,18 @@ def test_nothing_waits_on_a_reload_or_without_javascript(browser: Any, url: str)
         assert page.locator("[data-tr-later]").count() == 0
         page.locator(".tr-scenario").first.scroll_into_view_if_needed()
         assert page.evaluate(DRAWN)[0] is True
+
+
+def test_a_scenario_that_arrives_after_the_first_frame_waits_too(browser: Any, url: str) -> None:
+    # On a slow network the first frame comes before the page's later scenarios: below the
+    # screen like the rest, they wait as the rest do (they were drawn at every restyle).
+    with opened(browser, url, before=AT_DCL, at="?slow") as page:
+        scenarios = page.evaluate("window.__scenarios")
+        page.wait_for_function("!document.querySelector('[data-tr-later]')")
+        drawn = page.evaluate(DRAWN)
+    assert [s["waits"] for s in scenarios] == [True] * 4
+    assert not any(s["drawn"] for s in scenarios)
+    assert drawn[0] is True
 
 
 def test_nothing_waits_when_a_link_names_a_fold(browser: Any, url: str) -> None:
