@@ -171,7 +171,8 @@ def test_a_runs_inside_is_on_the_payload_page_without_javascript(browser: Any, b
 def test_a_deep_link_opens_every_details_around_its_target(browser: Any, site: str) -> None:
     target = "ch09_who_retries-service_is_busy-live-turn-2"
     page = open_page(browser, site, f"/ch09/#{target}").page
-    assert is_open(page, target)
+    # The turn is on the payload page: it opens once its run is filled in from there.
+    page.wait_for_function(f"document.getElementById('{target}')?.open === true")
     assert is_open(page, "ch09_who_retries-service_is_busy-live")
     assert page.locator(f"#{target} > summary").is_visible()
     # hashchange, to a tool call two levels down in another run
