@@ -60,6 +60,8 @@ NEAR_MISSES = {
     "  ::: trace ch_alpha": "it is indented",
     "::: trcae ch_alpha": "the word is `trace`, not `trcae`",  # a typo before a name
     "::: Tarce ch_alpha asks_price": "the word is `trace`, not `Tarce`",
+    "::: trac ch_alpha": "the word is `trace`, not `trac`",
+    "::: tracee ch_alpha": "the word is `trace`, not `tracee`",
 }
 
 
@@ -78,6 +80,9 @@ def test_a_line_meant_as_a_marker_is_a_near_miss_saying_what_is_wrong(line: str,
         "::: package.module",  # mkdocstrings' identifiers are not ours
         "::: tracemalloc",
         "::: tracer",  # a word near trace naming nothing after it: another extension's
+        "::: care x",  # another extension's word in trace's letters, more than one typo away
+        "::: crate ch_alpha",
+        "::: react ch_alpha",
         "::: tracemalloc ch_alpha",
         "::: trace.module",
         "::: live ch_alpha",

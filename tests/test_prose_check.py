@@ -197,13 +197,15 @@ def test_a_mode_block_shows_labelled_with_its_mode_where_its_runs_are() -> None:
         ("::: end  live now", "`::: end  live now`"),
         ("    ::: live x", "`::: live x`"),
         ("::: lvie x", "`::: lvie x`"),  # a misspelled word before a name
+        ("::: mokc x", "`::: mokc x`"),
+        ("::: lve x", "`::: lve x`"),
     ],
 )
 def test_a_line_meant_as_a_mode_block_that_is_not_one_is_warned_about(line: str, why: str) -> None:
-    page = f"Before.\n\n{line}\nProse.\n::: end live\n\n```\n::: live ../x\n```\n::: lively x\n"
+    page = f"Before.\n\n{line}\nProse.\n::: end live\n\n```\n::: live ../x\n```\n::: lively x\n::: evil x\n"
     [warning, *rest] = check("docs/p.md", page, {"x": None})
     assert warning.startswith(f"docs/p.md line 3: {why} looks like the line of a mode block but is not one.")
-    assert all("line 8" not in each and "line 10" not in each for each in rest), "code and other words are not ours"
+    assert all(f"line {n}" not in each for each in rest for n in (8, 10, 11)), "code and other words are not ours"
 
 
 def test_a_closing_line_with_no_block_open_is_said() -> None:

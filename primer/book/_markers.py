@@ -26,7 +26,7 @@ OFF_CLASS = "primer-traces-off"
 # lists and admonitions), or one starting with ":::".
 _LINE = re.compile(r"\n([ \t]*(?:(`{3,}|~{3,})|:::).*)")
 # Meant as a marker: at most three spaces (four make code), ":::", "trace(s)" in any case or a typo before a name.
-_MEANT = re.compile(r"(?i)(?P<indent> {0,3}):::(?P<gap>[ \t]*)(?P<word>traces?|[trace]{4,}(?=\s+\S))(?P<rest>[ \t].*)?")
+_MEANT = re.compile(r"(?i)(?P<indent> {0,3}):::(?P<gap>[ \t]*)(?P<word>traces?|[a-z]{4,6}(?=\s+\S))(?P<rest>[ \t].*)?")
 _NAME = re.compile(r"[A-Za-z0-9_]+")
 #: A marker as written (the common case, read in one match): what ``parse_line`` would find nothing wrong with.
 _VALID = re.compile(r":::[ \t]+trace[ \t]+([A-Za-z0-9_]+)(?:[ \t]+([A-Za-z0-9_]+))?[ \t]*")
@@ -35,11 +35,28 @@ _SPACES = re.compile(r"[ \t]+")
 _PLACING = re.compile(r"[ \t]*:::[ \t]+trace[ \t]+(\w+)(?:[ \t]+(\w+))?\s*")
 _OPEN = re.compile(r" {0,3}:::[ \t]+(live|mock)[ \t]+(\w+)(?:[ \t]+(\w+))?\s*", re.A)
 _CLOSE = re.compile(r" {0,3}:::[ \t]+end[ \t]+(live|mock)\s*")
-_BLOCK_MEANT = re.compile(r"(?i)[ \t]*:::[ \t]*(?:end[ \t]*)?(?:live\b|mock\b|(?:[live]{3,5}|[mock]{3,5})\s+\w)")
+_BLOCK_MEANT = re.compile(r"(?i)[ \t]*:::[ \t]*(?:end[ \t]*)?(?P<word>live\b|mock\b|[a-z]{3,5}(?=\s+\w))")
 _FORMS = (
     "The valid forms are `::: live CHAPTER [SCENARIO]` (or `::: mock ...`) and `::: end live` (or `::: end mock`), "
     "at the start of the line, a space after `:::`, the names made of letters, digits and underscores."
 )
+
+
+def _one_edit(word: str) -> frozenset[str]:
+    # Every word one typo from `word` in its own letters: one left out, doubled or swapped with its neighbour,
+    # or put in another's place. Another extension's word made of those letters (`::: care x`, `::: evil x`)
+    # is further off, and left alone.
+    splits = [(word[:i], word[i:]) for i in range(len(word) + 1)]
+    letters = set(word)
+    return frozenset(
+        {a + b[1:] for a, b in splits if b}
+        | {a + b[1] + b[0] + b[2:] for a, b in splits if len(b) > 1}
+        | {a + c + b[1:] for a, b in splits if b for c in letters}
+        | {a + c + b for a, b in splits for c in letters}
+    )
+
+
+_TYPOS = {"trace": _one_edit("trace") | {"traces"}, "block": _one_edit("live") | _one_edit("mock")}
 
 
 class Marker(NamedTuple):
@@ -91,7 +108,7 @@ def parse_line(line: str, number: int = 1) -> Marker | NearMiss | None:
     if valid := _VALID.fullmatch(line):
         return Marker(valid[1], valid[2], number)
     meant = _MEANT.fullmatch(line)
-    if meant is None:
+    if meant is None or meant["word"].lower() not in _TYPOS["trace"]:
         return None
     words = [word for word in _SPACES.split(meant["rest"] or "") if word]
     problems = []
@@ -142,7 +159,8 @@ def _blocks(lines: list[tuple[int, str]]) -> tuple[list[ModeBlock], list[tuple[i
                 wrong.append((current.start, f"{current.about} {why}"))
             blocks.append(current._replace(end=number))
             current = None
-        elif _BLOCK_MEANT.match(line):  # a close with no block open, or a line meant as a block's (a typo too)
+        elif (meant := _BLOCK_MEANT.match(line)) and meant["word"].lower() in _TYPOS["block"]:
+            # a close with no block open, or a line meant as a block's (a typo too)
             said = "closes no block" if close else "looks like the line of a mode block but is not one"
             wrong.append((number, f"`{line.strip()}` {said}. {_FORMS}"))
     if current is not None:  # left as written: what it would hide is unclear
