@@ -18,10 +18,11 @@ import sys
 from collections.abc import Callable, Mapping, Sequence
 from logging.handlers import BufferingHandler
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from mkdocs.config import base
 from mkdocs.config import config_options as c
+from mkdocs.config.base import ValidationError
 from mkdocs.exceptions import PluginError
 
 from primer.book import _assets as assets
@@ -38,8 +39,30 @@ if TYPE_CHECKING:
     from primer.book._plugin import TraceBookPlugin
     from primer.prices import PriceTable
 
+T = TypeVar("T")
+
 #: The trace extension's name in ``markdown_extensions``.
 EXTENSION = "primer.book.markdown"
+
+
+#: What an option of each type is written as in ``mkdocs.yml``.
+_WRITTEN = {
+    bool: "true or false",
+    str: "text (in quotes, if YAML would read it as something else)",
+    dict: "a mapping (`name: value` lines, indented under the option)",
+}
+#: What YAML made of a value, in the same words.
+_READ = {bool: "true or false", str: "text", int: "a number", float: "a number", list: "a list", dict: "a mapping"}
+
+
+class _Written(c.Type[T]):
+    """MkDocs' type check, saying what to write (``true or false``) where MkDocs says ``<class 'bool'>``."""
+
+    def run_validation(self, value: object) -> T:
+        if isinstance(value, self._type):
+            return value  # type: ignore[no-any-return]  # MkDocs' _type is untyped
+        read = _READ.get(type(value), type(value).__name__)  # never None: MkDocs gives the default for it
+        raise ValidationError(f"write {_WRITTEN[self._type]}; it is {value!r}, read as {read}.")
 
 
 # MkDocs' Config sets its options up in an untyped __init_subclass__.
@@ -47,21 +70,21 @@ class TraceBookConfig(base.Config):  # type: ignore[no-untyped-call]
     """The plugin's options, validated by MkDocs (an unknown one fails the configuration)."""
 
     #: False: each marker shows a placeholder, nothing runs (``PRIMER_TRACES`` wins).
-    enabled = c.Type(bool, default=True)
+    enabled = _Written(bool, default=True)
     #: The chapters' package; unset: the extension's ``chapters`` option (``PRIMER_CHAPTERS`` wins).
-    chapters = c.Optional(c.Type(str))
+    chapters = c.Optional(_Written(str))
     #: The frozen live traces' folder, in the docs folder.
-    traces_dir = c.Type(str, default=PUBLISHED_DIR)
+    traces_dir = _Written(str, default=PUBLISHED_DIR)
     #: The machinery's cache, relative to the folder of ``mkdocs.yml``.
-    cache_dir = c.Type(str, default=CACHE_DIR)
+    cache_dir = _Written(str, default=CACHE_DIR)
     #: False: the one cache is off, every build runs and renders everything (``PRIMER_CACHE`` wins).
-    cache = c.Type(bool, default=True)
+    cache = _Written(bool, default=True)
     #: Live runs when a key is set: ``auto``, ``off`` or ``refresh`` (``PRIMER_LIVE`` wins).
     live = c.Optional(c.Choice(("auto", "off", "refresh")))
     #: False: the build does not check the book's rules (``primer.book._markers``), nor with the extension's ``rules``.
-    rules = c.Type(bool, default=True)
+    rules = _Written(bool, default=True)
     #: Prices per model (``primer.prices``), over the package's table and the extension's ``prices``.
-    prices = c.Type(dict, default={})
+    prices = _Written(dict, default={})
 
 
 #: The options a ``PRIMER_*`` variable also sets: option -> (the variable, the value the option's stands for,
