@@ -43,9 +43,9 @@ _FORMS = (
 
 
 def _one_edit(word: str) -> frozenset[str]:
-    # Every word one typo from `word` in its own letters: one left out, doubled or swapped with its neighbour,
-    # or put in another's place. Another extension's word made of those letters (`::: care x`, `::: evil x`)
-    # is further off, and left alone.
+    # Every word one typo from `word` in its own letters (and `word` itself): one left out, doubled or swapped
+    # with its neighbour, or put in another's place. Another extension's word made of those letters
+    # (`::: care x`, `::: evil x`) is further off, and left alone.
     splits = [(word[:i], word[i:]) for i in range(len(word) + 1)]
     letters = set(word)
     return frozenset(
@@ -56,7 +56,9 @@ def _one_edit(word: str) -> frozenset[str]:
     )
 
 
-_TYPOS = {"trace": _one_edit("trace") | {"traces"}, "block": _one_edit("live") | _one_edit("mock")}
+#: The words of a line meant as a marker, and of one meant as a mode block's.
+_TRACE_WORDS = _one_edit("trace") | {"traces"}
+_BLOCK_WORDS = _one_edit("live") | _one_edit("mock")
 
 
 class Marker(NamedTuple):
@@ -108,7 +110,7 @@ def parse_line(line: str, number: int = 1) -> Marker | NearMiss | None:
     if valid := _VALID.fullmatch(line):
         return Marker(valid[1], valid[2], number)
     meant = _MEANT.fullmatch(line)
-    if meant is None or meant["word"].lower() not in _TYPOS["trace"]:
+    if meant is None or meant["word"].lower() not in _TRACE_WORDS:
         return None
     words = [word for word in _SPACES.split(meant["rest"] or "") if word]
     problems = []
@@ -159,7 +161,7 @@ def _blocks(lines: list[tuple[int, str]]) -> tuple[list[ModeBlock], list[tuple[i
                 wrong.append((current.start, f"{current.about} {why}"))
             blocks.append(current._replace(end=number))
             current = None
-        elif (meant := _BLOCK_MEANT.match(line)) and meant["word"].lower() in _TYPOS["block"]:
+        elif (meant := _BLOCK_MEANT.match(line)) and meant["word"].lower() in _BLOCK_WORDS:
             # a close with no block open, or a line meant as a block's (a typo too)
             said = "closes no block" if close else "looks like the line of a mode block but is not one"
             wrong.append((number, f"`{line.strip()}` {said}. {_FORMS}"))
