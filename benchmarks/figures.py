@@ -76,29 +76,29 @@ class Spread:
             f"IQR {f.format(self.q1)}-{f.format(self.q3)}, n={self.n})"
         )
 
-    def against(self, target: float, digits: int = 3, *, counted: str = COUNTED) -> str:
-        """The text, the target, and whether this many pairs resolve it (and, if not, what would: ``counted`` too)."""
+    def against(self, target: float, digits: int = 3, *, counted: str = COUNTED, samples: str = "pairs") -> str:
+        """The text, the target, and whether this many ``samples`` resolve it (if not, what would: ``counted`` too)."""
         if self.exact and self.high <= target:
             verdict = "the interval is within it"
         elif self.exact and self.low > target:
             verdict = "the interval is above it: missed"
         else:
-            verdict = f"not resolved: {self.needs(target, counted)}"
+            verdict = f"not resolved: {self.needs(target, counted, samples)}"
         return f"{self.text(digits)}   target <= {target:g}; {verdict}"
 
-    def needs(self, target: float, counted: str = COUNTED) -> str:
-        """What would resolve ``target``: about how many pairs, the spread of one pair being what it is here."""
+    def needs(self, target: float, counted: str = COUNTED, samples: str = "pairs") -> str:
+        """What would resolve ``target``: about how many ``samples``, the spread of one being what it is here."""
         # The interval narrows as 1/sqrt(n): to fit between the median and the
         # target it must shrink by |median - target| / half-width.
         gap = abs(self.value - target)
         if not self.exact or self.half_width == 0 or math.isnan(gap):
-            return "too few pairs for a 95 % interval (6 at least)"
+            return f"too few {samples} for a 95 % interval (6 at least)"
         if gap == 0:
-            return f"the median is the target: no number of pairs tells it apart; {counted}"
+            return f"the median is the target: no number of {samples} tells it apart; {counted}"
         more = math.ceil(self.n * (self.half_width / gap) ** 2)
         return (
             f"the 95 % interval is +-{self.half_width:.3g}, the median {gap:.3g} from the target: about {more} "
-            f"pairs would tell it apart, or {counted}"
+            f"{samples} would tell it apart, or {counted}"
         )
 
 

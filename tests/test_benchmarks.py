@@ -184,6 +184,7 @@ def test_callgrind_counts_instructions(tmp_path: Path, started: Runs) -> None:
                 "elements styled",
                 "outside requests blocked",
                 "of loads alone",
+                "on / off, blocks",
                 "growth",
             ],
             marks=[slow, pytest.mark.browser],
@@ -199,6 +200,13 @@ def test_benchmark_runs_in_quick_mode(
     assert not missing, f"{script} printed no {missing} row:\n{output}"
 
 
+def printed(code: str) -> str:
+    """What ``python -c code`` prints, run among the benchmarks (their modules importable)."""
+    done = subprocess.run([sys.executable, "-c", code], cwd=BENCHMARKS, capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
 def test_the_edits_of_this_book_find_their_text() -> None:
     """build.py edits this book's copy (quick mode builds a synthetic one): each edit's text is still there."""
     code = (
@@ -206,9 +214,7 @@ def test_the_edits_of_this_book_find_their_text() -> None:
         "print(json.dumps([[e.kind, e.path, e.old in (root / e.path).read_text(), e.probe(7), e.new(7)] "
         "for e in books.edits(root, synthetic=False)]))"
     )
-    done = subprocess.run([sys.executable, "-c", code], cwd=BENCHMARKS, capture_output=True, text=True, check=False)
-    assert done.returncode == 0, done.stderr
-    found = json.loads(done.stdout)
+    found = json.loads(printed(code))
     assert [kind for kind, *_ in found] == ["prose", "comment", "chapter", "library", "template"]
     missing = [f"{kind}: {path}" for kind, path, there, *_ in found if not there]
     assert not missing, f"edits whose text is gone (update benchmarks/books.py): {missing}"
@@ -231,9 +237,7 @@ def test_build_compares_the_cold_share_with_the_baseline_round_by_round() -> Non
         "theirs.runs = {'cold': walls(5.0, 6.0), 'off': walls(2.0, 2.2)}\n"
         "build.compare([ours, theirs], 2)\n"
     )
-    done = subprocess.run([sys.executable, "-c", code], cwd=BENCHMARKS, capture_output=True, text=True, check=False)
-    assert done.returncode == 0, done.stderr
-    lines = done.stdout.strip().splitlines()
+    lines = printed(code).strip().splitlines()
     assert lines[0] == "this over baseline, the machinery's share of cold builds in the same rounds:"
     # The pairs' ratios (700/2100, 720/2000, ...) sorted: 0.333 0.337 0.339 0.345 0.348 0.360; the median 0.342.
     assert lines[1].startswith("  with the otel extra:")
@@ -245,6 +249,26 @@ def test_build_compares_the_cold_share_with_the_baseline_round_by_round() -> Non
     # 1.0/3.0 and 1.2/3.8: the median of two pairs is their mean, 0.325.
     assert lines[5].startswith("  cold - off, the whole build:")
     assert "0.325 (min-max 0.316-0.333" in lines[5]
+
+
+def test_page_weight_judges_domcontentloaded_by_its_blocks_not_its_pooled_pairs() -> None:
+    """Each block of loads alone runs in a browser of its own; the verdict is the median of the blocks' ratios."""
+    code = (
+        "from collections import Counter; import page_weight as pw\n"
+        "load = lambda ms: pw.Load(1, ms, ms, 0, 1)\n"
+        "work = {k: [pw.Work(1, 1)] for k in ('on', 'off')}\n"
+        # Six blocks, their ratios 1.01 to 1.06: pooled, the pairs' median is 1.035 whatever the blocks say.
+        "blocks = [{'on': [100 + r] * 3, 'off': [100.0] * 3} for r in (1, 2, 3, 4, 5, 6)]\n"
+        "pw.report_browser({'x': pw.Compared([load(1)], [load(1)], work, blocks)}, Counter(), 1)\n"
+    )
+    lines = [line.strip() for line in printed(code).splitlines()]
+    assert "each block's: 1.010, 1.020, 1.030, 1.040, 1.050, 1.060" in lines
+    [verdict] = [line for line in lines if line.startswith("on / off, blocks:")]
+    # Six blocks give a 95 % interval of their lowest to their highest: across the target.
+    assert verdict.startswith("on / off, blocks: 1.035 (95 % 1.010-1.060")
+    assert "n=6)" in verdict
+    assert "not resolved" in verdict
+    assert "blocks would tell it apart" in verdict
 
 
 def test_same_chapters_keeps_only_the_baselines_chapters(tmp_path: Path) -> None:
