@@ -79,7 +79,7 @@ from books import ROOT, copy_book, environment
 from figures import Spread, differences, ratios, spread, turns
 
 if TYPE_CHECKING:
-    from playwright.sync_api import CDPSession
+    from playwright.sync_api import Browser, CDPSession, Playwright
 
 sys.path.insert(0, str(ROOT))
 from tests.browser.pages import ARGS, CHROMIUM  # the browser tests' Chromium, launched alike
@@ -298,12 +298,17 @@ def _thread_time(cdp: CDPSession) -> float:
     return float(next(m["value"] for m in metrics if m["name"] == "ThreadTime"))
 
 
+def _launch(playwright: Playwright) -> Browser:
+    """The browser tests' Chromium, launched alike for the pairs and for each block of loads alone."""
+    return playwright.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
+
+
 def browse(
     sites: dict[str, Path], path: str, pairs: int, alone: int = 0, blocks: int = 1
 ) -> tuple[dict[str, list[Load]], dict[str, list[Work]], list[dict[str, list[float]]], Counter[str]]:
     """``pairs`` interleaved loads of ``path`` from each site, three counted ones, ``alone`` more pairs for
     DOMContentLoaded alone (ms) in ``blocks`` browsers of their own; the outside hosts asked for."""
-    from playwright.sync_api import Browser, Route, sync_playwright
+    from playwright.sync_api import Route, sync_playwright
 
     servers = {label: _serve(site) for label, site in sites.items()}
     results: dict[str, list[Load]] = {label: [] for label in sites}
@@ -347,7 +352,7 @@ def browse(
 
     try:
         with sync_playwright() as playwright:
-            browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
+            browser = _launch(playwright)
             for n in range(pairs):
                 for label in turns(list(sites), n):  # the machine's drift hits both alike
                     # The CPU time from a load without the slowdown: Chromium counts the
@@ -366,7 +371,7 @@ def browse(
             # after), a third of a pair's time: the target's figure, with the pairs its noise needs, in
             # blocks of their own browser, so that how a run's browser and machine are weighs as it does.
             for b, block in enumerate(dcl):
-                browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
+                browser = _launch(playwright)
                 for n in range(alone * b // blocks, alone * (b + 1) // blocks):
                     for label in turns(list(sites), n):
                         block[label].append(load(browser, label, 4, settle=False)[0]["dcl"])
